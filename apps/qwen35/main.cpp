@@ -1,0 +1,31 @@
+// qwen35: one binary, subcommands. Each subcommand lives in its own file and is thin.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "apps/qwen35/commands.h"
+
+namespace {
+
+void print_usage() {
+  std::printf(
+      "usage: qwen35 <command> [options]\n\n"
+      "commands:\n");
+  for (const qwen35::app::Command& c : qwen35::app::commands()) std::printf("  %-10s %s\n", c.name, c.summary);
+  std::printf("\nRun 'qwen35 <command> --help' for the options of one command.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    print_usage();
+    return argc < 2 ? 2 : 0;
+  }
+  for (const qwen35::app::Command& c : qwen35::app::commands()) {
+    if (c.name == std::string(argv[1])) return c.run(argc - 1, argv + 1);
+  }
+  std::fprintf(stderr, "qwen35: unknown command '%s'\n\n", argv[1]);
+  print_usage();
+  return 2;
+}

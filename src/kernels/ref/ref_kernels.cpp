@@ -1,0 +1,72 @@
+// Plain scalar kernels: the oracle for every optimized table.
+#include <vector>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "kernels/kernels.h"
+
+namespace qwen35::kernels {
+namespace {
+
+void ref_row_to_f32(DType dtype, const void* row, float* out, int64_t n) {
+  switch (dtype) {
+    case DType::F32: {
+      const float* p = static_cast<const float*>(row);
+      for (int64_t i = 0; i < n; ++i) out[i] = p[i];
+      return;
+    }
+    case DType::BF16: {
+      const uint16_t* p = static_cast<const uint16_t*>(row);
+      for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_f32(p[i]);
+      return;
+    }
+    case DType::F16: {
+      const uint16_t* p = static_cast<const uint16_t*>(row);
+      for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(p[i]);
+      return;
+    }
+    default: fail("row_to_f32: unsupported dtype ", dtype_name(dtype));
+  }
+}
+
+float ref_dot(const float* a, const float* b, int64_t n) {
+  float s = 0;
+  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+void ref_axpy(float a, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+// Converts each weight row once, then dots it with every input row.
+void ref_matmul(const float* x, int64_t T, int64_t x_stride, const WeightMatrix& w, int64_t o_begin, int64_t o_end,
+                float* y, int64_t y_stride) {
+  thread_local std::vector<float> row;
+  row.resize(size_t(w.cols));
+  for (int64_t o = o_begin; o < o_end; ++o) {
+    ref_row_to_f32(w.dtype, w.row(o), row.data(), w.cols);
+    for (int64_t t = 0; t < T; ++t) y[t * y_stride + o] = ref_dot(x + t * x_stride, row.data(), w.cols);
+  }
+}
+
+KernelTable make_ref() {
+  KernelTable k;
+  k.name = "ref";
+  k.matmul[size_t(DType::F32)] = ref_matmul;
+  k.matmul[size_t(DType::BF16)] = ref_matmul;
+  k.matmul[size_t(DType::F16)] = ref_matmul;
+  k.row_to_f32 = ref_row_to_f32;
+  k.dot = ref_dot;
+  k.axpy = ref_axpy;
+  return k;
+}
+
+}  // namespace
+
+const KernelTable& ref_table() {
+  static const KernelTable table = make_ref();
+  return table;
+}
+
+}  // namespace qwen35::kernels

@@ -1,0 +1,40 @@
+// Test helpers: where the bundled data lives and typed access to golden safetensors files.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/safetensors.h"
+
+namespace qwen35::test {
+
+// Absolute path of a file under tests/data (e.g. "tiny-qwen35/config.json").
+std::string data_path(const std::string& relative);
+// The bundled tiny model folder.
+std::string tiny_model_dir();
+// The qwen35 command-line binary built with the tests.
+std::string cli_binary();
+// A fresh empty directory for one test's files.
+std::string temp_dir(const std::string& tag);
+std::string read_text_file(const std::string& path);
+
+// A golden file: tensors read as f32 (from F32) or i64 (from I64).
+class Golden {
+ public:
+  explicit Golden(const std::string& relative) : file_(data_path(relative)) {}
+  bool has(const std::string& name) const { return file_.contains(name); }
+  const TensorView& view(const std::string& name) const { return file_.get(name); }
+  std::vector<float> f32(const std::string& name) const;
+  std::vector<int64_t> i64(const std::string& name) const;
+  Shape shape(const std::string& name) const { return file_.get(name).shape; }
+
+ private:
+  SafetensorsFile file_;
+};
+
+// max |a - b| / max |b| (0 when b is all zeros and a == b).
+double max_rel_error(const std::vector<float>& a, const std::vector<float>& b);
+double max_abs_error(const std::vector<float>& a, const std::vector<float>& b);
+
+}  // namespace qwen35::test
