@@ -33,12 +33,40 @@ using DotFn = float (*)(const float* a, const float* b, int64_t n);
 // y[i] += a * x[i]
 using AxpyFn = void (*)(float a, const float* x, float* y, int64_t n);
 
+// One value head of the gated delta rule (spec 4). q and k are l2-normalised (q also scaled by
+// 1/sqrt(dk)); row t of each input sits `*_stride` floats after row t-1. S is [dk, dv], fp32.
+struct DeltaRuleHead {
+  const float* q;
+  const float* k;
+  int64_t qk_stride;
+  const float* v;
+  int64_t v_stride;
+  const float* beta;  // [T], stride gate_stride
+  const float* g;     // [T] log-decay (<= 0), stride gate_stride
+  int64_t gate_stride;
+  float* o;  // [T, dv] output rows
+  int64_t o_stride;
+};
+
+// Token by token: S <- e^g S; u = S^T k; S += k (beta (v - u))^T; o = S^T q.
+using DeltaRecurrentFn = void (*)(const DeltaRuleHead& h, int64_t T, int dk, int dv, float* S);
+// One chunk of n <= kDeltaChunk tokens in the chunkwise-parallel (WY) form; `work` holds
+// delta_chunk_work_floats(dk, dv) floats.
+using DeltaChunkFn = void (*)(const DeltaRuleHead& h, int64_t n, int dk, int dv, float* S, float* work);
+constexpr int64_t kDeltaChunk = 64;
+inline size_t delta_chunk_work_floats(int dk, int dv) {
+  const size_t C = size_t(kDeltaChunk);
+  return 3 * C * C + 2 * C + C * size_t(dk) + 2 * C * size_t(dv);
+}
+
 struct KernelTable {
   std::string_view name;
   MatmulFn matmul[size_t(DType::kCount)] = {};  // nullptr: dtype not handled by this table
   RowToF32Fn row_to_f32 = nullptr;
   DotFn dot = nullptr;
   AxpyFn axpy = nullptr;
+  DeltaRecurrentFn delta_recurrent = nullptr;
+  DeltaChunkFn delta_chunk = nullptr;
 };
 
 const KernelTable& ref_table();

@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "kernels/kernels.h"
+#include "kernels/ref/ref_ops.h"
 
 namespace qwen35::kernels {
 namespace {
@@ -29,15 +30,9 @@ void ref_row_to_f32(DType dtype, const void* row, float* out, int64_t n) {
   }
 }
 
-float ref_dot(const float* a, const float* b, int64_t n) {
-  float s = 0;
-  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
+float ref_dot(const float* a, const float* b, int64_t n) { return ref::dot(a, b, n); }
 
-void ref_axpy(float a, const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
-}
+void ref_axpy(float a, const float* x, float* y, int64_t n) { ref::axpy(a, x, y, n); }
 
 // Converts each weight row once, then dots it with every input row.
 void ref_matmul(const float* x, int64_t T, int64_t x_stride, const WeightMatrix& w, int64_t o_begin, int64_t o_end,
@@ -59,6 +54,8 @@ KernelTable make_ref() {
   k.row_to_f32 = ref_row_to_f32;
   k.dot = ref_dot;
   k.axpy = ref_axpy;
+  k.delta_recurrent = ref::delta_recurrent;
+  k.delta_chunk = ref::delta_chunk;
   return k;
 }
 

@@ -1,0 +1,91 @@
+#include "apps/qwen35/args.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "core/error.h"
+
+namespace qwen35::app {
+
+Args::Args(int argc, char** argv, const std::set<std::string>& with_value, const std::set<std::string>& flags) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.size() > 1 && a[0] == '-' && a != "-") {
+      std::string name = a, value;
+      bool inline_value = false;
+      if (auto eq = a.find('='); eq != std::string::npos && a.rfind("--", 0) == 0) {
+        name = a.substr(0, eq);
+        value = a.substr(eq + 1);
+        inline_value = true;
+      }
+      if (with_value.count(name)) {
+        if (!inline_value) {
+          if (i + 1 >= argc) fail("option ", name, " needs a value");
+          value = argv[++i];
+        }
+        values_[name] = value;
+      } else if (flags.count(name) && !inline_value) {
+        flags_.insert(name);
+      } else {
+        fail("unknown option ", name, " (see --help)");
+      }
+    } else {
+      positionals_.push_back(a);
+    }
+  }
+}
+
+std::optional<std::string> Args::get(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string Args::get_or(const std::string& name, const std::string& fallback) const {
+  return get(name).value_or(fallback);
+}
+
+std::string Args::require(const std::string& name) const {
+  auto v = get(name);
+  if (!v) fail("missing required option ", name, " (see --help)");
+  return *v;
+}
+
+int64_t Args::get_int(const std::string& name, int64_t fallback) const {
+  auto v = get(name);
+  if (!v) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  long long x = std::strtoll(v->c_str(), &end, 10);
+  if (v->empty() || *end || errno) fail("option ", name, " needs an integer, got '", *v, "'");
+  return x;
+}
+
+double Args::get_double(const std::string& name, double fallback) const {
+  auto v = get(name);
+  if (!v) return fallback;
+  char* end = nullptr;
+  double x = std::strtod(v->c_str(), &end);
+  if (v->empty() || *end) fail("option ", name, " needs a number, got '", *v, "'");
+  return x;
+}
+
+std::vector<int32_t> parse_id_list(const std::string& text) {
+  std::vector<int32_t> ids;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = text.find(',', i);
+    if (j == std::string::npos) j = text.size();
+    std::string part = text.substr(i, j - i);
+    char* end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || *end || errno || v < 0 || v > INT32_MAX) fail("bad token id '", part, "' in --ids");
+    ids.push_back(int32_t(v));
+    i = j + 1;
+  }
+  if (ids.empty()) fail("--ids is empty");
+  return ids;
+}
+
+}  // namespace qwen35::app

@@ -1,0 +1,36 @@
+// A small command-line reader shared by the subcommands: `--name value`, `--flag`, positionals.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace qwen35::app {
+
+class Args {
+ public:
+  // `with_value`: options that take a value ("-m", "--ids", ...); `flags`: options that don't.
+  // Throws qwen35::Error on unknown options or a missing value.
+  Args(int argc, char** argv, const std::set<std::string>& with_value, const std::set<std::string>& flags);
+
+  bool has(const std::string& name) const { return values_.count(name) || flags_.count(name); }
+  std::optional<std::string> get(const std::string& name) const;
+  std::string get_or(const std::string& name, const std::string& fallback) const;
+  std::string require(const std::string& name) const;
+  int64_t get_int(const std::string& name, int64_t fallback) const;
+  double get_double(const std::string& name, double fallback) const;
+  const std::vector<std::string>& positionals() const { return positionals_; }
+
+ private:
+  std::map<std::string, std::string> values_;
+  std::set<std::string> flags_;
+  std::vector<std::string> positionals_;
+};
+
+// "1,2,3" -> {1, 2, 3}; throws on anything that is not a comma-separated integer list.
+std::vector<int32_t> parse_id_list(const std::string& text);
+
+}  // namespace qwen35::app

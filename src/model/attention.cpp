@@ -1,0 +1,90 @@
+#include "model/attention.h"
+
+#include <cmath>
+#include <limits>
+
+#include "model/norm.h"
+
+namespace qwen35 {
+
+void AttentionScratch::reserve(const TextConfig& cfg, int64_t tokens) {
+  if (tokens <= capacity) return;
+  capacity = tokens;
+  const size_t T = size_t(tokens), hd = size_t(cfg.head_dim);
+  qg.resize(T * size_t(cfg.num_heads) * hd * (cfg.attn_output_gate ? 2 : 1));
+  q.resize(T * size_t(cfg.num_heads) * hd);
+  k.resize(T * size_t(cfg.num_kv_heads) * hd);
+  v.resize(T * size_t(cfg.num_kv_heads) * hd);
+  attn.resize(T * size_t(cfg.num_heads) * hd);
+  cos.resize(T * size_t(cfg.rotary_dim / 2));
+  sin.resize(T * size_t(cfg.rotary_dim / 2));
+}
+
+void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const AttentionWeights& w, const MRope& rope,
+                       const float* a, int64_t T, const int32_t* positions, KvCache& kv, AttentionScratch& s,
+                       float* out) {
+  s.reserve(cfg, T);
+  const int nq = cfg.num_heads, nkv = cfg.num_kv_heads, hd = cfg.head_dim;
+  const int64_t QD = int64_t(nq) * hd, KD = int64_t(nkv) * hd, qg_stride = w.q.rows;
+  const int half = rope.half();
+
+  kernels::linear(c, a, T, w.q, s.qg.data());
+  kernels::linear(c, a, T, w.k, s.k.data());
+  kernels::linear(c, a, T, w.v, s.v.data());
+
+  for (int64_t t = 0; t < T; ++t) {
+    // q_proj rows are per head [query(hd) ; gate(hd)] when gated.
+    const int64_t head_stride = cfg.attn_output_gate ? 2 * hd : hd;
+    for (int h = 0; h < nq; ++h)
+      rms_norm(s.qg.data() + t * qg_stride + h * head_stride, w.q_norm.data(), hd, cfg.rms_norm_eps,
+               s.q.data() + t * QD + int64_t(h) * hd);
+    for (int h = 0; h < nkv; ++h) {
+      float* k = s.k.data() + t * KD + int64_t(h) * hd;
+      rms_norm(k, w.k_norm.data(), hd, cfg.rms_norm_eps, k);
+    }
+    float* cs = s.cos.data() + t * half;
+    float* sn = s.sin.data() + t * half;
+    rope.angles(positions[t], positions[T + t], positions[2 * T + t], cs, sn);
+    rope.apply(s.q.data() + t * QD, nq, hd, cs, sn);
+    rope.apply(s.k.data() + t * KD, nkv, hd, cs, sn);
+  }
+
+  const int64_t past = kv.length();
+  kv.append(s.k.data(), s.v.data(), T);
+
+  const float scale = 1.0f / std::sqrt(float(hd));
+  const int group = nq / nkv;
+  c.pool->parallel_for(size_t(T * nq), 1, [&](size_t b, size_t e) {
+    thread_local std::vector<float> scores;
+    for (size_t task = b; task < e; ++task) {
+      const int64_t t = int64_t(task) / nq;
+      const int h = int(int64_t(task) % nq), kvh = h / group;
+      const int64_t n = past + t + 1;  // causal: keys 0 .. past + t
+      scores.resize(size_t(n));
+      const float* q = s.q.data() + t * QD + int64_t(h) * hd;
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < n; ++j) {
+        scores[size_t(j)] = c.k->dot(q, kv.key(j) + int64_t(kvh) * hd, hd) * scale;
+        mx = std::max(mx, scores[size_t(j)]);
+      }
+      float sum = 0;
+      for (int64_t j = 0; j < n; ++j) sum += (scores[size_t(j)] = std::exp(scores[size_t(j)] - mx));
+      const float inv = 1.0f / sum;
+      float* o = s.attn.data() + t * QD + int64_t(h) * hd;
+      for (int d = 0; d < hd; ++d) o[d] = 0;
+      for (int64_t j = 0; j < n; ++j) c.k->axpy(scores[size_t(j)] * inv, kv.value(j) + int64_t(kvh) * hd, o, hd);
+    }
+  });
+
+  if (cfg.attn_output_gate) {
+    for (int64_t t = 0; t < T; ++t)
+      for (int h = 0; h < nq; ++h) {
+        const float* gate = s.qg.data() + t * qg_stride + int64_t(h) * 2 * hd + hd;
+        float* o = s.attn.data() + t * QD + int64_t(h) * hd;
+        for (int d = 0; d < hd; ++d) o[d] *= sigmoid(gate[d]);
+      }
+  }
+  kernels::linear(c, s.attn.data(), T, w.o, out);
+}
+
+}  // namespace qwen35

@@ -1,0 +1,31 @@
+// The gated full-attention layer, spec 3.6: q/k RMSNorm, partial interleaved MRoPE, GQA causal
+// attention over the KV cache, sigmoid output gate.
+#pragma once
+
+#include <vector>
+
+#include "kernels/compute.h"
+#include "model/config.h"
+#include "model/decoder_state.h"
+#include "model/rope.h"
+#include "model/text_weights.h"
+
+namespace qwen35 {
+
+struct AttentionScratch {
+  int64_t capacity = 0;
+  std::vector<float> qg;    // [T, q_proj rows]
+  std::vector<float> q;     // [T, nq*hd]
+  std::vector<float> k;     // [T, nkv*hd]
+  std::vector<float> v;     // [T, nkv*hd]
+  std::vector<float> attn;  // [T, nq*hd]
+  std::vector<float> cos, sin;  // [T, rotary/2]
+  void reserve(const TextConfig& cfg, int64_t tokens);
+};
+
+// out[T, H] = Attention(a[T, H]); positions [3, T] (rows t, h, w); appends T rows to `kv`.
+void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const AttentionWeights& w, const MRope& rope,
+                       const float* a, int64_t T, const int32_t* positions, KvCache& kv, AttentionScratch& s,
+                       float* out);
+
+}  // namespace qwen35

@@ -1,0 +1,73 @@
+// The model's config.json (qwen3_5 schema), validated, with the derived sizes the code uses.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace qwen35 {
+
+enum class LayerKind { kDeltaNet, kAttention };
+
+struct TextConfig {
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;        // H
+  int64_t intermediate_size = 0;  // SwiGLU inner size
+  int num_layers = 0;
+  std::vector<LayerKind> layer_kinds;
+  float rms_norm_eps = 1e-6f;
+  bool tie_word_embeddings = false;
+  int64_t max_position_embeddings = 262144;
+
+  // Gated full attention.
+  int num_heads = 0;     // query heads
+  int num_kv_heads = 0;  // key/value heads (GQA)
+  int head_dim = 0;
+  bool attn_output_gate = true;  // q_proj packs [query; gate] per head
+  int rotary_dim = 0;            // head_dim * partial_rotary_factor (leading dims rotated)
+  double rope_theta = 1e7;
+  std::array<int, 3> mrope_section{};  // frequency slots taken from (T, H, W), interleaved
+
+  // Gated DeltaNet.
+  int conv_kernel = 4;
+  int linear_key_heads = 0;    // Hk
+  int linear_value_heads = 0;  // Hv
+  int linear_key_dim = 0;      // dk
+  int linear_value_dim = 0;    // dv
+
+  int64_t conv_dim() const { return 2 * int64_t(linear_key_heads) * linear_key_dim + int64_t(linear_value_heads) * linear_value_dim; }
+  int64_t deltanet_value_size() const { return int64_t(linear_value_heads) * linear_value_dim; }
+  int num_deltanet_layers() const;
+  int num_attention_layers() const;
+};
+
+struct VisionConfig {
+  bool present = false;
+  int depth = 0;
+  int64_t hidden_size = 0;
+  int num_heads = 0;
+  int64_t intermediate_size = 0;
+  int in_channels = 3;
+  int patch_size = 16;
+  int temporal_patch_size = 2;
+  int spatial_merge_size = 2;
+  int64_t num_position_embeddings = 0;
+  int64_t out_hidden_size = 0;
+};
+
+struct ModelConfig {
+  TextConfig text;
+  VisionConfig vision;
+  int64_t image_token_id = 248056;
+  int64_t video_token_id = 248057;
+  int64_t vision_start_token_id = 248053;
+  int64_t vision_end_token_id = 248054;
+  std::vector<int64_t> eos_token_ids;  // from config / generation_config; may be empty
+
+  // Reads and validates <model_dir>/config.json. Throws qwen35::Error with a clear message.
+  static ModelConfig load(const std::string& model_dir);
+  static ModelConfig parse(const std::string& json_text, const std::string& origin);
+};
+
+}  // namespace qwen35

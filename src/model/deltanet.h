@@ -1,0 +1,35 @@
+// The Gated DeltaNet (linear attention) layer, spec 3.5.
+#pragma once
+
+#include <vector>
+
+#include "kernels/compute.h"
+#include "model/config.h"
+#include "model/decoder_state.h"
+#include "model/text_weights.h"
+
+namespace qwen35 {
+
+// Which form of the delta rule a multi-token block uses. kAuto: chunkwise-parallel for blocks
+// of more than one token, recurrent for single tokens. The others are diagnostic switches.
+enum class DeltaRuleMode { kAuto, kRecurrent, kChunked };
+
+// Buffers for one block of up to `capacity` tokens; sized once, reused by every layer.
+struct DeltaNetScratch {
+  int64_t capacity = 0;
+  std::vector<float> qkv;    // [T, conv_dim] projections before the conv
+  std::vector<float> mixed;  // [T, conv_dim] after conv + SiLU
+  std::vector<float> z;      // [T, Hv*dv]
+  std::vector<float> beta;   // [T, Hv]
+  std::vector<float> g;      // [T, Hv]
+  std::vector<float> q;      // [T, Hk*dk] normalised and scaled
+  std::vector<float> k;      // [T, Hk*dk] normalised
+  std::vector<float> core;   // [T, Hv*dv] delta-rule output, then gated-normed
+  void reserve(const TextConfig& cfg, int64_t tokens);
+};
+
+// out[T, H] = DeltaNet(a[T, H]), advancing `state` by T tokens.
+void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* a,
+                      int64_t T, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode, float* out);
+
+}  // namespace qwen35

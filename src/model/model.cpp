@@ -1,0 +1,15 @@
+#include "model/model.h"
+
+namespace qwen35 {
+
+std::unique_ptr<Model> Model::load(const std::string& model_dir) {
+  auto m = std::unique_ptr<Model>(new Model());
+  m->dir_ = model_dir;
+  m->config_ = ModelConfig::load(model_dir);
+  m->checkpoint_ = Checkpoint::open(model_dir);
+  m->text_ = TextWeights::bind(*m->checkpoint_, m->config_.text);
+  m->decoder_ = std::make_unique<TextDecoder>(m->config_.text, m->text_);
+  return m;
+}
+
+}  // namespace qwen35

@@ -1,0 +1,34 @@
+// A loaded Qwen3.5 model: config, mapped checkpoint, bound weights. Immutable after load.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "io/checkpoint.h"
+#include "model/config.h"
+#include "model/text_decoder.h"
+#include "model/text_weights.h"
+
+namespace qwen35 {
+
+class Model {
+ public:
+  // Loads config.json and the weights of `model_dir`; throws qwen35::Error on any problem.
+  static std::unique_ptr<Model> load(const std::string& model_dir);
+
+  const std::string& dir() const { return dir_; }
+  const ModelConfig& config() const { return config_; }
+  const Checkpoint& checkpoint() const { return *checkpoint_; }
+  const TextDecoder& decoder() const { return *decoder_; }
+  const TextWeights& text_weights() const { return text_; }
+
+ private:
+  Model() = default;
+  std::string dir_;
+  ModelConfig config_;
+  std::unique_ptr<Checkpoint> checkpoint_;
+  TextWeights text_;
+  std::unique_ptr<TextDecoder> decoder_;
+};
+
+}  // namespace qwen35

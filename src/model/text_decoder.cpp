@@ -1,0 +1,68 @@
+#include "model/text_decoder.h"
+
+#include <cstring>
+
+#include "core/error.h"
+#include "model/norm.h"
+
+namespace qwen35 {
+
+void DecoderWorkspace::reserve(const TextConfig& cfg, int64_t tokens) {
+  if (tokens > capacity) {
+    capacity = tokens;
+    const size_t n = size_t(tokens * cfg.hidden_size);
+    x.resize(n);
+    normed.resize(n);
+    mixed.resize(n);
+  }
+  deltanet.reserve(cfg, tokens);
+  attention.reserve(cfg, tokens);
+  mlp.reserve(cfg.intermediate_size, tokens);
+}
+
+TextDecoder::TextDecoder(const TextConfig& cfg, const TextWeights& weights) : cfg_(cfg), w_(weights), rope_(cfg) {}
+
+void TextDecoder::embed(const int32_t* ids, int64_t T, float* out) const {
+  const kernels::KernelTable& ref = kernels::ref_table();
+  for (int64_t t = 0; t < T; ++t) {
+    if (ids[t] < 0 || ids[t] >= cfg_.vocab_size) fail("token id ", ids[t], " is outside the vocabulary [0, ", cfg_.vocab_size, ")");
+    ref.row_to_f32(w_.embed.dtype, w_.embed.row(ids[t]), out + t * cfg_.hidden_size, cfg_.hidden_size);
+  }
+}
+
+void TextDecoder::forward(const kernels::Compute& c, const float* embeddings, const int32_t* positions, int64_t T,
+                          DecoderState& state, DecoderWorkspace& ws, float* hidden, DeltaRuleMode mode,
+                          DecoderObserver* observer) const {
+  if (T <= 0) return;
+  ws.reserve(cfg_, T);
+  const int64_t H = cfg_.hidden_size;
+  const float eps = cfg_.rms_norm_eps;
+  float* x = ws.x.data();
+  std::memcpy(x, embeddings, size_t(T * H) * sizeof(float));
+
+  int deltanet_index = 0, attention_index = 0;
+  for (int i = 0; i < cfg_.num_layers; ++i) {
+    const LayerWeights& L = w_.layers[size_t(i)];
+    rms_norm_rows(x, L.input_norm.data(), T, H, eps, ws.normed.data());
+    if (L.kind == LayerKind::kDeltaNet) {
+      deltanet_forward(c, cfg_, L.deltanet, ws.normed.data(), T, state.deltanet[size_t(deltanet_index++)], ws.deltanet,
+                       mode, ws.mixed.data());
+    } else {
+      attention_forward(c, cfg_, L.attention, rope_, ws.normed.data(), T, positions, state.kv[size_t(attention_index++)],
+                        ws.attention, ws.mixed.data());
+    }
+    for (int64_t j = 0; j < T * H; ++j) x[j] += ws.mixed[size_t(j)];
+    rms_norm_rows(x, L.post_norm.data(), T, H, eps, ws.normed.data());
+    mlp_forward(c, L.mlp, ws.normed.data(), T, ws.mlp, ws.mixed.data());
+    for (int64_t j = 0; j < T * H; ++j) x[j] += ws.mixed[size_t(j)];
+    if (observer) observer->on_layer_output(i, x, T);
+  }
+  rms_norm_rows(x, w_.final_norm.data(), T, H, eps, hidden);
+  state.n_past += T;
+}
+
+void TextDecoder::logits(const kernels::Compute& c, const float* hidden, int64_t n, float* out) const {
+  kernels::linear(c, hidden, n, w_.lm_head, out);
+}
+
+}  // namespace qwen35

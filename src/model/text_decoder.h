@@ -1,0 +1,63 @@
+// The hybrid text decoder, top to bottom: embedding, N pre-norm residual layers (Gated DeltaNet
+// or gated attention, then SwiGLU), final norm, LM head.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/compute.h"
+#include "model/attention.h"
+#include "model/config.h"
+#include "model/decoder_state.h"
+#include "model/deltanet.h"
+#include "model/mlp.h"
+#include "model/rope.h"
+#include "model/text_weights.h"
+
+namespace qwen35 {
+
+// Receives intermediate results (for `qwen35 forward --dump` and tests); default: ignore.
+class DecoderObserver {
+ public:
+  virtual ~DecoderObserver() = default;
+  virtual void on_layer_output(int layer, const float* x, int64_t T) {}  // residual stream [T, H]
+};
+
+// Buffers of one forward call; grown on demand, so a session that reserves its block size once
+// does not allocate while decoding.
+struct DecoderWorkspace {
+  int64_t capacity = 0;
+  std::vector<float> x;       // [T, H] residual stream
+  std::vector<float> normed;  // [T, H]
+  std::vector<float> mixed;   // [T, H] mixer / MLP output
+  DeltaNetScratch deltanet;
+  AttentionScratch attention;
+  MlpScratch mlp;
+  void reserve(const TextConfig& cfg, int64_t tokens);
+};
+
+class TextDecoder {
+ public:
+  TextDecoder(const TextConfig& cfg, const TextWeights& weights);
+
+  const TextConfig& config() const { return cfg_; }
+
+  // embeddings[T, H] of token ids (ids must be < vocab_size).
+  void embed(const int32_t* ids, int64_t T, float* out) const;
+
+  // Runs T new tokens after state.n_past ones: embeddings [T, H], positions [3, T] (rows t, h, w).
+  // Writes the final-normed hidden states [T, H] to `hidden` and advances the state.
+  void forward(const kernels::Compute& c, const float* embeddings, const int32_t* positions, int64_t T,
+               DecoderState& state, DecoderWorkspace& ws, float* hidden, DeltaRuleMode mode = DeltaRuleMode::kAuto,
+               DecoderObserver* observer = nullptr) const;
+
+  // logits[n, vocab] = hidden[n, H] * lm_head^T.
+  void logits(const kernels::Compute& c, const float* hidden, int64_t n, float* out) const;
+
+ private:
+  const TextConfig& cfg_;
+  const TextWeights& w_;
+  MRope rope_;
+};
+
+}  // namespace qwen35

@@ -1,0 +1,99 @@
+#include "model/text_weights.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace qwen35 {
+namespace {
+
+const TensorView& checked(const Checkpoint& ck, const std::string& name, const Shape& shape) {
+  const TensorView& t = ck.get(name);
+  if (!dtype_info(t.dtype).is_float)
+    fail("tensor '", name, "': expected dtype F32, F16 or BF16, got ", dtype_name(t.dtype));
+  if (!(t.shape == shape)) fail("tensor '", name, "': expected shape ", shape.to_string(), ", got ", t.shape.to_string());
+  return t;
+}
+
+std::vector<float> one_plus(std::vector<float> w) {
+  for (float& x : w) x = 1.0f + x;
+  return w;
+}
+
+}  // namespace
+
+std::string text_prefix(const Checkpoint& ck) {
+  for (const char* p : {"model.language_model.", "model."})
+    if (ck.find(std::string(p) + "embed_tokens.weight")) return p;
+  fail("checkpoint has no embedding table (looked for model.language_model.embed_tokens.weight and model.embed_tokens.weight)");
+}
+
+WeightMatrix bind_matrix(const Checkpoint& ck, const std::string& name, int64_t rows, int64_t cols) {
+  const TensorView& t = checked(ck, name, Shape{rows, cols});
+  WeightMatrix m;
+  m.dtype = t.dtype;
+  m.data = t.data;
+  m.rows = rows;
+  m.cols = cols;
+  m.row_bytes = dtype_bytes(t.dtype, size_t(cols));
+  return m;
+}
+
+std::vector<float> bind_vector(const Checkpoint& ck, const std::string& name, const Shape& shape) {
+  return to_f32(checked(ck, name, shape));
+}
+
+TextWeights TextWeights::bind(const Checkpoint& ck, const TextConfig& c) {
+  const std::string p = text_prefix(ck);
+  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
+  TextWeights w;
+  w.embed = bind_matrix(ck, p + "embed_tokens.weight", V, H);
+  w.final_norm = one_plus(bind_vector(ck, p + "norm.weight", Shape{H}));
+  if (c.tie_word_embeddings) {
+    w.lm_head = w.embed;
+  } else {
+    if (!ck.find("lm_head.weight"))
+      fail("tie_word_embeddings is false but the checkpoint has no lm_head.weight");
+    w.lm_head = bind_matrix(ck, "lm_head.weight", V, H);
+  }
+
+  for (int i = 0; i < c.num_layers; ++i) {
+    const std::string lp = p + "layers." + std::to_string(i) + ".";
+    LayerWeights L;
+    L.kind = c.layer_kinds[size_t(i)];
+    L.input_norm = one_plus(bind_vector(ck, lp + "input_layernorm.weight", Shape{H}));
+    L.post_norm = one_plus(bind_vector(ck, lp + "post_attention_layernorm.weight", Shape{H}));
+    L.mlp.gate = bind_matrix(ck, lp + "mlp.gate_proj.weight", I, H);
+    L.mlp.up = bind_matrix(ck, lp + "mlp.up_proj.weight", I, H);
+    L.mlp.down = bind_matrix(ck, lp + "mlp.down_proj.weight", H, I);
+    if (L.kind == LayerKind::kDeltaNet) {
+      const std::string dp = lp + "linear_attn.";
+      const int64_t C = c.conv_dim(), Hv = c.linear_value_heads, VS = c.deltanet_value_size();
+      DeltaNetWeights& d = L.deltanet;
+      d.in_qkv = bind_matrix(ck, dp + "in_proj_qkv.weight", C, H);
+      d.in_z = bind_matrix(ck, dp + "in_proj_z.weight", VS, H);
+      d.in_b = bind_matrix(ck, dp + "in_proj_b.weight", Hv, H);
+      d.in_a = bind_matrix(ck, dp + "in_proj_a.weight", Hv, H);
+      d.out = bind_matrix(ck, dp + "out_proj.weight", H, VS);
+      d.conv = bind_vector(ck, dp + "conv1d.weight", Shape{C, 1, c.conv_kernel});
+      d.dt_bias = bind_vector(ck, dp + "dt_bias", Shape{Hv});
+      d.neg_a = bind_vector(ck, dp + "A_log", Shape{Hv});
+      for (float& a : d.neg_a) a = -std::exp(a);
+      d.norm = bind_vector(ck, dp + "norm.weight", Shape{c.linear_value_dim});
+    } else {
+      const std::string ap = lp + "self_attn.";
+      const int64_t hd = c.head_dim, q_rows = int64_t(c.num_heads) * hd * (c.attn_output_gate ? 2 : 1);
+      AttentionWeights& a = L.attention;
+      a.q = bind_matrix(ck, ap + "q_proj.weight", q_rows, H);
+      a.k = bind_matrix(ck, ap + "k_proj.weight", int64_t(c.num_kv_heads) * hd, H);
+      a.v = bind_matrix(ck, ap + "v_proj.weight", int64_t(c.num_kv_heads) * hd, H);
+      a.o = bind_matrix(ck, ap + "o_proj.weight", H, int64_t(c.num_heads) * hd);
+      a.q_norm = one_plus(bind_vector(ck, ap + "q_norm.weight", Shape{hd}));
+      a.k_norm = one_plus(bind_vector(ck, ap + "k_norm.weight", Shape{hd}));
+    }
+    w.layers.push_back(std::move(L));
+  }
+  return w;
+}
+
+}  // namespace qwen35

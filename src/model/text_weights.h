@@ -1,0 +1,70 @@
+// The text decoder's weights: typed views into the mapped checkpoint for the matrices (any
+// storage dtype the kernel table handles), f32 copies for the small vectors.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/checkpoint.h"
+#include "kernels/kernels.h"
+#include "model/config.h"
+
+namespace qwen35 {
+
+using kernels::WeightMatrix;
+
+struct DeltaNetWeights {
+  WeightMatrix in_qkv;  // [conv_dim, H]: rows [q (Hk*dk) | k (Hk*dk) | v (Hv*dv)]
+  WeightMatrix in_z;    // [Hv*dv, H]
+  WeightMatrix in_b;    // [Hv, H]   beta logits
+  WeightMatrix in_a;    // [Hv, H]   decay input
+  WeightMatrix out;     // [H, Hv*dv]
+  std::vector<float> conv;       // [conv_dim, K]; tap K-1 multiplies the current token
+  std::vector<float> dt_bias;    // [Hv]
+  std::vector<float> neg_a;      // [Hv] = -exp(A_log)
+  std::vector<float> norm;       // [dv] gated RMSNorm weight (plain multiplier)
+};
+
+struct AttentionWeights {
+  WeightMatrix q;  // [nq * hd * (gate ? 2 : 1), H]: per head [query(hd) ; gate(hd)]
+  WeightMatrix k;  // [nkv * hd, H]
+  WeightMatrix v;  // [nkv * hd, H]
+  WeightMatrix o;  // [H, nq * hd]
+  std::vector<float> q_norm;  // [hd] as (1 + w)
+  std::vector<float> k_norm;  // [hd] as (1 + w)
+};
+
+struct MlpWeights {
+  WeightMatrix gate;  // [I, H]
+  WeightMatrix up;    // [I, H]
+  WeightMatrix down;  // [H, I]
+};
+
+struct LayerWeights {
+  LayerKind kind;
+  std::vector<float> input_norm;  // [H] as (1 + w)
+  std::vector<float> post_norm;   // [H] as (1 + w)
+  DeltaNetWeights deltanet;       // when kind == kDeltaNet
+  AttentionWeights attention;     // when kind == kAttention
+  MlpWeights mlp;
+};
+
+struct TextWeights {
+  WeightMatrix embed;    // [V, H]
+  WeightMatrix lm_head;  // [V, H]; the embedding when tied
+  std::vector<float> final_norm;  // [H] as (1 + w)
+  std::vector<LayerWeights> layers;
+
+  // Binds every tensor of the text decoder, checking names, dtypes and shapes against the config.
+  // The checkpoint must outlive the weights.
+  static TextWeights bind(const Checkpoint& ck, const TextConfig& cfg);
+};
+
+// Helpers shared with the vision tower's loader.
+// The prefix of the text decoder's tensors in this checkpoint ("model.language_model." or "model.").
+std::string text_prefix(const Checkpoint& ck);
+WeightMatrix bind_matrix(const Checkpoint& ck, const std::string& name, int64_t rows, int64_t cols);
+std::vector<float> bind_vector(const Checkpoint& ck, const std::string& name, const Shape& shape);
+
+}  // namespace qwen35
