@@ -56,7 +56,7 @@ using DeltaChunkFn = void (*)(const DeltaRuleHead& h, int64_t n, int dk, int dv,
 constexpr int64_t kDeltaChunk = 64;
 inline size_t delta_chunk_work_floats(int dk, int dv) {
   const size_t C = size_t(kDeltaChunk);
-  return 3 * C * C + 2 * C + C * size_t(dk) + 2 * C * size_t(dv);
+  return 3 * C * C + C + C * size_t(dk) + 2 * C * size_t(dv);
 }
 
 struct KernelTable {

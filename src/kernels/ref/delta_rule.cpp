@@ -1,6 +1,8 @@
 // The gated delta rule, plain C++: the recurrent form is the oracle; the chunkwise-parallel form
 // (spec 4.3) is what prefill uses. Every exponent is a difference gamma_r - gamma_s with s <= r,
-// so nothing overflows however fast the state decays inside a chunk.
+// so nothing overflows however fast the state decays inside a chunk. The cumulative decays are
+// kept in double: in fp32, gamma of a fast-decaying chunk reaches -2000 where its rounding
+// (~1e-4) would turn into a 1e-4 relative error of every e^{gamma_r - gamma_s}.
 #include <cmath>
 
 #include "kernels/kernels.h"
@@ -63,8 +65,8 @@ void delta_chunk(const DeltaRuleHead& h, int64_t n, int dk, int dv, float* S, fl
   float* A = work;             // [C, C] strictly lower: beta_r e^{g_r - g_s} k_r.k_s
   float* Tinv = A + C * C;     // [C, C] (I + A)^-1
   float* tmp = Tinv + C * C;   // [C, C]
-  float* gam = tmp + C * C;    // [C] cumulative log-decay
-  float* eg = gam + C;         // [C] e^{gamma}
+  float* eg = tmp + C * C;     // [C] e^{gamma}
+  double gam[kDeltaChunk];     // cumulative log-decay
   float* W = eg + C;           // [C, dk] Tinv diag(beta e^gamma) K
   float* U = W + C * dk;       // [C, dv] Tinv diag(beta) V, then V~ = U - W S
   float* QS = U + C * dv;      // [C, dv]
@@ -74,14 +76,15 @@ void delta_chunk(const DeltaRuleHead& h, int64_t n, int dk, int dv, float* S, fl
   auto v = [&](int64_t r) { return h.v + r * h.v_stride; };
   auto beta = [&](int64_t r) { return h.beta[r * h.gate_stride]; };
 
-  float acc = 0;
+  double acc = 0;
   for (int64_t r = 0; r < n; ++r) {
-    acc += h.g[r * h.gate_stride];
+    acc += double(h.g[r * h.gate_stride]);
     gam[r] = acc;
-    eg[r] = std::exp(acc);
+    eg[r] = float(std::exp(acc));
   }
+  auto decay = [&](int64_t r, int64_t s) { return float(std::exp(gam[r] - gam[s])); };  // s <= r
   for (int64_t r = 0; r < n; ++r)
-    for (int64_t s = 0; s < r; ++s) A[r * C + s] = beta(r) * std::exp(gam[r] - gam[s]) * dot(k(r), k(s), dk);
+    for (int64_t s = 0; s < r; ++s) A[r * C + s] = beta(r) * decay(r, s) * dot(k(r), k(s), dk);
   invert_unit_lower(A, n, C, Tinv, tmp);
 
   for (int64_t r = 0; r < n; ++r) {
@@ -104,14 +107,13 @@ void delta_chunk(const DeltaRuleHead& h, int64_t n, int dk, int dv, float* S, fl
     for (int j = 0; j < dv; ++j) QS[j] = 0;
     for (int i = 0; i < dk; ++i) axpy(q(r)[i], S + i * dv, QS, dv);
     for (int j = 0; j < dv; ++j) o[j] = eg[r] * QS[j];
-    for (int64_t s = 0; s <= r; ++s) axpy(std::exp(gam[r] - gam[s]) * dot(q(r), k(s), dk), U + s * dv, o, dv);
+    for (int64_t s = 0; s <= r; ++s) axpy(decay(r, s) * dot(q(r), k(s), dk), U + s * dv, o, dv);
   }
 
   // S_n = e^{gamma_n} S + sum_s e^{gamma_n - gamma_s} k_s V~_s^T
-  const float g_last = gam[n - 1];
   for (int i = 0; i < dk * dv; ++i) S[i] *= eg[n - 1];
   for (int64_t s = 0; s < n; ++s) {
-    const float d = std::exp(g_last - gam[s]);
+    const float d = decay(n - 1, s);
     for (int i = 0; i < dk; ++i) axpy(d * k(s)[i], U + s * dv, S + i * dv, dv);
   }
 }
