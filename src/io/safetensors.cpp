@@ -72,14 +72,19 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_uniq
     if (sh->size() > size_t(kMaxDims)) bad("tensor '", name, "' has ", sh->size(), " dimensions (at most ", kMaxDims, ")");
 
     Shape shape;
-    uint64_t numel = 1;
+    // The product of the non-zero dims must fit too: a zero dim would otherwise let the others be
+    // anything, even values that turn negative as int64.
+    uint64_t nonzero = 1;
+    bool empty = false;
     for (const auto& d : *sh) {
       if (!d.is_number_unsigned()) bad("tensor '", name, "' has a negative or non-integer dimension");
       uint64_t v = d.get<uint64_t>();
-      if (v != 0 && numel > std::numeric_limits<uint64_t>::max() / 16 / v) bad("tensor '", name, "' shape overflows");
-      numel *= v;
+      empty |= v == 0;
+      if (v != 0 && nonzero > std::numeric_limits<uint64_t>::max() / 16 / v) bad("tensor '", name, "' shape overflows");
+      if (v != 0) nonzero *= v;
       shape.dims[size_t(shape.ndim++)] = int64_t(v);
     }
+    const uint64_t numel = empty ? 0 : nonzero;
     for (const auto& o : *off)
       if (!o.is_number_unsigned()) bad("tensor '", name, "' has a non-integer data offset");
     const uint64_t begin = (*off)[0].get<uint64_t>(), end = (*off)[1].get<uint64_t>();
@@ -99,10 +104,13 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_uniq
     ranges.push_back({begin, end, &pos->first});
   }
 
+  // Empty tensors occupy no bytes; each other one must start after every earlier one ends.
+  std::erase_if(ranges, [](const Range& r) { return r.begin == r.end; });
   std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
-  for (size_t i = 1; i < ranges.size(); ++i) {
-    if (ranges[i].begin < ranges[i - 1].end && ranges[i].begin != ranges[i].end)
-      bad("tensors '", *ranges[i - 1].name, "' and '", *ranges[i].name, "' overlap");
+  const Range* furthest = nullptr;  // the earlier range reaching furthest
+  for (const Range& r : ranges) {
+    if (furthest && r.begin < furthest->end) bad("tensors '", *furthest->name, "' and '", *r.name, "' overlap");
+    if (!furthest || r.end > furthest->end) furthest = &r;
   }
 }
 
