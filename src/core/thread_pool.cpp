@@ -55,6 +55,7 @@ void ThreadPool::parallel_for(size_t n, size_t grain, const std::function<void(s
     fn(0, n);
     return;
   }
+  std::lock_guard<std::mutex> caller(caller_mu_);
   std::unique_lock<std::mutex> lock(mu_);
   job_ = &fn;
   job_n_ = n;

@@ -1,6 +1,7 @@
 // A fixed set of worker threads for data-parallel loops inside one forward pass.
-// Thread contract: a pool is used by one caller thread at a time (the session's thread);
-// parallel_for blocks until every chunk is done. The calling thread works as worker 0.
+// Thread contract: parallel_for may be called from any thread; concurrent callers are served one
+// after the other. It blocks until every chunk is done; the calling thread works as worker 0.
+// It must not be called from inside a chunk (no nesting).
 #pragma once
 
 #include <condition_variable>
@@ -30,6 +31,7 @@ class ThreadPool {
   void worker_loop(int index);
 
   std::vector<std::thread> workers_;
+  std::mutex caller_mu_;  // one parallel_for at a time
   std::mutex mu_;
   std::condition_variable start_cv_;
   std::condition_variable done_cv_;

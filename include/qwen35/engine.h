@@ -1,0 +1,294 @@
+// qwen35 public API: load a Qwen3.5 model once, then run conversations in sessions.
+//
+// Thread contract
+//   * Engine is immutable after Engine::load and safe to share across threads: weights,
+//     tokenizer, chat format and kernel table never change.
+//   * A Session belongs to one thread at a time; it owns one timeline (tokens and caches).
+//     Different sessions may run on different threads at once, but each forward pass uses the
+//     engine's thread pool, so one worker thread driving all sessions is the intended use.
+//   * PrefixCache is internally locked and may be shared by sessions on any thread.
+//   * Callbacks run on the thread that drives the session.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qwen35 {
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+enum class StatusCode {
+  kOk,
+  kInvalidArgument,     // bad request content: malformed messages, broken image, bad params
+  kContextOverflow,     // the prompt does not fit in the context
+  kNotFound,            // missing file or model
+  kCancelled,
+  kUnavailable,         // not ready / shutting down
+  kInternal,
+};
+
+struct Status {
+  StatusCode code = StatusCode::kOk;
+  std::string message;
+
+  bool ok() const { return code == StatusCode::kOk; }
+  static Status Ok() { return {}; }
+  static Status Error(StatusCode c, std::string m) { return {c, std::move(m)}; }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Requests
+
+struct ContentPart {
+  enum class Type { kText, kImage };
+  Type type = Type::kText;
+  std::string text;                  // kText
+  std::vector<uint8_t> image_bytes;  // kImage: an encoded file (JPEG, PNG, WebP, GIF, BMP)
+
+  static ContentPart Text(std::string t) { return {Type::kText, std::move(t), {}}; }
+  static ContentPart Image(std::vector<uint8_t> bytes) { return {Type::kImage, {}, std::move(bytes)}; }
+};
+
+struct ToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments_json;  // a JSON object, as text
+};
+
+struct ChatMessage {
+  std::string role;  // "system", "user", "assistant" or "tool"
+  std::vector<ContentPart> content;
+  std::optional<std::string> reasoning_content;  // assistant turns
+  std::vector<ToolCall> tool_calls;              // assistant turns
+  std::string tool_call_id;                      // tool turns
+
+  static ChatMessage Text(std::string role, std::string text) {
+    ChatMessage m;
+    m.role = std::move(role);
+    m.content.push_back(ContentPart::Text(std::move(text)));
+    return m;
+  }
+};
+
+struct ChatRequest {
+  std::vector<ChatMessage> messages;
+  std::string tools_json;                // OpenAI-style tools array as JSON text; empty = none
+  std::optional<bool> enable_thinking;   // chat_template_kwargs.enable_thinking; unset = template default (on)
+  bool add_vision_id = false;            // chat_template_kwargs.add_vision_id
+};
+
+struct SamplingParams {
+  float temperature = 1.0f;  // 0 = greedy
+  float top_p = 1.0f;
+  int top_k = 0;             // 0 = off
+  float min_p = 0.0f;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  float repetition_penalty = 1.0f;
+  std::optional<uint64_t> seed;  // unset: random
+  int64_t max_tokens = -1;       // -1: until a stop or the end of the context
+  std::vector<std::string> stop; // stop strings (matched across tokens, not emitted)
+  bool logprobs = false;
+  int top_logprobs = 0;          // 0..20 alternatives per token
+  bool prompt_lookup = true;     // exact prompt lookup decoding for greedy requests
+  bool ignore_eos = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Output
+
+enum class Channel { kContent, kReasoning };
+enum class StopReason { kNone, kEos, kStopString, kMaxTokens, kContextFull, kCancelled };
+const char* stop_reason_name(StopReason r);  // "eos", "stop", "length", "context", "cancelled"
+
+struct TokenLogprob {
+  int32_t token = -1;
+  std::string text;  // the token's text ("" when it ends mid-character)
+  float logprob = 0;
+  std::vector<std::pair<int32_t, float>> top;  // most likely alternatives, best first
+};
+
+struct GenerationEvent {
+  Channel channel = Channel::kContent;
+  std::string text;                       // newly completed text on `channel` (may be empty)
+  std::vector<TokenLogprob> logprobs;     // tokens this event covers, when logprobs were asked
+};
+
+struct Timings {
+  double load_images_ms = 0;  // decode + preprocess
+  double vision_ms = 0;       // vision tower
+  double prefill_ms = 0;
+  int64_t prefill_tokens = 0; // tokens actually processed (prompt minus cached)
+  double decode_ms = 0;
+  int64_t decode_tokens = 0;
+};
+
+struct GenerationResult {
+  std::string content;
+  std::string reasoning;
+  std::vector<int32_t> tokens;  // generated ids (stop token excluded)
+  StopReason stop_reason = StopReason::kNone;
+  int64_t prompt_tokens = 0;    // after image expansion
+  int64_t cached_tokens = 0;    // prompt tokens reused from a cache
+  int64_t completion_tokens = 0;
+  int64_t pld_drafted = 0;      // prompt lookup: tokens proposed
+  int64_t pld_accepted = 0;     // ... and accepted
+  Timings timings;
+};
+
+// Called for every new piece of output. Return false to cancel the generation.
+using EventCallback = std::function<bool(const GenerationEvent&)>;
+
+// ---------------------------------------------------------------------------------------------
+// Engine, sessions, caches
+
+struct EngineOptions {
+  std::string model_dir;
+  int threads = 0;               // 0: one per core
+  int64_t context_size = 0;      // tokens per session; 0: min(model maximum, 32768)
+  int64_t prefill_block = 512;   // tokens per prefill step
+  int image_size = 0;            // > 0: resize images to this square size (multiple of 32) first
+  int64_t image_min_pixels = 0;  // 0: from preprocessor_config.json
+  int64_t image_max_pixels = 0;  // 0: from preprocessor_config.json
+  // Progress while loading: stage name and fraction in [0, 1].
+  std::function<void(const std::string& stage, double fraction)> on_progress;
+};
+
+struct ModelInfo {
+  std::string name;          // folder name
+  std::string path;
+  int64_t vocab_size = 0;
+  int64_t context_size = 0;  // per-session limit in use
+  int64_t max_position_embeddings = 0;
+  bool has_vision = false;
+  int num_layers = 0;
+  int64_t hidden_size = 0;
+  size_t weight_bytes = 0;
+  std::string kernels;       // kernel table in use (ref, avx2, avx512)
+  int threads = 0;
+};
+
+class PrefixCache;
+class Session;
+class Snapshot;
+class Generation;
+struct EngineImpl;
+
+class Engine {
+ public:
+  static std::unique_ptr<Engine> load(const EngineOptions& options, Status* status);
+  ~Engine();
+
+  const ModelInfo& info() const;
+  // Sampling defaults from generation_config.json (temperature, top_p, top_k, ...).
+  SamplingParams default_sampling() const;
+  std::unique_ptr<Session> new_session(PrefixCache* cache = nullptr) const;
+
+  // Text utilities.
+  std::vector<int32_t> tokenize(const std::string& text) const;
+  std::string detokenize(const std::vector<int32_t>& ids, bool skip_special = false) const;
+  // Renders a chat exactly as the model's template (with the generation prompt).
+  Status render_chat(const ChatRequest& request, std::string* prompt) const;
+
+  const EngineImpl& impl() const { return *impl_; }
+
+ private:
+  Engine() = default;
+  std::unique_ptr<EngineImpl> impl_;
+};
+
+// An LRU store of session snapshots keyed by token prefix, under a byte budget. A request whose
+// prompt starts with a stored prefix resumes from it and processes only the rest.
+class PrefixCache {
+ public:
+  explicit PrefixCache(size_t budget_bytes);
+  ~PrefixCache();
+  size_t bytes() const;
+  size_t budget() const;
+  size_t entries() const;
+  int64_t hits() const;
+  int64_t misses() const;
+
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// A copy of a session's state at one point of its timeline: DeltaNet conv and recurrent states,
+// the KV rows, the tokens. Taking one costs a copy of all of that (bytes()).
+class Snapshot {
+ public:
+  ~Snapshot();
+  size_t bytes() const;
+  int64_t tokens() const;
+
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+  explicit Snapshot(std::unique_ptr<Impl> impl);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+class Session {
+ public:
+  ~Session();
+
+  // Starts answering a chat: renders, tokenizes, loads images, reuses the longest cached prefix.
+  // The work happens in Generation::step(), so a caller can interleave several sessions.
+  std::unique_ptr<Generation> start_chat(const ChatRequest& request, const SamplingParams& params,
+                                         EventCallback on_event, Status* status);
+  // Same for a raw prompt (ids used as they are; no template).
+  std::unique_ptr<Generation> start_completion(const std::vector<int32_t>& prompt, const SamplingParams& params,
+                                               EventCallback on_event, Status* status);
+
+  // Runs a whole generation to the end (start_* + step() until done).
+  GenerationResult chat(const ChatRequest& request, const SamplingParams& params, EventCallback on_event,
+                        Status* status);
+  GenerationResult complete(const std::vector<int32_t>& prompt, const SamplingParams& params,
+                            EventCallback on_event, Status* status);
+
+  // The timeline: tokens processed so far.
+  const std::vector<int32_t>& tokens() const;
+  // Explicit, costed copies of the state; restoring continues bit-identically.
+  std::unique_ptr<Snapshot> snapshot() const;
+  void restore(const Snapshot& snapshot);
+  void reset();
+
+  struct Impl;
+  Impl& impl() { return *impl_; }
+  explicit Session(std::unique_ptr<Impl> impl);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// One request in progress on a session.
+class Generation {
+ public:
+  ~Generation();
+  // Does a bounded slice of work (one prefill block, or one decode/verify step) and delivers its
+  // events. Returns false once finished; result() is then final.
+  bool step();
+  bool done() const;
+  void cancel();
+  const GenerationResult& result() const;
+  // Tokens of the prompt still to process (0 once prefill is done).
+  int64_t pending_prompt_tokens() const;
+
+  struct Impl;
+  explicit Generation(std::unique_ptr<Impl> impl);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace qwen35
