@@ -15,19 +15,34 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& model_dir) {
   auto ck = std::unique_ptr<Checkpoint>(new Checkpoint());
   ck->dir_ = model_dir;
   const fs::path dir(model_dir);
-  if (!fs::is_directory(dir)) fail("model folder ", model_dir, " does not exist or is not a directory");
+  // The error_code forms: an unusable path (too long, no permission) is an Error, not a filesystem_error.
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) fail("model folder ", model_dir, " does not exist or is not a directory");
 
   std::vector<std::string> shard_names;
   const fs::path index_path = dir / "model.safetensors.index.json";
   std::map<std::string, std::string> weight_map;
-  if (fs::exists(index_path)) {
+  if (fs::exists(index_path, ec)) {
     std::ifstream in(index_path);
     nlohmann::json index;
+    // A tensor listed twice in weight_map (a duplicate JSON key) is ambiguous; the parser would
+    // silently keep the last one, so the keys are watched while parsing.
+    std::string top_key, duplicate;
+    std::set<std::string> listed;
+    auto watch_keys = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+      if (event != nlohmann::json::parse_event_t::key) return true;
+      if (depth == 1) top_key = parsed.get<std::string>();
+      else if (depth == 2 && top_key == "weight_map" && !listed.insert(parsed.get<std::string>()).second &&
+               duplicate.empty())
+        duplicate = parsed.get<std::string>();
+      return true;
+    };
     try {
-      index = nlohmann::json::parse(in);
+      index = nlohmann::json::parse(in, watch_keys);
     } catch (const nlohmann::json::exception& e) {
       fail(index_path.string(), ": not valid JSON (", e.what(), ")");
     }
+    if (!duplicate.empty()) fail(index_path.string(), ": weight_map lists tensor '", duplicate, "' more than once");
     if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
       fail(index_path.string(), ": expected an object with a \"weight_map\" object");
     std::set<std::string> unique;
@@ -42,7 +57,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& model_dir) {
       if (unique.insert(file).second) shard_names.push_back(file);
     }
     if (shard_names.empty()) fail(index_path.string(), ": weight_map is empty");
-  } else if (fs::exists(dir / "model.safetensors")) {
+  } else if (fs::exists(dir / "model.safetensors", ec)) {
     shard_names.push_back("model.safetensors");
   } else {
     fail("model folder ", model_dir, " has neither model.safetensors nor model.safetensors.index.json");
