@@ -13,6 +13,10 @@ namespace {
 
 using json = nlohmann::json;
 
+// No count in a config (layers, heads, head dims, kernel or patch sizes) comes near this; a larger
+// value is corrupt, and would wrap when narrowed to int.
+constexpr int64_t kMaxCount = 1 << 20;
+
 // Field access with "config.json: text_config.hidden_size ..." style messages.
 class Reader {
  public:
@@ -35,6 +39,17 @@ class Reader {
     return v;
   }
   int64_t positive(const char* key, int64_t fallback) const { return has(key) ? positive(key) : fallback; }
+  int count(const char* key) const {
+    int64_t v = positive(key);
+    if (v > kMaxCount) fail(where_, ".", key, " = ", v, " is too large (at most ", kMaxCount, ")");
+    return int(v);
+  }
+  int count(const char* key, int fallback) const { return has(key) ? count(key) : fallback; }
+  double positive_real(const char* key, double fallback) const {
+    double v = get<double>(key, fallback);
+    if (!(v > 0)) fail(where_, ".", key, " must be positive, got ", v);
+    return v;
+  }
   const json& raw(const char* key) const { return obj_[key]; }
   const std::string& where() const { return where_; }
 
@@ -64,8 +79,8 @@ void parse_text(const Reader& r, TextConfig& t) {
   t.vocab_size = r.positive("vocab_size");
   t.hidden_size = r.positive("hidden_size");
   t.intermediate_size = r.positive("intermediate_size");
-  t.num_layers = int(r.positive("num_hidden_layers"));
-  t.rms_norm_eps = float(r.get<double>("rms_norm_eps", 1e-6));
+  t.num_layers = r.count("num_hidden_layers");
+  t.rms_norm_eps = float(r.positive_real("rms_norm_eps", 1e-6));
   t.max_position_embeddings = r.positive("max_position_embeddings", 262144);
 
   std::string act = r.get<std::string>("hidden_act", "silu");
@@ -84,14 +99,17 @@ void parse_text(const Reader& r, TextConfig& t) {
       else fail(w, ".layer_types: unknown layer type '", s, "' (expected linear_attention or full_attention)");
     }
   } else {
-    int interval = int(r.positive("full_attention_interval", 4));
+    int interval = r.count("full_attention_interval", 4);
     for (int i = 0; i < t.num_layers; ++i)
       t.layer_kinds.push_back((i + 1) % interval == 0 ? LayerKind::kAttention : LayerKind::kDeltaNet);
   }
 
-  t.num_heads = int(r.positive("num_attention_heads"));
-  t.num_kv_heads = int(r.positive("num_key_value_heads"));
-  t.head_dim = int(r.positive("head_dim", t.hidden_size / t.num_heads));
+  t.num_heads = r.count("num_attention_heads");
+  t.num_kv_heads = r.count("num_key_value_heads");
+  const int64_t head_dim = r.has("head_dim") ? r.count("head_dim") : t.hidden_size / t.num_heads;
+  if (head_dim <= 0 || head_dim > kMaxCount)
+    fail(w, ": head_dim ", head_dim, " (hidden_size / num_attention_heads when absent) must be in [1, ", kMaxCount, "]");
+  t.head_dim = int(head_dim);
   t.attn_output_gate = r.get<bool>("attn_output_gate", true);
   if (t.num_heads % t.num_kv_heads != 0)
     fail(w, ": num_attention_heads (", t.num_heads, ") must be a multiple of num_key_value_heads (", t.num_kv_heads, ")");
@@ -102,7 +120,7 @@ void parse_text(const Reader& r, TextConfig& t) {
   Reader rp(rope, w + ".rope_parameters");
   std::string rope_type = rp.get<std::string>("rope_type", "default");
   if (rope_type != "default") fail(w, ".rope_parameters.rope_type '", rope_type, "' is not supported (expected 'default')");
-  t.rope_theta = rp.has("rope_theta") ? rp.get<double>("rope_theta") : r.get<double>("rope_theta", 1e7);
+  t.rope_theta = rp.has("rope_theta") ? rp.positive_real("rope_theta", 0) : r.positive_real("rope_theta", 1e7);
   double prf = rp.has("partial_rotary_factor") ? rp.get<double>("partial_rotary_factor")
                                                : r.get<double>("partial_rotary_factor", 0.25);
   double rot = prf * t.head_dim;
@@ -115,9 +133,11 @@ void parse_text(const Reader& r, TextConfig& t) {
     const json& s = rope["mrope_section"];
     if (!s.is_array() || s.size() != 3) fail(w, ".rope_parameters.mrope_section must have 3 entries, got ", s.dump());
     for (int i = 0; i < 3; ++i) {
-      if (!s[size_t(i)].is_number_integer() || s[size_t(i)].get<int>() < 0)
+      // Read wide: a huge entry must not wrap to a plausible int.
+      const json& e = s[size_t(i)];
+      if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() > t.rotary_dim / 2)
         fail(w, ".rope_parameters.mrope_section has a bad entry ", s.dump());
-      t.mrope_section[size_t(i)] = s[size_t(i)].get<int>();
+      t.mrope_section[size_t(i)] = int(e.get<int64_t>());
     }
   } else {
     t.mrope_section = {11, 11, 10};
@@ -126,12 +146,12 @@ void parse_text(const Reader& r, TextConfig& t) {
   if (slots != t.rotary_dim / 2)
     fail(w, ".rope_parameters.mrope_section sums to ", slots, " but the rotary dims need ", t.rotary_dim / 2, " slots");
 
-  t.conv_kernel = int(r.positive("linear_conv_kernel_dim", 4));
+  t.conv_kernel = r.count("linear_conv_kernel_dim", 4);
   if (t.conv_kernel > 16) fail(w, ".linear_conv_kernel_dim ", t.conv_kernel, " is larger than the supported 16");
-  t.linear_key_heads = int(r.positive("linear_num_key_heads"));
-  t.linear_value_heads = int(r.positive("linear_num_value_heads"));
-  t.linear_key_dim = int(r.positive("linear_key_head_dim"));
-  t.linear_value_dim = int(r.positive("linear_value_head_dim"));
+  t.linear_key_heads = r.count("linear_num_key_heads");
+  t.linear_value_heads = r.count("linear_num_value_heads");
+  t.linear_key_dim = r.count("linear_key_head_dim");
+  t.linear_value_dim = r.count("linear_value_head_dim");
   if (t.linear_value_heads % t.linear_key_heads != 0)
     fail(w, ": linear_num_value_heads (", t.linear_value_heads, ") must be a multiple of linear_num_key_heads (",
          t.linear_key_heads, ")");
@@ -140,15 +160,15 @@ void parse_text(const Reader& r, TextConfig& t) {
 void parse_vision(const Reader& r, VisionConfig& v) {
   const std::string& w = r.where();
   v.present = true;
-  v.depth = int(r.positive("depth"));
+  v.depth = r.count("depth");
   v.hidden_size = r.positive("hidden_size");
-  v.num_heads = int(r.positive("num_heads"));
+  v.num_heads = r.count("num_heads");
   v.intermediate_size = r.positive("intermediate_size");
-  v.in_channels = int(r.positive("in_channels", 3));
-  v.patch_size = int(r.positive("patch_size", 16));
-  v.temporal_patch_size = int(r.positive("temporal_patch_size", 2));
-  v.spatial_merge_size = int(r.positive("spatial_merge_size", 2));
-  v.num_position_embeddings = r.positive("num_position_embeddings");
+  v.in_channels = r.count("in_channels", 3);
+  v.patch_size = r.count("patch_size", 16);
+  v.temporal_patch_size = r.count("temporal_patch_size", 2);
+  v.spatial_merge_size = r.count("spatial_merge_size", 2);
+  v.num_position_embeddings = r.count("num_position_embeddings");
   v.out_hidden_size = r.positive("out_hidden_size");
   std::string act = r.get<std::string>("hidden_act", "gelu_pytorch_tanh");
   if (act != "gelu_pytorch_tanh") fail(w, ".hidden_act '", act, "' is not supported (expected gelu_pytorch_tanh)");
@@ -189,6 +209,7 @@ ModelConfig ModelConfig::parse(const std::string& text, const std::string& origi
   ModelConfig c;
   std::string model_type = top.get<std::string>("model_type", "");
   bool has_text = j.contains("text_config") && j["text_config"].is_object();
+  if (model_type == "qwen3_5" && !has_text) fail(origin, ": text_config is missing or not an object");
   if (has_text) {
     if (model_type != "qwen3_5")
       fail(origin, ": model_type '", model_type, "' is not supported (expected 'qwen3_5')");
@@ -204,8 +225,10 @@ ModelConfig ModelConfig::parse(const std::string& text, const std::string& origi
     c.text.tie_word_embeddings = top.get<bool>("tie_word_embeddings", false);
   }
   if (top.has("eos_token_id")) read_eos(j["eos_token_id"], c.eos_token_ids);
-  if (j.contains("vision_config") && j["vision_config"].is_object())
+  if (top.has("vision_config")) {
+    if (!j["vision_config"].is_object()) fail(origin, ": vision_config must be an object");
     parse_vision(Reader(j["vision_config"], origin + ": vision_config"), c.vision);
+  }
   c.image_token_id = top.get<int64_t>("image_token_id", c.image_token_id);
   c.video_token_id = top.get<int64_t>("video_token_id", c.video_token_id);
   c.vision_start_token_id = top.get<int64_t>("vision_start_token_id", c.vision_start_token_id);
