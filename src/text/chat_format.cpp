@@ -104,9 +104,6 @@ PartKind classify_part(const json& item) {
   return PartKind::kUnknown;
 }
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool ends_with(std::string_view s, std::string_view p) { return s.size() >= p.size() && s.substr(s.size() - p.size()) == p; }
-
 // Splits a <think> block out of assistant content exactly as the template does:
 //   reasoning = content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n')
 //   content   = content.split('</think>')[-1].lstrip('\n')
@@ -246,7 +243,7 @@ class ChatRenderer {
       const json& message = messages_[i];
       if (!role_is(message, "user")) continue;
       const std::string content = content_of(message, /*count_vision=*/false);
-      if (!(starts_with(content, "<tool_response>") && ends_with(content, "</tool_response>"))) return i;
+      if (!(content.starts_with("<tool_response>") && content.ends_with("</tool_response>"))) return i;
     }
     fail(kErrNoUserQuery);
   }
@@ -356,7 +353,9 @@ AssistantReply split_reasoning(std::string_view generated, bool prompt_opened_th
 }
 
 json assistant_message(std::string_view reasoning, std::string_view content, const json& tool_calls) {
-  json message = {{"role", "assistant"}, {"content", std::string(content)}, {"reasoning_content", std::string(reasoning)}};
+  json message = {{"role", "assistant"},
+                  {"content", std::string(content)},
+                  {"reasoning_content", std::string(reasoning)}};
   if (tool_calls.is_array()) message["tool_calls"] = tool_calls;
   return message;
 }

@@ -46,7 +46,8 @@ std::string check_row(const json& messages, const ChatRenderOptions& opts, const
   } catch (const Error& e) {
     if (!expected.is_null()) return id + ": unexpected error: " + e.what();
     if (row.at("error").get<std::string>() != e.what())
-      return id + ": error message differs: expected '" + row.at("error").get<std::string>() + "', got '" + e.what() + "'";
+      return id + ": error message differs: expected '" + row.at("error").get<std::string>() + "', got '" +
+             e.what() + "'";
   }
   return "";
 }
@@ -112,8 +113,8 @@ TEST(ChatFormatSpec, MultiTurnDropsEarlierThinking) {
 }
 
 TEST(ChatFormatSpec, UserImage) {
-  const json messages =
-      json::array({msg("user", json::array({{{"type", "image"}}, {{"type", "text"}, {"text", "Describe this image."}}}))});
+  const json parts = json::array({{{"type", "image"}}, {{"type", "text"}, {"text", "Describe this image."}}});
+  const json messages = json::array({msg("user", parts)});
   EXPECT_EQ(render_chat(messages, {.add_generation_prompt = true}),
             "<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>Describe this image.<|im_end|>\n"
             "<|im_start|>assistant\n<think>\n");
@@ -131,7 +132,8 @@ const char* kToolInstructions =
 
 TEST(ChatFormatSpec, ToolDefinitionsCallAndResponse) {
   const json tools = json::parse(
-      R"([{"type": "function", "function": {"name": "get_weather", "description": "Get weather.", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}])");
+      R"([{"type": "function", "function": {"name": "get_weather", "description": "Get weather.",
+           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}])");
   const json messages = json::parse(R"([
     {"role": "system", "content": "Be brief."},
     {"role": "user", "content": "Weather in Paris?"},
@@ -168,20 +170,23 @@ TEST(ChatFormatOpenAI, ImageUrlPartsAndStringArguments) {
     {"role": "user", "content": [{"type": "text", "text": "What is here? "},
                                  {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]},
     {"role": "assistant", "content": null, "tool_calls": [
-      {"id": "call_0", "type": "function", "function": {"name": "lookup", "arguments": "{\"q\": \"cat\", \"n\": 2, \"min\": 0.5, \"exact\": true, \"opts\": {\"a\": [1, 2.0]}}"}}]},
+      {"id": "call_0", "type": "function", "function": {"name": "lookup",
+       "arguments": "{\"q\": \"cat\", \"n\": 2, \"min\": 0.5, \"exact\": true, \"opts\": {\"a\": [1, 2.0]}}"}}]},
     {"role": "tool", "tool_call_id": "call_0", "content": "a cat"}])");
   EXPECT_EQ(render_chat(messages, {.add_generation_prompt = true, .add_vision_id = true}),
             "<|im_start|>user\nWhat is here? Picture 1: <|vision_start|><|image_pad|><|vision_end|><|im_end|>\n"
             "<|im_start|>assistant\n<think>\n\n</think>\n\n<tool_call>\n<function=lookup>\n"
             "<parameter=q>\ncat\n</parameter>\n<parameter=n>\n2\n</parameter>\n<parameter=min>\n0.5\n</parameter>\n"
             "<parameter=exact>\nTrue\n</parameter>\n<parameter=opts>\n{\"a\": [1, 2.0]}\n</parameter>\n"
-            "</function>\n</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\na cat\n</tool_response><|im_end|>\n"
+            "</function>\n</tool_call><|im_end|>\n"
+            "<|im_start|>user\n<tool_response>\na cat\n</tool_response><|im_end|>\n"
             "<|im_start|>assistant\n<think>\n");
 }
 
 TEST(ChatFormatOpenAI, EmptyArgumentsAreAnEmptyMapping) {
   const json with_empty = json::parse(
-      R"([{"role": "user", "content": "x"}, {"role": "assistant", "content": "", "tool_calls": [{"name": "f", "arguments": ""}, {"name": "g", "arguments": null}]}])");
+      R"([{"role": "user", "content": "x"}, {"role": "assistant", "content": "",
+           "tool_calls": [{"name": "f", "arguments": ""}, {"name": "g", "arguments": null}]}])");
   EXPECT_EQ(render_chat(with_empty, {}),
             "<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
             "<tool_call>\n<function=f>\n</function>\n</tool_call>\n<tool_call>\n<function=g>\n</function>\n</tool_call>"
@@ -190,11 +195,14 @@ TEST(ChatFormatOpenAI, EmptyArgumentsAreAnEmptyMapping) {
 
 TEST(ChatFormatOpenAI, ArgumentsThatAreNotAMappingAreAClearError) {
   for (const char* args : {R"("not json")", R"("[1, 2]")", R"("{\"a\": ")", "[1, 2]", "42"}) {
-    const json messages = json::parse(std::string(R"([{"role": "user", "content": "x"}, {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f", "arguments": )") + args + "}}]}]");
+    const json messages = json::parse(std::string(R"([{"role": "user", "content": "x"}, {"role": "assistant",
+        "content": "", "tool_calls": [{"function": {"name": "f", "arguments": )") + args + "}}]}]");
     const std::string error = render_error(messages);
-    EXPECT_NE(error.find("arguments of tool call 'f' must be a JSON object"), std::string::npos) << args << ": " << error;
+    EXPECT_NE(error.find("arguments of tool call 'f' must be a JSON object"), std::string::npos)
+        << args << ": " << error;
   }
-  const json nameless = json::parse(R"([{"role": "user", "content": "x"}, {"role": "assistant", "content": "", "tool_calls": [{"function": {"arguments": {}}}]}])");
+  const json nameless = json::parse(R"([{"role": "user", "content": "x"},
+      {"role": "assistant", "content": "", "tool_calls": [{"function": {"arguments": {}}}]}])");
   EXPECT_NE(render_error(nameless).find("no function name"), std::string::npos);
 }
 
@@ -203,8 +211,10 @@ TEST(ChatFormatOpenAI, TemplateErrorsCarryTheTemplateMessage) {
   EXPECT_EQ(render_error(json::array({msg("system", "s")})), "No user query found in messages.");
   EXPECT_EQ(render_error(json::array({msg("user", "<tool_response>\nx\n</tool_response>")})),
             "No user query found in messages.");
-  EXPECT_EQ(render_error(json::array({msg("user", "u"), msg("system", "s")})), "System message must be at the beginning.");
-  EXPECT_EQ(render_error(json::array({msg("system", json::array({{{"type", "image_url"}, {"image_url", {{"url", "u"}}}}})),
+  EXPECT_EQ(render_error(json::array({msg("user", "u"), msg("system", "s")})),
+            "System message must be at the beginning.");
+  const json image_url = {{"type", "image_url"}, {"image_url", {{"url", "u"}}}};
+  EXPECT_EQ(render_error(json::array({msg("system", json::array({image_url})),
                                       msg("user", "u")})),
             "System message cannot contain images.");
   EXPECT_EQ(render_error(json::array({msg("system", json::array({{{"type", "video"}}})), msg("user", "u")})),
@@ -216,7 +226,8 @@ TEST(ChatFormatOpenAI, TemplateErrorsCarryTheTemplateMessage) {
 }
 
 TEST(ChatFormatOptions, KwargsFollowJinjaTruthiness) {
-  const ChatRenderOptions a = chat_options_from_kwargs(json::parse(R"({"enable_thinking": 0, "add_vision_id": "yes"})"));
+  const ChatRenderOptions a =
+      chat_options_from_kwargs(json::parse(R"({"enable_thinking": 0, "add_vision_id": "yes"})"));
   EXPECT_TRUE(a.enable_thinking);  // the template tests `is false`: only a real false turns thinking off
   EXPECT_TRUE(a.add_vision_id);
   EXPECT_FALSE(a.add_generation_prompt);
@@ -273,7 +284,8 @@ TEST(ChatPythonFormat, FloatReprMatchesPython) {
       {1e15, "1000000000000000.0"}, {9999999999999998.0, "9999999999999998.0"}, {1.5e16, "1.5e+16"},
       {123456789012345.6, "123456789012345.6"}, {0.30000000000000004, "0.30000000000000004"}, {1e22, "1e+22"},
       {1.7976931348623157e308, "1.7976931348623157e+308"}, {5e-324, "5e-324"}, {2.5e-08, "2.5e-08"},
-      {-7.25, "-7.25"}, {1e100, "1e+100"}, {3.141592653589793, "3.141592653589793"}, {1234567890123456789.0, "1.2345678901234568e+18"},
+      {-7.25, "-7.25"}, {1e100, "1e+100"}, {3.141592653589793, "3.141592653589793"},
+      {1234567890123456789.0, "1.2345678901234568e+18"},
       {std::numeric_limits<double>::infinity(), "inf"}, {-std::numeric_limits<double>::infinity(), "-inf"},
       {std::nan(""), "nan"}};
   for (const auto& [value, expected] : cases) EXPECT_EQ(py::float_repr(value), expected) << expected;
@@ -304,7 +316,8 @@ TEST(ChatPythonFormat, ReprOfStringsEscapesAsPython) {
 }
 
 TEST(ChatPythonFormat, JsonDumpsMatchesPython) {
-  EXPECT_EQ(py::json_dumps(json::parse(R"({"b": 1, "a": [1.0, 1e-05, 1e16, true, null, "é\u2028"], "c": {}, "d": []})")),
+  EXPECT_EQ(py::json_dumps(
+                json::parse(R"({"b": 1, "a": [1.0, 1e-05, 1e16, true, null, "é\u2028"], "c": {}, "d": []})")),
             "{\"b\": 1, \"a\": [1.0, 1e-05, 1e+16, true, null, \"é\u2028\"], \"c\": {}, \"d\": []}");
   EXPECT_EQ(py::json_dumps(json("q\"\\\b\f\n\r\t\x01\x1f\x7f")), "\"q\\\"\\\\\\b\\f\\n\\r\\t\\u0001\\u001f\x7f\"");
   EXPECT_EQ(py::json_dumps(json(std::nan(""))), "NaN");
@@ -312,7 +325,8 @@ TEST(ChatPythonFormat, JsonDumpsMatchesPython) {
 }
 
 TEST(ChatPythonFormat, StripUsesPythonWhitespace) {
-  EXPECT_EQ(py::strip(" \t\n\v\f\r\x1c\x1d\x1e\x1fx y\u3000\u00a0\u0085\u1680\u2000\u200a\u2028\u2029\u202f\u205f"), "x y");
+  EXPECT_EQ(py::strip(" \t\n\v\f\r\x1c\x1d\x1e\x1fx y\u3000\u00a0\u0085\u1680\u2000\u200a\u2028\u2029\u202f\u205f"),
+            "x y");
   EXPECT_EQ(py::strip("\u200bx\u200b"), "\u200bx\u200b");  // zero-width space is not whitespace
   EXPECT_EQ(py::strip("\u180ex"), "\u180ex");               // nor the Mongolian vowel separator (Unicode >= 6.3)
   EXPECT_EQ(py::strip("   "), "");
