@@ -27,7 +27,7 @@ bool comes_later(const BpeScratch::Candidate& a, const BpeScratch::Candidate& b)
 }  // namespace
 
 BpeModel::BpeModel(const std::array<int32_t, 256>& byte_ids, const std::vector<Merge>& merges) : byte_ids_(byte_ids) {
-  size_t capacity = std::bit_ceil(std::max<size_t>(16, merges.size() * 2));
+  size_t capacity = std::bit_ceil(std::max<size_t>(16, merges.size() + merges.size() / 4));
   slots_.assign(capacity, Slot{kEmpty, 0, 0});
   mask_ = capacity - 1;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
@@ -40,7 +40,7 @@ BpeModel::BpeModel(const std::array<int32_t, 256>& byte_ids, const std::vector<M
   }
 }
 
-const BpeModel::Slot* BpeModel::find(int32_t left, int32_t right) const {
+inline const BpeModel::Slot* BpeModel::find(int32_t left, int32_t right) const {
   uint64_t key = key_of(left, right);
   uint64_t i = mix(key) & mask_;
   while (true) {
@@ -72,7 +72,7 @@ void BpeModel::encode(std::string_view piece, std::vector<int32_t>& out, BpeScra
     int32_t right = symbols[left].next;
     if (right < 0) return;
     if (const Slot* s = find(symbols[left].id, symbols[right].id)) {
-      heap.push_back({s->rank, left, right});
+      heap.push_back({s->rank, left, right, symbols[left].id, symbols[right].id, s->result});
       std::push_heap(heap.begin(), heap.end(), comes_later);
     }
   };
@@ -83,13 +83,11 @@ void BpeModel::encode(std::string_view piece, std::vector<int32_t>& out, BpeScra
     BpeScratch::Candidate c = heap.back();
     heap.pop_back();
     BpeScratch::Symbol& left = symbols[c.left];
-    // Skip candidates made stale by an earlier merge of either half.
-    if (!left.alive || left.next != c.right) continue;
-    const Slot* s = find(left.id, symbols[c.right].id);
-    if (!s || s->rank != c.rank) continue;
-
     BpeScratch::Symbol& right = symbols[c.right];
-    left.id = s->result;
+    // Skip candidates made stale by an earlier merge of either half.
+    if (!left.alive || left.next != c.right || left.id != c.left_id || right.id != c.right_id) continue;
+
+    left.id = c.result;
     left.next = right.next;
     right.alive = false;
     if (right.next >= 0) symbols[right.next].prev = c.left;

@@ -23,10 +23,12 @@ struct BpeScratch {
     int32_t next;  // index of the right neighbour, -1 at the end
     bool alive;    // false once merged into its left neighbour
   };
+  // A pair that has a merge. Valid while both symbols still hold the ids it was made for.
   struct Candidate {
     uint32_t rank;
     int32_t left;   // symbol index of the left half
     int32_t right;  // symbol index of the right half when the candidate was made
+    int32_t left_id, right_id, result;
   };
   std::vector<Symbol> symbols;
   std::vector<Candidate> heap;
@@ -58,7 +60,7 @@ class BpeModel {
   static constexpr uint64_t kEmpty = ~uint64_t{0};
 
   static uint64_t key_of(int32_t left, int32_t right) { return (uint64_t(uint32_t(left)) << 32) | uint32_t(right); }
-  const Slot* find(int32_t left, int32_t right) const;
+  inline const Slot* find(int32_t left, int32_t right) const;
 
   std::array<int32_t, 256> byte_ids_{};
   std::vector<Slot> slots_;  // open addressing, linear probing, power-of-two size

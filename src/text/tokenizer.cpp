@@ -9,8 +9,45 @@
 
 namespace qwen35 {
 
+namespace {
+
+struct TransparentHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+// Ids of pieces already encoded in this call. Text repeats words heavily (Zipf), so long inputs
+// skip most BPE work; short inputs do not use it, the bookkeeping would cost more than it saves.
+class PieceCache {
+ public:
+  static constexpr size_t kMinText = 2048;     // bytes of input before caching pays off
+  static constexpr size_t kMaxPiece = 64;      // longer pieces rarely repeat
+  static constexpr size_t kMaxEntries = 1 << 16;
+
+  bool lookup(std::string_view piece, std::vector<int32_t>& out) const {
+    auto it = map_.find(piece);
+    if (it == map_.end()) return false;
+    out.insert(out.end(), ids_.begin() + it->second.first, ids_.begin() + it->second.second);
+    return true;
+  }
+  void insert(std::string_view piece, const int32_t* ids, size_t n) {
+    if (map_.size() >= kMaxEntries) return;
+    uint32_t begin = uint32_t(ids_.size());
+    ids_.insert(ids_.end(), ids, ids + n);
+    map_.emplace(std::string(piece), std::make_pair(begin, uint32_t(ids_.size())));
+  }
+
+ private:
+  std::unordered_map<std::string, std::pair<uint32_t, uint32_t>, TransparentHash, std::equal_to<>> map_;
+  std::vector<int32_t> ids_;
+};
+
+}  // namespace
+
 // Buffers of one encode() call. Local to the call, so concurrent calls share nothing.
 struct Tokenizer::Scratch {
+  bool use_cache = false;
+  PieceCache cache;
   std::string repaired;    // the input with ill-formed UTF-8 replaced
   std::string normalized;  // one segment after normalization
   std::string prefixed;    // one gap with the prefix space added
@@ -144,6 +181,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, AddedTokenMode mod
 
 void Tokenizer::encode(std::string_view text, AddedTokenMode mode, std::vector<int32_t>& out) const {
   Scratch s;
+  s.use_cache = text.size() >= PieceCache::kMinText;
   if (!utf8::is_valid(text)) {
     utf8::append_lossy(s.repaired, text);
     text = s.repaired;
@@ -193,7 +231,14 @@ void Tokenizer::encode_normalized(std::string_view text, Scratch& s, std::vector
         continue;
       }
     }
+    if (piece.size() == 1 || !s.use_cache || piece.size() > PieceCache::kMaxPiece) {
+      bpe_.encode(piece, out, s.bpe);
+      continue;
+    }
+    if (s.cache.lookup(piece, out)) continue;
+    size_t before = out.size();
     bpe_.encode(piece, out, s.bpe);
+    s.cache.insert(piece, out.data() + before, out.size() - before);
   }
 }
 
