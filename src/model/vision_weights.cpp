@@ -62,7 +62,7 @@ VisionWeights VisionWeights::bind(const Checkpoint& ck, const VisionConfig& c) {
   }
   // A checkpoint with more blocks than the config names is a config/weights mismatch.
   if (ck.find(p + "blocks." + std::to_string(c.depth) + ".norm1.weight"))
-    fail("checkpoint has vision block ", c.depth, " but vision_config.depth is ", c.depth);
+    fail("checkpoint has more vision blocks than vision_config.depth (", c.depth, "): found ", p, "blocks.", c.depth);
   w.merger_norm = bind_layer_norm(ck, p + "merger.norm", D);
   w.merger_fc1 = bind_linear(ck, p + "merger.linear_fc1", D * m2, D * m2);
   w.merger_fc2 = bind_linear(ck, p + "merger.linear_fc2", c.out_hidden_size, D * m2);
