@@ -1,0 +1,70 @@
+#include "apps/qwen35/engine_options.h"
+
+#include "core/error.h"
+
+namespace qwen35::app {
+
+const std::set<std::string>& engine_option_names() {
+  static const std::set<std::string> names = {"-m", "--model", "--threads", "--ctx", "--image-size", "--prefill-block"};
+  return names;
+}
+
+const char* kEngineOptionsHelp =
+    "  -m, --model DIR       Hugging Face model folder (config.json, safetensors, tokenizer.json)\n"
+    "  --threads N           worker threads (default: all cores)\n"
+    "  --ctx N               context size in tokens (default: min(model maximum, 32768))\n"
+    "  --image-size N        resize images to N x N first (multiple of 32); default: native size\n"
+    "  --prefill-block N     prompt tokens per prefill step (default 512)\n";
+
+EngineOptions engine_options_from(const Args& args) {
+  EngineOptions o;
+  o.model_dir = args.get("-m").value_or(args.get_or("--model", ""));
+  if (o.model_dir.empty()) fail("missing -m MODEL_DIR (see --help)");
+  o.threads = int(args.get_int("--threads", 0));
+  o.context_size = args.get_int("--ctx", 0);
+  o.image_size = int(args.get_int("--image-size", 0));
+  o.prefill_block = args.get_int("--prefill-block", 512);
+  return o;
+}
+
+std::unique_ptr<Engine> load_engine(const EngineOptions& options) {
+  Status st;
+  std::unique_ptr<Engine> engine = Engine::load(options, &st);
+  if (!engine) fail(st.message);
+  return engine;
+}
+
+const std::set<std::string>& sampling_option_names() {
+  static const std::set<std::string> names = {"--temp",  "--top-p",           "--top-k",
+                                              "--min-p", "--seed",            "--presence-penalty",
+                                              "--stop",  "--frequency-penalty", "--repeat-penalty", "--pld"};
+  return names;
+}
+
+const char* kSamplingOptionsHelp =
+    "  --temp T              temperature (0 = greedy)\n"
+    "  --top-p P, --top-k K, --min-p P   sampling filters\n"
+    "  --presence-penalty X, --frequency-penalty X, --repeat-penalty X\n"
+    "  --seed S              random seed (same seed, same output)\n"
+    "  --stop TEXT           stop string (not printed)\n"
+    "  --pld on|off          prompt lookup decoding for greedy requests (default on)\n";
+
+SamplingParams sampling_from(const Args& args, SamplingParams p) {
+  p.temperature = float(args.get_double("--temp", p.temperature));
+  p.top_p = float(args.get_double("--top-p", p.top_p));
+  p.top_k = int(args.get_int("--top-k", p.top_k));
+  p.min_p = float(args.get_double("--min-p", p.min_p));
+  p.presence_penalty = float(args.get_double("--presence-penalty", p.presence_penalty));
+  p.frequency_penalty = float(args.get_double("--frequency-penalty", p.frequency_penalty));
+  p.repetition_penalty = float(args.get_double("--repeat-penalty", p.repetition_penalty));
+  if (auto s = args.get("--seed")) p.seed = uint64_t(args.get_int("--seed", 0));
+  if (auto s = args.get("--stop")) p.stop.push_back(*s);
+  const std::string pld = args.get_or("--pld", "on");
+  if (pld != "on" && pld != "off") fail("--pld must be on or off");
+  p.prompt_lookup = pld == "on";
+  if (p.temperature < 0) fail("--temp must be >= 0");
+  if (p.top_p <= 0 || p.top_p > 1) fail("--top-p must be in (0, 1]");
+  return p;
+}
+
+}  // namespace qwen35::app

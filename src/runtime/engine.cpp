@@ -1,0 +1,137 @@
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "runtime/session_impl.h"
+
+namespace qwen35 {
+namespace {
+
+// Sampling defaults and stop ids from generation_config.json, when the folder has one.
+void read_generation_config(const std::string& dir, SamplingParams& p, std::vector<int32_t>& eos) {
+  std::ifstream in(dir + "/generation_config.json");
+  if (!in) return;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    fail(dir, "/generation_config.json: not valid JSON (", e.what(), ")");
+  }
+  if (!j.is_object()) return;
+  auto num = [&](const char* key, auto& out) {
+    if (j.contains(key) && j[key].is_number()) out = j[key].get<std::decay_t<decltype(out)>>();
+  };
+  const bool sample = !j.contains("do_sample") || !j["do_sample"].is_boolean() || j["do_sample"].get<bool>();
+  num("temperature", p.temperature);
+  num("top_p", p.top_p);
+  num("top_k", p.top_k);
+  num("repetition_penalty", p.repetition_penalty);
+  if (!sample) p.temperature = 0;
+  auto e = j.find("eos_token_id");
+  if (e != j.end()) {
+    if (e->is_number_integer()) eos.push_back(e->get<int32_t>());
+    if (e->is_array())
+      for (const auto& x : *e)
+        if (x.is_number_integer()) eos.push_back(x.get<int32_t>());
+  }
+}
+
+}  // namespace
+
+bool EngineImpl::is_eos(int32_t id) const { return std::find(eos_ids.begin(), eos_ids.end(), id) != eos_ids.end(); }
+
+std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* status) {
+  auto progress = [&](const char* stage, double f) {
+    if (options.on_progress) options.on_progress(stage, f);
+  };
+  try {
+    auto engine = std::unique_ptr<Engine>(new Engine());
+    engine->impl_ = std::make_unique<EngineImpl>();
+    EngineImpl& e = *engine->impl_;
+    e.options = options;
+    if (options.image_size < 0 || options.image_size % 32 != 0)
+      fail("image size ", options.image_size, " must be a positive multiple of 32");
+    progress("config", 0.0);
+    if (!std::filesystem::is_directory(options.model_dir)) fail("model folder '", options.model_dir, "' does not exist");
+    progress("weights", 0.1);
+    e.model = Model::load(options.model_dir);
+    progress("tokenizer", 0.6);
+    e.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_file(options.model_dir));
+    progress("image processor", 0.9);
+    e.image_config = ImageProcessorConfig::load(options.model_dir);
+    if (options.image_min_pixels > 0) e.image_config.min_pixels = options.image_min_pixels;
+    if (options.image_max_pixels > 0) e.image_config.max_pixels = options.image_max_pixels;
+    e.pool = std::make_unique<ThreadPool>(options.threads);
+    e.compute = kernels::Compute{&kernels::active_table(), e.pool.get()};
+
+    const ModelConfig& cfg = e.model->config();
+    e.defaults = SamplingParams{};
+    read_generation_config(options.model_dir, e.defaults, e.eos_ids);
+    for (int64_t id : cfg.eos_token_ids) e.eos_ids.push_back(int32_t(id));
+    for (const char* name : {"<|im_end|>", "<|endoftext|>"})
+      if (auto id = e.tokenizer->token_to_id(name)) e.eos_ids.push_back(*id);
+    std::sort(e.eos_ids.begin(), e.eos_ids.end());
+    e.eos_ids.erase(std::unique(e.eos_ids.begin(), e.eos_ids.end()), e.eos_ids.end());
+    e.think_start_id = e.tokenizer->token_to_id("<think>").value_or(-1);
+    e.think_end_id = e.tokenizer->token_to_id("</think>").value_or(-1);
+    e.image_pad_id = int32_t(cfg.image_token_id);
+
+    const int64_t max_pos = cfg.text.max_position_embeddings;
+    e.context_size = options.context_size > 0 ? options.context_size : std::min<int64_t>(max_pos, 32768);
+    if (e.context_size > max_pos) fail("context size ", e.context_size, " exceeds the model's maximum of ", max_pos);
+    if (options.prefill_block <= 0) fail("prefill block must be positive");
+
+    ModelInfo& info = e.info;
+    info.path = options.model_dir;
+    info.name = std::filesystem::path(options.model_dir).lexically_normal().filename().string();
+    if (info.name.empty() || info.name == ".")
+      info.name = std::filesystem::absolute(options.model_dir).lexically_normal().parent_path().filename().string();
+    info.vocab_size = cfg.text.vocab_size;
+    info.context_size = e.context_size;
+    info.max_position_embeddings = max_pos;
+    info.has_vision = e.model->vision() != nullptr;
+    info.num_layers = cfg.text.num_layers;
+    info.hidden_size = cfg.text.hidden_size;
+    info.weight_bytes = e.model->checkpoint().total_bytes();
+    info.kernels = std::string(e.compute.k->name);
+    info.threads = e.pool->size();
+    progress("ready", 1.0);
+    *status = Status::Ok();
+    return engine;
+  } catch (const Error& err) {
+    *status = Status::Error(StatusCode::kInvalidArgument, err.what());
+  } catch (const std::exception& err) {
+    *status = Status::Error(StatusCode::kInternal, err.what());
+  }
+  return nullptr;
+}
+
+Engine::~Engine() = default;
+
+const ModelInfo& Engine::info() const { return impl_->info; }
+SamplingParams Engine::default_sampling() const { return impl_->defaults; }
+
+std::unique_ptr<Session> Engine::new_session(PrefixCache* cache) const {
+  return std::make_unique<Session>(std::make_unique<Session::Impl>(*impl_, cache));
+}
+
+std::vector<int32_t> Engine::tokenize(const std::string& text) const { return impl_->tokenizer->encode(text); }
+
+std::string Engine::detokenize(const std::vector<int32_t>& ids, bool skip_special) const {
+  return impl_->tokenizer->decode(ids, skip_special);
+}
+
+Status Engine::render_chat(const ChatRequest& request, std::string* prompt) const {
+  try {
+    *prompt = render_request(*impl_, request);
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return Status::Error(StatusCode::kInvalidArgument, e.what());
+  }
+}
+
+}  // namespace qwen35

@@ -1,0 +1,36 @@
+// What an Engine holds once loaded. Immutable after Engine::load (see engine.h's thread contract).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/compute.h"
+#include "model/image_processor.h"
+#include "model/model.h"
+#include "qwen35/engine.h"
+#include "text/tokenizer.h"
+
+namespace qwen35 {
+
+struct EngineImpl {
+  EngineOptions options;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  ImageProcessorConfig image_config;
+  std::unique_ptr<ThreadPool> pool;
+  kernels::Compute compute;
+  ModelInfo info;
+  SamplingParams defaults;
+  std::vector<int32_t> eos_ids;  // generation stops on any of them
+  int32_t think_start_id = -1;   // <think>
+  int32_t think_end_id = -1;     // </think>
+  int32_t image_pad_id = -1;     // <|image_pad|>
+  int64_t context_size = 0;
+
+  const TextConfig& text_config() const { return model->config().text; }
+  bool is_eos(int32_t id) const;
+};
+
+}  // namespace qwen35

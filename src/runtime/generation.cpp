@@ -1,0 +1,253 @@
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "core/error.h"
+#include "runtime/prefix_cache.h"
+#include "runtime/session_impl.h"
+
+namespace qwen35 {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+bool has_penalties(const SamplingParams& p) {
+  return p.presence_penalty != 0 || p.frequency_penalty != 0 || p.repetition_penalty != 1;
+}
+
+}  // namespace
+
+const char* stop_reason_name(StopReason r) {
+  switch (r) {
+    case StopReason::kNone: return "none";
+    case StopReason::kEos: return "eos";
+    case StopReason::kStopString: return "stop";
+    case StopReason::kMaxTokens: return "length";
+    case StopReason::kContextFull: return "context";
+    case StopReason::kCancelled: return "cancelled";
+  }
+  return "none";
+}
+
+Generation::Impl::Impl(Session::Impl& s, PromptPlan p, const SamplingParams& prm, EventCallback cb)
+    : session(s),
+      engine(s.engine),
+      plan(std::move(p)),
+      params(prm),
+      on_event(std::move(cb)),
+      sampler(prm, s.engine.text_config().vocab_size),
+      output(plan.starts_in_reasoning, prm.stop),
+      decoder(*s.engine.tokenizer, /*skip_special=*/true) {
+  use_lookup = params.prompt_lookup && sampler.greedy() && !has_penalties(params);
+  result.prompt_tokens = plan.size();
+  result.timings.load_images_ms = plan.load_images_ms;
+  history = plan.ids;
+  next_prompt = session.reuse_prefix(plan);
+  result.cached_tokens = next_prompt;
+}
+
+void Generation::Impl::compute_image_embeddings(int64_t from, int64_t to) {
+  const auto t0 = Clock::now();
+  for (PromptImage& img : plan.images) {
+    if (!img.embeddings.empty() || img.start + img.count <= from || img.start >= to) continue;
+    img.embeddings = engine.model->vision()->encode(engine.compute, img.processed.pixel_values,
+                                                    std::span<const ImageGrid>(&img.processed.grid, 1));
+  }
+  result.timings.vision_ms += ms_since(t0);
+}
+
+void Generation::Impl::prefill_step() {
+  const int64_t P = plan.size(), H = engine.text_config().hidden_size;
+  int64_t n = std::min<int64_t>(engine.options.prefill_block, P - next_prompt);
+  for (int64_t point : plan.snapshot_points)
+    if (point > next_prompt && point < next_prompt + n) n = point - next_prompt;
+  compute_image_embeddings(next_prompt, next_prompt + n);
+
+  const auto t0 = Clock::now();
+  embed_buf.resize(size_t(n * H));
+  engine.model->decoder().embed(plan.ids.data() + next_prompt, n, embed_buf.data());
+  for (const PromptImage& img : plan.images) {  // image pads take the vision tower's rows
+    for (int64_t i = std::max(img.start, next_prompt); i < std::min(img.start + img.count, next_prompt + n); ++i)
+      std::memcpy(embed_buf.data() + (i - next_prompt) * H, img.embeddings.data() + (i - img.start) * H,
+                  size_t(H) * sizeof(float));
+  }
+  pos_buf.resize(size_t(3 * n));
+  for (int a = 0; a < 3; ++a)
+    std::copy_n(plan.positions.data() + a * P + next_prompt, n, pos_buf.data() + a * n);
+  const bool last = next_prompt + n == P;
+  logits.resize(size_t(engine.text_config().vocab_size));
+  session.seq.feed(plan.ids.data() + next_prompt, plan.keys.data() + next_prompt, embed_buf.data(), pos_buf.data(), n,
+                   DeltaRuleMode::kAuto, last ? 1 : 0, logits.data());
+  next_prompt += n;
+  result.timings.prefill_ms += ms_since(t0);
+  result.timings.prefill_tokens += n;
+
+  if (std::find(plan.snapshot_points.begin(), plan.snapshot_points.end(), next_prompt) != plan.snapshot_points.end())
+    session.cache->impl().put(session.seq.snapshot());
+  if (last) {
+    session.seq.set_rope_delta(plan.rope_delta);
+    if (params.max_tokens == 0) return finish(StopReason::kMaxTokens);
+    TokenLogprob lp;
+    const int32_t t = sampler.sample(logits.data(), params.logprobs ? &lp : nullptr);
+    sampler.accept(t);
+    handle_token(t, params.logprobs ? &lp : nullptr);
+  }
+}
+
+bool Generation::Impl::handle_token(int32_t token, TokenLogprob* logprob) {
+  if (!params.ignore_eos && engine.is_eos(token)) {
+    finish(StopReason::kEos);
+    return false;
+  }
+  result.tokens.push_back(token);
+  result.completion_tokens = int64_t(result.tokens.size());
+  history.push_back(token);
+  pending = token;
+  pieces.clear();
+  bool stopped = false;
+  if (token == engine.think_start_id) output.push_think_start(pieces);
+  else if (token == engine.think_end_id) output.push_think_end(pieces);
+  else stopped = output.push_text(decoder.push(token), pieces);
+  std::vector<TokenLogprob> lps;
+  if (logprob) {
+    logprob->text = std::string(engine.tokenizer->token_bytes(token));
+    lps.push_back(std::move(*logprob));
+  }
+  if (!emit(pieces, logprob ? &lps : nullptr)) return false;
+  if (stopped) {
+    finish(StopReason::kStopString);
+    return false;
+  }
+  if (params.max_tokens >= 0 && result.completion_tokens >= params.max_tokens) {
+    finish(StopReason::kMaxTokens);
+    return false;
+  }
+  if (session.seq.length() + 1 > engine.context_size) {
+    finish(StopReason::kContextFull);
+    return false;
+  }
+  return true;
+}
+
+bool Generation::Impl::emit(std::vector<OutputPiece>& ps, std::vector<TokenLogprob>* logprobs) {
+  if (!on_event) return true;
+  for (OutputPiece& p : ps) {
+    if (p.text.empty()) continue;
+    GenerationEvent ev;
+    ev.channel = p.channel;
+    ev.text = std::move(p.text);
+    if (logprobs) ev.logprobs = std::move(*logprobs), logprobs = nullptr;
+    if (!on_event(ev)) {
+      cancelled = true;
+      finish(StopReason::kCancelled);
+      return false;
+    }
+  }
+  if (logprobs && !logprobs->empty()) {
+    GenerationEvent ev;
+    ev.logprobs = std::move(*logprobs);
+    if (!on_event(ev)) {
+      cancelled = true;
+      finish(StopReason::kCancelled);
+      return false;
+    }
+  }
+  return true;
+}
+
+void Generation::Impl::decode_step() {
+  const auto t0 = Clock::now();
+  const int64_t room = engine.context_size - session.seq.length() - 1;  // tokens after `pending`
+  const int64_t left = params.max_tokens >= 0 ? params.max_tokens - result.completion_tokens : INT64_MAX;
+  if (use_lookup) lookup.draft(history, int(std::min<int64_t>({room, left - 1, PromptLookup::kMaxDraft})), draft);
+  else draft.clear();
+  if (!draft.empty()) {
+    decode_with_draft(draft);
+  } else {
+    const int32_t in = pending;
+    session.seq.feed_text(&in, 1, DeltaRuleMode::kAuto, 1, logits.data());
+    TokenLogprob lp;
+    const int32_t t = sampler.sample(logits.data(), params.logprobs ? &lp : nullptr);
+    sampler.accept(t);
+    handle_token(t, params.logprobs ? &lp : nullptr);
+  }
+  result.timings.decode_ms += ms_since(t0);
+}
+
+// Verifies [pending, draft...] in one block. The block runs the recurrent delta rule, whose
+// arithmetic per token is exactly that of single-token decoding, so accepted tokens are
+// bit-identical to plain greedy decoding.
+void Generation::Impl::decode_with_draft(const std::vector<int32_t>& d) {
+  const int64_t k = int64_t(d.size()), V = engine.text_config().vocab_size;
+  block.assign(1, pending);
+  block.insert(block.end(), d.begin(), d.end());
+  session.seq.save_deltanet(save);
+  logits.resize(size_t((k + 1) * V));
+  session.seq.feed_text(block.data(), k + 1, DeltaRuleMode::kRecurrent, k + 1, logits.data());
+  std::vector<int32_t> emitted;
+  std::vector<TokenLogprob> lps;
+  int64_t accepted = 0;
+  for (int64_t i = 0; i <= k; ++i) {
+    TokenLogprob lp;
+    const int32_t t = sampler.sample(logits.data() + i * V, params.logprobs ? &lp : nullptr);
+    sampler.accept(t);
+    emitted.push_back(t);
+    lps.push_back(std::move(lp));
+    if (i == k || t != d[size_t(i)]) break;
+    ++accepted;
+  }
+  result.pld_drafted += k;
+  result.pld_accepted += accepted;
+  lookup.report(int(k), int(accepted));
+  if (accepted < k) {  // rewind and re-feed only what was accepted
+    session.seq.rewind(save);
+    session.seq.feed_text(block.data(), accepted + 1, DeltaRuleMode::kRecurrent, 0, nullptr);
+  }
+  for (size_t i = 0; i < emitted.size(); ++i)
+    if (!handle_token(emitted[i], params.logprobs ? &lps[i] : nullptr)) break;
+  logits.resize(size_t(V));
+}
+
+void Generation::Impl::finish(StopReason reason) {
+  if (done) return;
+  done = true;
+  pieces.clear();
+  const std::string tail = decoder.finish();
+  if (!tail.empty()) output.push_text(tail, pieces);
+  output.finish(pieces);
+  if (!cancelled) emit(pieces, nullptr);
+  result.stop_reason = cancelled ? StopReason::kCancelled : reason;
+  result.content = output.content();
+  result.reasoning = output.reasoning();
+  result.timings.decode_tokens = result.completion_tokens > 0 ? result.completion_tokens - 1 : 0;
+  session.busy = false;
+}
+
+bool Generation::Impl::step() {
+  if (done) return false;
+  try {
+    if (next_prompt < plan.size()) prefill_step();
+    else decode_step();
+  } catch (...) {
+    session.busy = false;
+    done = true;
+    throw;
+  }
+  return !done;
+}
+
+Generation::Generation(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Generation::~Generation() {
+  if (impl_ && !impl_->done) impl_->session.busy = false;
+}
+bool Generation::step() { return impl_->step(); }
+bool Generation::done() const { return impl_->done; }
+void Generation::cancel() {
+  impl_->cancelled = true;
+  impl_->finish(StopReason::kCancelled);
+}
+const GenerationResult& Generation::result() const { return impl_->result; }
+int64_t Generation::pending_prompt_tokens() const { return impl_->plan.size() - impl_->next_prompt; }
+
+}  // namespace qwen35

@@ -1,0 +1,164 @@
+#include "runtime/prompt_plan.h"
+
+#include <chrono>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "io/image.h"
+#include "model/mrope_positions.h"
+#include "runtime/sequence.h"
+#include "text/chat_format.h"
+
+namespace qwen35 {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+ojson to_template_messages(const ChatRequest& request) {
+  ojson messages = ojson::array();
+  for (const ChatMessage& m : request.messages) {
+    ojson msg = ojson::object();
+    msg["role"] = m.role;
+    const bool only_text = m.content.size() == 1 && m.content[0].type == ContentPart::Type::kText;
+    if (only_text) {
+      msg["content"] = m.content[0].text;
+    } else if (m.content.empty()) {
+      msg["content"] = m.tool_calls.empty() ? ojson("") : ojson(nullptr);
+    } else {
+      ojson parts = ojson::array();
+      for (const ContentPart& p : m.content) {
+        if (p.type == ContentPart::Type::kText) parts.push_back({{"type", "text"}, {"text", p.text}});
+        else parts.push_back({{"type", "image"}});
+      }
+      msg["content"] = parts;
+    }
+    if (m.reasoning_content) msg["reasoning_content"] = *m.reasoning_content;
+    if (!m.tool_calls.empty()) {
+      ojson calls = ojson::array();
+      for (const ToolCall& c : m.tool_calls) {
+        ojson call = {{"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments_json}}}};
+        if (!c.id.empty()) call["id"] = c.id;
+        calls.push_back(call);
+      }
+      msg["tool_calls"] = calls;
+    }
+    if (!m.tool_call_id.empty()) msg["tool_call_id"] = m.tool_call_id;
+    messages.push_back(std::move(msg));
+  }
+  return messages;
+}
+
+uint64_t fnv1a(const uint8_t* p, size_t n, uint64_t h = 0xcbf29ce484222325ull) {
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+// Prompt lengths right after each "<|im_end|>\n": the end of every message, where a later
+// request's render agrees with this one.
+std::vector<int64_t> message_ends(const EngineImpl& engine, const std::vector<int32_t>& ids) {
+  std::vector<int64_t> ends;
+  const auto im_end = engine.tokenizer->token_to_id("<|im_end|>");
+  const auto newline = engine.tokenizer->encode("\n");
+  if (!im_end || newline.size() != 1) return ends;
+  for (size_t i = 0; i + 1 < ids.size(); ++i)
+    if (ids[i] == *im_end && ids[i + 1] == newline[0]) ends.push_back(int64_t(i + 2));
+  return ends;
+}
+
+void finish_plan(const EngineImpl& engine, PromptPlan& plan, const std::vector<ImageGrid>& grids) {
+  const int merge = engine.image_config.merge_size;
+  if (!grids.empty()) plan.ids = expand_image_tokens(plan.ids, engine.image_pad_id, grids, merge);
+  plan.keys.assign(plan.ids.begin(), plan.ids.end());
+  size_t image = 0;
+  for (int64_t i = 0; i < plan.size(); ++i) {
+    if (plan.ids[size_t(i)] != engine.image_pad_id || grids.empty()) continue;
+    if (image >= plan.images.size()) fail("more image tokens in the prompt than images");
+    PromptImage& img = plan.images[image];
+    if (img.count == 0) img.start = i;
+    plan.keys[size_t(i)] = image_token_key(img.hash, img.count);
+    if (++img.count == img.processed.num_tokens) ++image;
+  }
+  MropePositions mp = get_rope_index(plan.ids, engine.image_pad_id, grids, merge);
+  plan.positions = std::move(mp.positions);
+  plan.rope_delta = mp.rope_delta;
+}
+
+}  // namespace
+
+std::string render_request(const EngineImpl& engine, const ChatRequest& request) {
+  ChatRenderOptions opts;
+  opts.add_generation_prompt = true;
+  opts.enable_thinking = request.enable_thinking.value_or(true);
+  opts.add_vision_id = request.add_vision_id;
+  if (!request.tools_json.empty()) {
+    try {
+      opts.tools = ojson::parse(request.tools_json);
+    } catch (const ojson::exception& e) {
+      fail("tools is not valid JSON: ", e.what());
+    }
+    if (!opts.tools.is_array()) fail("tools must be an array");
+  }
+  return render_chat(to_template_messages(request), opts);
+}
+
+PromptPlan plan_chat(const EngineImpl& engine, const ChatRequest& request) {
+  PromptPlan plan;
+  const std::string text = render_request(engine, request);
+  plan.ids = engine.tokenizer->encode(text);
+  plan.starts_in_reasoning = text.size() >= 8 && text.compare(text.size() - 8, 8, "<think>\n") == 0;
+
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<ImageGrid> grids;
+  for (const ChatMessage& m : request.messages) {
+    for (const ContentPart& p : m.content) {
+      if (p.type != ContentPart::Type::kImage) continue;
+      if (!engine.model->vision()) fail("this model has no vision tower: images are not supported");
+      PromptImage img;
+      ImageDecodeOptions decode;
+      decode.max_pixels = std::max<int64_t>(engine.image_config.max_pixels * 4, int64_t(64) << 20);
+      RgbImage rgb = decode_image(p.image_bytes, decode);
+      img.processed = preprocess_image(rgb, engine.image_config, engine.options.image_size);
+      const ImageGrid& g = img.processed.grid;
+      const int64_t dims[4] = {g.t, g.h, g.w, engine.options.image_size};
+      img.hash = fnv1a(reinterpret_cast<const uint8_t*>(dims), sizeof(dims),
+                       fnv1a(p.image_bytes.data(), p.image_bytes.size()));
+      grids.push_back(g);
+      plan.images.push_back(std::move(img));
+    }
+  }
+  plan.load_images_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  int64_t pads = 0;
+  for (int32_t id : plan.ids) pads += id == engine.image_pad_id;
+  if (pads != int64_t(plan.images.size()))
+    fail("the prompt has ", pads, " image placeholders but the request has ", plan.images.size(), " images");
+  finish_plan(engine, plan, grids);
+
+  // Snapshots: after the first message (a shared system prompt) and after the last message
+  // before the generation prompt (where the next turn's render still agrees).
+  std::vector<int64_t> ends = message_ends(engine, plan.ids);
+  if (!ends.empty()) {
+    plan.snapshot_points.push_back(ends.front());
+    if (ends.back() != ends.front()) plan.snapshot_points.push_back(ends.back());
+  }
+  return plan;
+}
+
+PromptPlan plan_completion(const EngineImpl& engine, const std::vector<int32_t>& ids) {
+  PromptPlan plan;
+  for (int32_t id : ids)
+    if (id < 0 || id >= engine.text_config().vocab_size)
+      fail("token id ", id, " is outside the vocabulary [0, ", engine.text_config().vocab_size, ")");
+  plan.ids = ids;
+  for (int32_t id : ids)
+    if (id == engine.image_pad_id) fail("raw prompts cannot contain image placeholder tokens");
+  finish_plan(engine, plan, {});
+  std::vector<int64_t> ends = message_ends(engine, plan.ids);
+  if (!ends.empty()) plan.snapshot_points.push_back(ends.back());
+  return plan;
+}
+
+}  // namespace qwen35

@@ -1,0 +1,43 @@
+// A request turned into what the decoder consumes: expanded ids, cache keys, MRoPE positions,
+// images (with their vision embeddings once computed) and the points worth a snapshot.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/image_processor.h"
+#include "qwen35/engine.h"
+#include "runtime/engine_impl.h"
+
+namespace qwen35 {
+
+struct PromptImage {
+  int64_t start = 0;   // index of its first <|image_pad|> in the prompt
+  int64_t count = 0;   // its pad tokens
+  uint64_t hash = 0;   // content hash (with the preprocessing settings)
+  ProcessedImage processed;
+  std::vector<float> embeddings;  // [count, H], computed on demand
+};
+
+struct PromptPlan {
+  std::vector<int32_t> ids;
+  std::vector<uint64_t> keys;
+  std::vector<int32_t> positions;  // [3, P]
+  int64_t rope_delta = 0;
+  std::vector<PromptImage> images;
+  bool starts_in_reasoning = false;   // the prompt ends inside an open <think> block
+  std::vector<int64_t> snapshot_points;  // prompt lengths after which to store a snapshot
+  double load_images_ms = 0;
+
+  int64_t size() const { return int64_t(ids.size()); }
+};
+
+// Renders, tokenizes and prepares a chat request. Throws qwen35::Error for bad input.
+PromptPlan plan_chat(const EngineImpl& engine, const ChatRequest& request);
+// A raw prompt of ids (no template, no images).
+PromptPlan plan_completion(const EngineImpl& engine, const std::vector<int32_t>& ids);
+// The rendered prompt text of a chat request (the template only).
+std::string render_request(const EngineImpl& engine, const ChatRequest& request);
+
+}  // namespace qwen35

@@ -1,0 +1,145 @@
+#include <algorithm>
+
+#include "core/error.h"
+#include "runtime/prefix_cache.h"
+#include "runtime/session_impl.h"
+
+namespace qwen35 {
+namespace {
+
+constexpr size_t kPrivateCacheBytes = size_t(512) << 20;
+
+Status status_from(const std::exception& e, StatusCode code = StatusCode::kInvalidArgument) {
+  return Status::Error(code, e.what());
+}
+
+}  // namespace
+
+Session::Impl::Impl(const EngineImpl& e, PrefixCache* shared) : engine(e), seq(e) {
+  if (!shared) own_cache = std::make_unique<PrefixCache>(kPrivateCacheBytes);
+  cache = shared ? shared : own_cache.get();
+}
+
+int64_t Session::Impl::reuse_prefix(const PromptPlan& plan) {
+  // At least the last prompt token must be processed: its logits give the first new token.
+  const int64_t limit = plan.size() - 1;
+  const auto& own = seq.keys();
+  const int64_t own_len = seq.length();
+  const bool extends_own =
+      own_len <= limit && std::equal(own.begin(), own.end(), plan.keys.begin(), plan.keys.begin() + own_len);
+  auto cached = cache->impl().find(plan.keys.data(), limit);
+  const int64_t cached_len = cached ? int64_t(cached->tokens.size()) : 0;
+  if (extends_own && own_len >= cached_len) return own_len;
+  if (cached) {
+    seq.restore(*cached);
+    return cached_len;
+  }
+  seq.reset();
+  return 0;
+}
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+
+std::unique_ptr<Generation> Session::start_chat(const ChatRequest& request, const SamplingParams& params,
+                                                EventCallback on_event, Status* status) {
+  if (impl_->busy) {
+    *status = Status::Error(StatusCode::kUnavailable, "the session is already generating");
+    return nullptr;
+  }
+  PromptPlan plan;
+  try {
+    plan = plan_chat(impl_->engine, request);
+  } catch (const std::exception& e) {
+    *status = status_from(e);
+    return nullptr;
+  }
+  if (plan.size() + 1 > impl_->engine.context_size) {
+    *status = Status::Error(StatusCode::kContextOverflow,
+                            "the prompt has " + std::to_string(plan.size()) + " tokens but the context is " +
+                                std::to_string(impl_->engine.context_size) + " tokens");
+    return nullptr;
+  }
+  try {
+    impl_->busy = true;
+    auto g = std::make_unique<Generation>(
+        std::make_unique<Generation::Impl>(*impl_, std::move(plan), params, std::move(on_event)));
+    *status = Status::Ok();
+    return g;
+  } catch (const std::exception& e) {
+    impl_->busy = false;
+    *status = status_from(e, StatusCode::kInternal);
+    return nullptr;
+  }
+}
+
+std::unique_ptr<Generation> Session::start_completion(const std::vector<int32_t>& prompt, const SamplingParams& params,
+                                                      EventCallback on_event, Status* status) {
+  if (impl_->busy) {
+    *status = Status::Error(StatusCode::kUnavailable, "the session is already generating");
+    return nullptr;
+  }
+  if (prompt.empty()) {
+    *status = Status::Error(StatusCode::kInvalidArgument, "the prompt is empty");
+    return nullptr;
+  }
+  PromptPlan plan;
+  try {
+    plan = plan_completion(impl_->engine, prompt);
+  } catch (const std::exception& e) {
+    *status = status_from(e);
+    return nullptr;
+  }
+  if (plan.size() + 1 > impl_->engine.context_size) {
+    *status = Status::Error(StatusCode::kContextOverflow,
+                            "the prompt has " + std::to_string(plan.size()) + " tokens but the context is " +
+                                std::to_string(impl_->engine.context_size) + " tokens");
+    return nullptr;
+  }
+  impl_->busy = true;
+  *status = Status::Ok();
+  return std::make_unique<Generation>(
+      std::make_unique<Generation::Impl>(*impl_, std::move(plan), params, std::move(on_event)));
+}
+
+namespace {
+GenerationResult run_to_end(std::unique_ptr<Generation> g, Status* status) {
+  if (!g) return {};
+  try {
+    while (g->step()) {
+    }
+  } catch (const std::exception& e) {
+    *status = Status::Error(StatusCode::kInternal, e.what());
+    return g->result();
+  }
+  return g->result();
+}
+}  // namespace
+
+GenerationResult Session::chat(const ChatRequest& request, const SamplingParams& params, EventCallback on_event,
+                               Status* status) {
+  return run_to_end(start_chat(request, params, std::move(on_event), status), status);
+}
+
+GenerationResult Session::complete(const std::vector<int32_t>& prompt, const SamplingParams& params,
+                                   EventCallback on_event, Status* status) {
+  return run_to_end(start_completion(prompt, params, std::move(on_event), status), status);
+}
+
+const std::vector<int32_t>& Session::tokens() const { return impl_->seq.tokens(); }
+
+std::unique_ptr<Snapshot> Session::snapshot() const {
+  auto impl = std::make_unique<Snapshot::Impl>();
+  impl->data = impl_->seq.snapshot();
+  return std::make_unique<Snapshot>(std::move(impl));
+}
+
+void Session::restore(const Snapshot& snapshot) { impl_->seq.restore(*snapshot.impl().data); }
+void Session::reset() { impl_->seq.reset(); }
+
+Snapshot::Snapshot(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Snapshot::~Snapshot() = default;
+size_t Snapshot::bytes() const { return impl_->data->bytes(); }
+int64_t Snapshot::tokens() const { return int64_t(impl_->data->tokens.size()); }
+
+}  // namespace qwen35

@@ -1,0 +1,74 @@
+// Session and Generation internals.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "qwen35/engine.h"
+#include "runtime/engine_impl.h"
+#include "runtime/output_stream.h"
+#include "runtime/prompt_lookup.h"
+#include "runtime/prompt_plan.h"
+#include "runtime/sampler.h"
+#include "runtime/sequence.h"
+#include "text/streaming_decoder.h"
+
+namespace qwen35 {
+
+struct Session::Impl {
+  Impl(const EngineImpl& e, PrefixCache* shared);
+
+  // Moves the sequence to the longest reusable prefix of `plan` (own timeline or cached
+  // snapshot) and returns its length: the prompt tokens that need no processing.
+  int64_t reuse_prefix(const PromptPlan& plan);
+
+  const EngineImpl& engine;
+  Sequence seq;
+  std::unique_ptr<PrefixCache> own_cache;
+  PrefixCache* cache;
+  bool busy = false;
+};
+
+struct Snapshot::Impl {
+  std::shared_ptr<const SnapshotData> data;
+};
+
+struct Generation::Impl {
+  Impl(Session::Impl& session, PromptPlan plan, const SamplingParams& params, EventCallback on_event);
+
+  bool step();
+  void prefill_step();
+  void decode_step();
+  void decode_with_draft(const std::vector<int32_t>& draft);
+  // Emits one generated token; false once the generation is over.
+  bool handle_token(int32_t token, TokenLogprob* logprob);
+  void finish(StopReason reason);
+  bool emit(std::vector<OutputPiece>& pieces, std::vector<TokenLogprob>* logprobs);
+  void compute_image_embeddings(int64_t from, int64_t to);
+
+  Session::Impl& session;
+  const EngineImpl& engine;
+  PromptPlan plan;
+  SamplingParams params;
+  EventCallback on_event;
+  Sampler sampler;
+  OutputStream output;
+  StreamingDecoder decoder;
+  PromptLookup lookup;
+  bool use_lookup = false;
+
+  GenerationResult result;
+  bool done = false;
+  bool cancelled = false;
+  int64_t next_prompt = 0;      // prompt tokens processed so far
+  int32_t pending = -1;         // last generated token, not yet fed to the model
+  std::vector<int32_t> history; // prompt + generated, for prompt lookup
+  std::vector<float> logits;    // [rows, vocab]
+  std::vector<float> embed_buf;
+  std::vector<int32_t> pos_buf;
+  std::vector<int32_t> draft, block;
+  Sequence::DeltaNetSave save;
+  std::vector<OutputPiece> pieces;
+};
+
+}  // namespace qwen35

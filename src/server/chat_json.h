@@ -1,0 +1,37 @@
+// OpenAI-style chat JSON -> public request types, shared by the server and the CLI.
+// Every problem is a qwen35::Error whose message names the offending field
+// ("messages[2].content[1].image_url.url: ..."), suitable for a 400 answer.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "qwen35/engine.h"
+
+namespace qwen35::server {
+
+struct ImageSourcePolicy {
+  bool allow_local_files = false;   // plain paths and file:// URLs (CLI only)
+  bool allow_remote = false;        // http(s) URLs (--allow-remote-images)
+  size_t max_image_bytes = size_t(20) << 20;
+  // Fetches an http(s) URL into bytes; throws qwen35::Error. Required when allow_remote.
+  std::function<std::vector<uint8_t>(const std::string& url, size_t max_bytes)> fetch_remote;
+};
+
+// Parses `messages` (an array of {role, content, reasoning_content?, tool_calls?, tool_call_id?}).
+// Content: a string, null, or parts {"type":"text","text"} / {"type":"image_url","image_url":{"url"}}
+// (also "image_url" as a plain string, and {"type":"image","image": url}).
+// Takes ordered_json: tool-call arguments keep their key order into the template.
+std::vector<ChatMessage> parse_messages(const nlohmann::ordered_json& messages, const ImageSourcePolicy& policy);
+
+// Decodes standard base64 (padding optional, whitespace ignored); throws on bad input.
+std::vector<uint8_t> decode_base64(const std::string& text);
+
+// "data:image/png;base64,...." -> bytes; throws when not a base64 data URI.
+std::vector<uint8_t> decode_data_uri(const std::string& uri);
+
+}  // namespace qwen35::server
