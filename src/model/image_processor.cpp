@@ -1,0 +1,223 @@
+#include "model/image_processor.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "io/image_resize.h"
+
+namespace qwen35 {
+namespace {
+
+using nlohmann::json;
+
+int64_t get_int(const json& j, const char* key, int64_t fallback, const std::string& origin) {
+  if (!j.contains(key) || j.at(key).is_null()) return fallback;
+  const json& v = j.at(key);
+  if (v.is_number_integer()) return v.get<int64_t>();
+  // Some exporters write whole numbers as floats (e.g. 65536.0).
+  if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>() && std::fabs(v.get<double>()) < 9e15)
+    return int64_t(v.get<double>());
+  fail(origin, ": ", key, " must be an integer, got ", v.dump());
+}
+
+double get_double(const json& j, const char* key, double fallback, const std::string& origin) {
+  if (!j.contains(key) || j.at(key).is_null()) return fallback;
+  const json& v = j.at(key);
+  if (!v.is_number()) fail(origin, ": ", key, " must be a number, got ", v.dump());
+  return v.get<double>();
+}
+
+bool get_bool(const json& j, const char* key, bool fallback, const std::string& origin) {
+  if (!j.contains(key) || j.at(key).is_null()) return fallback;
+  const json& v = j.at(key);
+  if (!v.is_boolean()) fail(origin, ": ", key, " must be true or false, got ", v.dump());
+  return v.get<bool>();
+}
+
+// A per-channel list of 3 numbers; a single number applies to every channel, as in HF.
+std::array<double, 3> get_triple(const json& j, const char* key, std::array<double, 3> fallback, const std::string& origin) {
+  if (!j.contains(key) || j.at(key).is_null()) return fallback;
+  const json& v = j.at(key);
+  if (v.is_number()) return {v.get<double>(), v.get<double>(), v.get<double>()};
+  if (!v.is_array() || v.size() != 3 || !v[0].is_number() || !v[1].is_number() || !v[2].is_number())
+    fail(origin, ": ", key, " must be a list of 3 numbers (one per RGB channel), got ", v.dump());
+  return {v[0].get<double>(), v[1].get<double>(), v[2].get<double>()};
+}
+
+// Python's round(): halves go to the even neighbour. nearbyint does that in the default
+// rounding mode, which nothing in this program changes.
+double round_half_even(double x) { return std::nearbyint(x); }
+
+}  // namespace
+
+ImageProcessorConfig ImageProcessorConfig::parse(const std::string& json_text, const std::string& origin) {
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::exception& e) {
+    fail(origin, ": invalid JSON: ", e.what());
+  }
+  if (!j.is_object()) fail(origin, ": expected a JSON object");
+
+  ImageProcessorConfig c;
+  c.patch_size = int(get_int(j, "patch_size", c.patch_size, origin));
+  c.temporal_patch_size = int(get_int(j, "temporal_patch_size", c.temporal_patch_size, origin));
+  c.merge_size = int(get_int(j, "merge_size", c.merge_size, origin));
+  // Current files: size = {shortest_edge, longest_edge} in pixels. Older ones used min_pixels /
+  // max_pixels, inside size or at the top level; the top-level keys win, as in HF.
+  if (j.contains("size") && !j.at("size").is_null()) {
+    const json& size = j.at("size");
+    if (!size.is_object()) fail(origin, ": size must be an object, got ", size.dump());
+    c.min_pixels = get_int(size, "shortest_edge", get_int(size, "min_pixels", c.min_pixels, origin), origin);
+    c.max_pixels = get_int(size, "longest_edge", get_int(size, "max_pixels", c.max_pixels, origin), origin);
+  }
+  c.min_pixels = get_int(j, "min_pixels", c.min_pixels, origin);
+  c.max_pixels = get_int(j, "max_pixels", c.max_pixels, origin);
+  c.image_mean = get_triple(j, "image_mean", c.image_mean, origin);
+  c.image_std = get_triple(j, "image_std", c.image_std, origin);
+  c.rescale_factor = get_double(j, "rescale_factor", c.rescale_factor, origin);
+  c.do_resize = get_bool(j, "do_resize", c.do_resize, origin);
+  c.do_rescale = get_bool(j, "do_rescale", c.do_rescale, origin);
+  c.do_normalize = get_bool(j, "do_normalize", c.do_normalize, origin);
+  // PIL's resampling enum: 3 = BICUBIC, the only filter implemented here.
+  const int64_t resample = get_int(j, "resample", 3, origin);
+  if (resample != 3) fail(origin, ": resample = ", resample, " is not supported (only 3 = BICUBIC)");
+
+  if (c.patch_size < 1 || c.patch_size > 1024) fail(origin, ": patch_size must be in [1, 1024], got ", c.patch_size);
+  if (c.temporal_patch_size < 1 || c.temporal_patch_size > 64)
+    fail(origin, ": temporal_patch_size must be in [1, 64], got ", c.temporal_patch_size);
+  if (c.merge_size < 1 || c.merge_size > 64) fail(origin, ": merge_size must be in [1, 64], got ", c.merge_size);
+  if (c.min_pixels < 1 || c.max_pixels < c.min_pixels)
+    fail(origin, ": need 1 <= min_pixels (", c.min_pixels, ") <= max_pixels (", c.max_pixels, ")");
+  for (int i = 0; i < 3; ++i) {
+    if (!std::isfinite(c.image_mean[size_t(i)]) || !std::isfinite(c.image_std[size_t(i)]) || float(c.image_std[size_t(i)]) == 0.0f)
+      fail(origin, ": image_mean must be finite and image_std finite and non-zero (channel ", i, ")");
+  }
+  if (!(c.rescale_factor > 0) || !std::isfinite(c.rescale_factor))
+    fail(origin, ": rescale_factor must be positive, got ", c.rescale_factor);
+  return c;
+}
+
+ImageProcessorConfig ImageProcessorConfig::load(const std::string& model_dir) {
+  const std::filesystem::path path = std::filesystem::path(model_dir) / "preprocessor_config.json";
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return ImageProcessorConfig{};
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot read ", path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse(text.str(), path.string());
+}
+
+ResizedSize smart_resize(int64_t height, int64_t width, int64_t factor, int64_t min_pixels, int64_t max_pixels) {
+  if (factor <= 0) fail("smart_resize: factor must be positive, got ", factor);
+  if (height < 10 || width < 10)
+    fail("image of ", height, "x", width, " (height x width) is too small: both sides must be at least 10 pixels");
+  // Python: max(h, w) / min(h, w) > 200 in floating point.
+  if (double(std::max(height, width)) / double(std::min(height, width)) > 200)
+    fail("image of ", height, "x", width, " has an aspect ratio above 200");
+  const double f = double(factor);
+  int64_t h = int64_t(round_half_even(double(height) / f)) * factor;
+  int64_t w = int64_t(round_half_even(double(width) / f)) * factor;
+  if (double(h) * double(w) > double(max_pixels)) {
+    const double beta = std::sqrt(double(height * width) / double(max_pixels));
+    h = int64_t(std::floor(double(height) / beta / f)) * factor;
+    w = int64_t(std::floor(double(width) / beta / f)) * factor;
+  } else if (double(h) * double(w) < double(min_pixels)) {
+    const double beta = std::sqrt(double(min_pixels) / double(height * width));
+    h = int64_t(std::ceil(double(height) * beta / f)) * factor;
+    w = int64_t(std::ceil(double(width) * beta / f)) * factor;
+  }
+  if (h <= 0 || w <= 0)
+    fail("smart_resize of ", height, "x", width, " gives an empty ", h, "x", w, " (min_pixels ", min_pixels,
+         ", max_pixels ", max_pixels, ")");
+  return {h, w};
+}
+
+namespace {
+
+// The processor's target size for an image, or its own size when do_resize is off.
+ResizedSize target_size(const RgbImage& image, const ImageProcessorConfig& config) {
+  if (!config.do_resize) return {image.height, image.width};
+  return smart_resize(image.height, image.width, config.factor(), config.min_pixels, config.max_pixels);
+}
+
+RgbImage fixed_square_resize(const RgbImage& image, const ImageProcessorConfig& config, int side) {
+  if (side <= 0 || side % config.factor() != 0)
+    fail("fixed image size ", side, " must be a positive multiple of ", config.factor());
+  return resize_bicubic(image, side, side);
+}
+
+}  // namespace
+
+RgbImage resize_for_processor(const RgbImage& image, const ImageProcessorConfig& config, int fixed_square) {
+  if (fixed_square != 0) return resize_for_processor(fixed_square_resize(image, config, fixed_square), config, 0);
+  const ResizedSize size = target_size(image, config);
+  return resize_bicubic(image, int(size.width), int(size.height));
+}
+
+ProcessedImage patchify(const RgbImage& image, const ImageProcessorConfig& config) {
+  const int P = config.patch_size, T = config.temporal_patch_size, m = config.merge_size;
+  const int64_t F = config.factor();
+  if (image.width <= 0 || image.height <= 0 || image.width % F != 0 || image.height % F != 0)
+    fail("patchify needs sides that are multiples of ", F, ", got ", image.width, "x", image.height);
+  if (image.pixels.size() != size_t(image.width) * size_t(image.height) * 3)
+    fail("RgbImage of ", image.width, "x", image.height, " holds ", image.pixels.size(), " bytes");
+
+  // Every uint8 value maps to one float per channel: float(double(v) * rescale) as numpy's
+  // float64 rescale then float32 cast, then (x - mean) / std in float32.
+  float lut[3][256];
+  for (int c = 0; c < 3; ++c) {
+    const float mean = float(config.image_mean[size_t(c)]), std = float(config.image_std[size_t(c)]);
+    for (int v = 0; v < 256; ++v) {
+      float x = config.do_rescale ? float(double(v) * config.rescale_factor) : float(v);
+      if (config.do_normalize) x = (x - mean) / std;
+      lut[c][v] = x;
+    }
+  }
+
+  ProcessedImage out;
+  out.grid = {1, image.height / P, image.width / P};
+  out.num_patches = out.grid.h * out.grid.w;  // one time block: the frame repeated T times
+  out.patch_dim = config.patch_dim();
+  out.num_tokens = image_token_count(out.grid, m);
+  out.pixel_values.resize(size_t(out.num_patches) * size_t(out.patch_dim));
+
+  const size_t plane = size_t(P) * size_t(P);
+  float* row = out.pixel_values.data();
+  for (int64_t bh = 0; bh < out.grid.h / m; ++bh) {
+    for (int64_t bw = 0; bw < out.grid.w / m; ++bw) {
+      for (int mh = 0; mh < m; ++mh) {
+        for (int mw = 0; mw < m; ++mw, row += out.patch_dim) {
+          const int64_t py = (bh * m + mh) * P, px = (bw * m + mw) * P;
+          for (int c = 0; c < 3; ++c) {
+            float* frame0 = row + size_t(c) * size_t(T) * plane;
+            for (int y = 0; y < P; ++y) {
+              const uint8_t* src = image.at(int(px), int(py + y)) + c;
+              float* dst = frame0 + size_t(y) * size_t(P);
+              for (int x = 0; x < P; ++x) dst[x] = lut[c][src[3 * x]];
+            }
+            // Time padding repeats the single frame.
+            for (int f = 1; f < T; ++f) std::memcpy(frame0 + size_t(f) * plane, frame0, plane * sizeof(float));
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+ProcessedImage preprocess_image(const RgbImage& image, const ImageProcessorConfig& config, int fixed_square) {
+  if (fixed_square != 0) return preprocess_image(fixed_square_resize(image, config, fixed_square), config, 0);
+  const ResizedSize size = target_size(image, config);
+  if (size.height == image.height && size.width == image.width) return patchify(image, config);  // no copy
+  return patchify(resize_bicubic(image, int(size.width), int(size.height)), config);
+}
+
+}  // namespace qwen35
