@@ -9,6 +9,8 @@ std::unique_ptr<Model> Model::load(const std::string& model_dir) {
   m->checkpoint_ = Checkpoint::open(model_dir);
   m->text_ = TextWeights::bind(*m->checkpoint_, m->config_.text);
   m->decoder_ = std::make_unique<TextDecoder>(m->config_.text, m->text_);
+  if (m->config_.vision.present && !VisionWeights::prefix(*m->checkpoint_).empty())
+    m->vision_ = std::make_unique<VisionTower>(m->config_.vision, VisionWeights::bind(*m->checkpoint_, m->config_.vision));
   return m;
 }
 

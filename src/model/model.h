@@ -8,6 +8,7 @@
 #include "model/config.h"
 #include "model/text_decoder.h"
 #include "model/text_weights.h"
+#include "model/vision.h"
 
 namespace qwen35 {
 
@@ -21,6 +22,8 @@ class Model {
   const Checkpoint& checkpoint() const { return *checkpoint_; }
   const TextDecoder& decoder() const { return *decoder_; }
   const TextWeights& text_weights() const { return text_; }
+  // The vision tower; nullptr for a text-only checkpoint (no vision_config or no model.visual.*).
+  const VisionTower* vision() const { return vision_.get(); }
 
  private:
   Model() = default;
@@ -29,6 +32,7 @@ class Model {
   std::unique_ptr<Checkpoint> checkpoint_;
   TextWeights text_;
   std::unique_ptr<TextDecoder> decoder_;
+  std::unique_ptr<VisionTower> vision_;
 };
 
 }  // namespace qwen35
