@@ -24,6 +24,8 @@ class StreamingDecoder {
   // Adds one id and returns the text it completes (often empty, sometimes more than one
   // character). Ids that name no token, and special ones when skipping, add nothing.
   std::string push(int32_t id);
+  // The same, appending to `out` (no allocation once `out` has grown: for generation loops).
+  void push(int32_t id, std::string& out);
 
   // Ends the stream: returns what is still held (as U+FFFD: bytes that never became a character).
   std::string finish();

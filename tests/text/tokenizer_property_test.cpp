@@ -2,6 +2,7 @@
 // UTF-8, and the heap BPE against a slow, obviously correct twin.
 #include <map>
 #include <random>
+#include <thread>
 
 #include "text/byte_level.h"
 #include "text/bpe.h"
@@ -103,14 +104,18 @@ TEST(TokenizerProperty, StreamingEqualsBatchOnRandomIds) {
     }
     for (bool skip : {false, true}) {
       StreamingDecoder d(tok, skip);
-      std::string streamed;
+      std::string streamed, appended;
+      StreamingDecoder appending(tok, skip);
       for (int32_t id : ids) {
         std::string piece = d.push(id);
         ASSERT_TRUE(utf8::is_valid(piece));
         streamed += piece;
+        appending.push(id, appended);
       }
       streamed += d.finish();
+      appended += appending.finish();
       ASSERT_EQ(streamed, tok.decode(ids, skip)) << "case " << i << " skip " << skip;
+      ASSERT_EQ(appended, streamed);
     }
   }
 }
@@ -221,6 +226,29 @@ TEST(TokenizerProperty, HeapBpeEqualsNaiveBpe) {
   }
   check(std::string(500, 'a'));
   check(std::string(333, ' '));
+}
+
+// The documented thread contract: one Tokenizer, many threads encoding and decoding at once.
+TEST(TokenizerProperty, ConcurrentUseGivesTheSameResults) {
+  const Tokenizer& tok = tiny_tokenizer();
+  std::vector<std::string> texts;
+  std::mt19937 rng(42);
+  for (int i = 0; i < 32; ++i) texts.push_back(random_text(rng, 300, true) + std::string(2500, 'x'));
+  std::vector<std::vector<int32_t>> expected;
+  for (const std::string& t : texts) expected.push_back(tok.encode(t));
+  std::vector<int> failures(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 2; ++round)
+        for (size_t i = 0; i < texts.size(); ++i) {
+          std::vector<int32_t> ids = tok.encode(texts[(i + t) % texts.size()]);
+          if (ids != expected[(i + t) % texts.size()] || tok.decode(ids) != nfc(texts[(i + t) % texts.size()])) ++failures[t];
+        }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(failures, std::vector<int>(4, 0));
 }
 
 TEST(TokenizerProperty, LongInputsEncodeInReasonableTime) {
