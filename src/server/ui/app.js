@@ -1,0 +1,405 @@
+// The chat page: state, event wiring and the streaming loop. Rendering lives in messages.js,
+// the protocol in api.js, persistence in storage.js.
+import { buildRequest, fetchModel, statsFrom, streamChat } from './api.js';
+import { pastedImages, readImages, watchDrops } from './attachments.js';
+import { el, icon } from './dom.js';
+import { assistantMessage, emptyState, updateAssistant, userMessage } from './messages.js';
+import { Store, newId, titleOf } from './storage.js';
+
+const $ = (id) => document.getElementById(id);
+const ui = {
+  app: $('app'), sidebar: $('sidebar'), backdrop: $('backdrop'), menu: $('menu'), newChat: $('new-chat'),
+  convList: $('conv-list'), convTitle: $('conv-title'), modelName: $('model-name'), messages: $('messages'),
+  notice: $('notice'), composer: $('composer'), attachments: $('attachments'), attach: $('attach'),
+  fileInput: $('file-input'), input: $('input'), send: $('send'), stop: $('stop'), thinking: $('thinking'),
+  settings: $('settings'), settingsOpen: $('settings-open'), setSystem: $('set-system'),
+  setTemperature: $('set-temperature'), setMaxTokens: $('set-max-tokens'), dropOverlay: $('drop-overlay'),
+};
+
+let storage;
+try {
+  storage = window.localStorage;
+} catch {
+  storage = null;
+}
+const store = new Store(storage || memoryStorage());
+
+const state = {
+  settings: store.loadSettings(),
+  model: { id: '', contextSize: null, hasVision: null },
+  conv: null,           // the open conversation; null for a new, empty one
+  pending: [],          // images to send with the next message: [{name, url}]
+  busy: null,           // the running generation: {controller, conv, msg, node}
+  droppedNoted: new Set(),
+};
+
+// ---------------------------------------------------------------------------------------------
+// Model
+
+async function loadModel() {
+  try {
+    state.model = await fetchModel();
+    ui.modelName.textContent = state.model.id || 'no model';
+    ui.modelName.title = state.model.contextSize ? `context ${state.model.contextSize} tokens` : '';
+    if (state.model.hasVision === false) {
+      ui.attach.disabled = true;
+      ui.attach.title = 'This model has no vision tower';
+    }
+    if (!state.conv) renderMessages();
+  } catch (e) {
+    ui.modelName.textContent = 'server unreachable';
+    setTimeout(loadModel, 3000);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversations
+
+// A stored conversation, with turns that were cut off by a reload marked as stopped.
+function loadConversation(id) {
+  const conv = id ? store.get(id) : null;
+  if (!conv) return null;
+  for (const m of conv.messages) {
+    if (m.role === 'assistant' && m.pending) {
+      m.pending = false;
+      m.stopped = true;
+    }
+  }
+  return conv;
+}
+
+function openConversation(id) {
+  if (state.busy) stopGeneration();
+  state.conv = loadConversation(id);
+  store.setCurrent(state.conv ? state.conv.id : null);
+  renderMessages();
+  renderSidebar();
+  closeDrawer();
+}
+
+function newChat() {
+  openConversation(null);
+  ui.input.focus();
+}
+
+function deleteConversation(id) {
+  if (state.busy && state.busy.conv.id === id) stopGeneration();
+  store.remove(id);
+  if (state.conv && state.conv.id === id) openConversation(null);
+  else renderSidebar();
+}
+
+function saveConversation(conv) {
+  conv.updated = Date.now();
+  conv.title = titleOf(conv);
+  const r = store.save(conv);
+  if (!r.ok) {
+    showNotice('Could not save this conversation in the browser: ' + (r.error && r.error.message || 'storage error'));
+  } else if (r.droppedImages && !state.droppedNoted.has(conv.id)) {
+    state.droppedNoted.add(conv.id);
+    showNotice('Browser storage is full: images of this conversation were not saved; they stay visible until you reload.');
+  }
+}
+
+function renderSidebar() {
+  const items = store.list().map((entry) => {
+    const active = state.conv && state.conv.id === entry.id;
+    const del = el('button', {
+      type: 'button', class: 'icon-btn conv-delete', 'data-testid': 'conversation-delete',
+      'aria-label': `Delete conversation: ${entry.title}`, title: 'Delete',
+    }, icon('trash'));
+    // Two clicks: the first arms the button, the second deletes.
+    del.addEventListener('click', () => {
+      if (del.dataset.armed) return deleteConversation(entry.id);
+      del.dataset.armed = '1';
+      del.classList.add('armed');
+      del.setAttribute('aria-label', `Confirm delete: ${entry.title}`);
+      del.textContent = 'Delete?';
+      setTimeout(() => renderSidebar(), 4000);
+    });
+    return el('li', { class: 'conv-item' + (active ? ' active' : ''), 'data-testid': 'conversation-item' },
+      el('button', {
+        type: 'button', class: 'conv-open', 'data-testid': 'conversation-open', title: entry.title,
+        'aria-current': active ? 'true' : null, onclick: () => openConversation(entry.id),
+      }, entry.title || 'New chat'),
+      del);
+  });
+  ui.convList.replaceChildren(...items);
+  if (!items.length) ui.convList.append(el('li', { class: 'conv-empty', text: 'No conversations yet' }));
+  ui.convTitle.textContent = state.conv ? titleOf(state.conv) : 'New chat';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messages
+
+function renderMessages() {
+  const conv = state.conv;
+  if (!conv || conv.messages.length === 0) {
+    ui.messages.replaceChildren(emptyState(state.model.id));
+    return;
+  }
+  const nodes = conv.messages.map((m) => {
+    const node = m.role === 'user' ? userMessage(m) : assistantMessage(m);
+    if (state.busy && state.busy.msg === m) state.busy.node = node;
+    return node;
+  });
+  ui.messages.replaceChildren(...nodes);
+  scrollToBottom(true);
+}
+
+function nearBottom() {
+  const m = ui.messages;
+  return m.scrollHeight - m.scrollTop - m.clientHeight < 80;
+}
+
+function scrollToBottom(force) {
+  if (force || nearBottom()) ui.messages.scrollTop = ui.messages.scrollHeight;
+}
+
+let frame = 0;
+let lastSave = 0;
+function scheduleUpdate() {
+  if (frame) return;
+  frame = requestAnimationFrame(() => {
+    frame = 0;
+    const b = state.busy;
+    if (!b) return;
+    if (Date.now() - lastSave > 2000) {  // keep the partial answer if the page goes away
+      lastSave = Date.now();
+      saveConversation(b.conv);
+    }
+    if (!b.node || !b.node.isConnected) return;
+    const stick = nearBottom();
+    updateAssistant(b.node, b.msg);
+    if (stick) scrollToBottom(true);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sending and streaming
+
+async function send() {
+  if (state.busy) return;
+  const text = ui.input.value.trim();
+  if (!text && state.pending.length === 0) return;
+  if (!state.conv) state.conv = { id: newId(), created: Date.now(), messages: [] };
+  const conv = state.conv;
+  conv.messages.push({ role: 'user', text, images: state.pending });
+  const msg = { role: 'assistant', content: '', reasoning: '', pending: true };
+  conv.messages.push(msg);
+  ui.input.value = '';
+  autoGrow();
+  state.pending = [];
+  renderAttachments();
+  hideNotice();
+
+  const body = buildRequest(conv, state.settings, state.model.id);
+  const controller = new AbortController();
+  state.busy = { controller, conv, msg, node: null };
+  store.setCurrent(conv.id);
+  saveConversation(conv);
+  renderMessages();
+  renderSidebar();
+  setBusy(true);
+
+  try {
+    if (!state.model.id) await loadModel().catch(() => {});
+    if (!body.model && state.model.id) body.model = state.model.id;
+    for await (const chunk of streamChat(body, { signal: controller.signal })) {
+      const choice = chunk.choices && chunk.choices[0];
+      const delta = (choice && choice.delta) || {};
+      if (typeof delta.reasoning_content === 'string') msg.reasoning += delta.reasoning_content;
+      if (typeof delta.content === 'string') msg.content += delta.content;
+      if (choice && choice.finish_reason) msg.finish = choice.finish_reason;
+      if (chunk.usage || chunk.timings) msg.stats = statsFrom(chunk.usage, chunk.timings);
+      scheduleUpdate();
+    }
+  } catch (e) {
+    if (e && e.name === 'AbortError') msg.stopped = true;
+    else if (e instanceof TypeError) msg.error = 'Could not reach the server: ' + e.message;
+    else msg.error = (e && e.message) || String(e);
+  } finally {
+    msg.pending = false;
+    if (state.busy && state.busy.msg === msg) {
+      const node = state.busy.node;
+      state.busy = null;
+      if (node && node.isConnected) updateAssistant(node, msg);
+    }
+    saveConversation(conv);
+    setBusy(false);
+    if (state.conv === conv) {
+      renderSidebar();
+      scrollToBottom(false);
+    }
+  }
+}
+
+function stopGeneration() {
+  if (state.busy) state.busy.controller.abort();
+}
+
+function setBusy(busy) {
+  ui.send.hidden = busy;
+  ui.stop.hidden = !busy;
+  ui.app.classList.toggle('busy', busy);
+  if (!busy && document.activeElement === document.body) ui.input.focus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attachments
+
+async function addFiles(files) {
+  if (state.model.hasVision === false) return showNotice('This model cannot see images.');
+  const images = await readImages(files, (err) => showNotice('Could not attach: ' + err));
+  if (!images.length) return;
+  state.pending.push(...images);
+  renderAttachments();
+}
+
+function renderAttachments() {
+  ui.attachments.hidden = state.pending.length === 0;
+  ui.attachments.replaceChildren(...state.pending.map((im, k) =>
+    el('div', { class: 'attachment', 'data-testid': 'attachment' },
+      el('img', { src: im.url, alt: im.name, 'data-testid': 'attachment-preview' }),
+      el('button', {
+        type: 'button', class: 'attachment-remove', 'data-testid': 'attachment-remove',
+        'aria-label': `Remove image ${im.name}`,
+        onclick: () => { state.pending.splice(k, 1); renderAttachments(); },
+      }, '\u00d7'))));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Settings, notices, drawer, input
+
+function loadSettingsIntoForm() {
+  const s = state.settings;
+  ui.thinking.checked = !!s.thinking;
+  ui.setSystem.value = s.systemPrompt || '';
+  ui.setTemperature.value = s.temperature ?? '';
+  ui.setMaxTokens.value = s.maxTokens ?? '';
+}
+
+function readSettingsForm() {
+  const num = (v) => (v.trim() === '' ? '' : Number(v));
+  state.settings = {
+    ...state.settings,
+    thinking: ui.thinking.checked,
+    systemPrompt: ui.setSystem.value,
+    temperature: num(ui.setTemperature.value),
+    maxTokens: num(ui.setMaxTokens.value),
+  };
+  store.saveSettings(state.settings);
+}
+
+function showNotice(text) {
+  ui.notice.replaceChildren(el('span', {}, text),
+    el('button', { type: 'button', class: 'icon-btn', 'aria-label': 'Dismiss notice', onclick: hideNotice }, '\u00d7'));
+  ui.notice.hidden = false;
+}
+
+function hideNotice() {
+  ui.notice.hidden = true;
+}
+
+function openDrawer() {
+  ui.app.classList.add('drawer-open');
+  ui.menu.setAttribute('aria-expanded', 'true');
+}
+
+function closeDrawer() {
+  ui.app.classList.remove('drawer-open');
+  ui.menu.setAttribute('aria-expanded', 'false');
+}
+
+function autoGrow() {
+  ui.input.style.height = 'auto';
+  ui.input.style.height = Math.min(ui.input.scrollHeight, 200) + 'px';
+}
+
+async function copyCode(button) {
+  const block = button.closest('.code-block');
+  const code = block && block.querySelector('pre');
+  if (!code) return;
+  const text = code.textContent;
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch {
+    const ta = el('textarea', { class: 'offscreen' });
+    ta.value = text;
+    document.body.append(ta);
+    ta.select();
+    document.execCommand('copy');
+    ta.remove();
+  }
+  button.textContent = 'Copied';
+  setTimeout(() => { button.textContent = 'Copy'; }, 1500);
+}
+
+function memoryStorage() {
+  const m = new Map();
+  return {
+    getItem: (k) => (m.has(k) ? m.get(k) : null),
+    setItem: (k, v) => m.set(k, String(v)),
+    removeItem: (k) => m.delete(k),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Wiring
+
+ui.composer.addEventListener('submit', (e) => {
+  e.preventDefault();
+  send();
+});
+ui.input.addEventListener('keydown', (e) => {
+  if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+    e.preventDefault();
+    send();
+  }
+});
+ui.input.addEventListener('input', autoGrow);
+ui.input.addEventListener('paste', (e) => {
+  const files = pastedImages(e);
+  if (!files.length) return;
+  if (!e.clipboardData.types.includes('text/plain')) e.preventDefault();
+  addFiles(files);
+});
+ui.stop.addEventListener('click', stopGeneration);
+ui.attach.addEventListener('click', () => ui.fileInput.click());
+ui.fileInput.addEventListener('change', () => {
+  addFiles(ui.fileInput.files);
+  ui.fileInput.value = '';
+});
+watchDrops(window, ui.dropOverlay, addFiles);
+
+ui.newChat.addEventListener('click', newChat);
+ui.menu.addEventListener('click', () => (ui.app.classList.contains('drawer-open') ? closeDrawer() : openDrawer()));
+ui.backdrop.addEventListener('click', closeDrawer);
+document.addEventListener('keydown', (e) => {
+  if (e.key === 'Escape' && ui.app.classList.contains('drawer-open')) closeDrawer();
+});
+
+ui.thinking.addEventListener('change', readSettingsForm);
+ui.settingsOpen.addEventListener('click', () => {
+  loadSettingsIntoForm();
+  ui.settings.showModal();
+});
+for (const input of [ui.setSystem, ui.setTemperature, ui.setMaxTokens]) input.addEventListener('input', readSettingsForm);
+ui.settings.addEventListener('click', (e) => {
+  if (e.target === ui.settings) ui.settings.close();  // a click on the backdrop
+});
+
+ui.messages.addEventListener('click', (e) => {
+  const copy = e.target.closest('.copy-code');
+  if (copy) return copyCode(copy);
+  const img = e.target.closest('img.msg-image');
+  if (img) img.classList.toggle('zoomed');
+});
+
+// Start: settings, the last open conversation, the model.
+loadSettingsIntoForm();
+state.conv = loadConversation(store.current());
+renderMessages();
+renderSidebar();
+loadModel();
+ui.input.focus();
