@@ -1,0 +1,246 @@
+// Unit tests of the web UI's pure modules (src/server/ui): the SSE parser and stream reader, the
+// request builder, the speed line, and conversation storage with its quota guard.
+// node --test tests/e2e/ui_modules.test.mjs
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { SseParser, buildMessages, buildRequest, errorFrom, fetchModel, formatStats, statsFrom, streamChat } from '../../src/server/ui/api.js';
+import { DEFAULT_SETTINGS, Store, isQuotaError, titleOf, withoutImages } from '../../src/server/ui/storage.js';
+
+test('SSE: events split anywhere, CRLF, multi-line data, comments, a last event without its blank line', () => {
+  const stream = ': comment\r\ndata: {"a":1}\r\n\r\ndata: one\ndata: two\n\nevent: x\nid: 3\ndata:[DONE]';
+  for (let cut = 0; cut <= stream.length; cut++) {
+    for (const step of [1, 2, 7]) {
+      const p = new SseParser();
+      const out = [...p.feed(stream.slice(0, cut))];
+      for (let k = cut; k < stream.length; k += step) out.push(...p.feed(stream.slice(k, k + step)));
+      out.push(...p.end());
+      assert.deepEqual(out, ['{"a":1}', 'one\ntwo', '[DONE]'], `cut ${cut} step ${step}`);
+    }
+  }
+});
+
+function sseResponse(chunks, { status = 200, split = 5 } = {}) {
+  const text = chunks.join('');
+  const bytes = new TextEncoder().encode(text);
+  const body = new ReadableStream({
+    start(c) {
+      for (let k = 0; k < bytes.length; k += split) c.enqueue(bytes.slice(k, k + split));
+      c.close();
+    },
+  });
+  return new Response(body, { status, headers: { 'Content-Type': 'text/event-stream' } });
+}
+
+test('streamChat: yields chunks until [DONE], splits inside multi-byte characters', async () => {
+  const events = [
+    'data: {"choices":[{"delta":{"reasoning_content":"h\u00e9"}}]}\n\n',
+    'data: {"choices":[{"delta":{"content":"\u732b \ud83d\ude00"}}]}\n\n',
+    'data: {"choices":[],"usage":{"prompt_tokens":5}}\n\n',
+    'data: [DONE]\n\n',
+    'data: {"choices":[{"delta":{"content":"after done"}}]}\n\n',
+  ];
+  let seen;
+  const fetchImpl = async (url, init) => { seen = { url, init }; return sseResponse(events, { split: 1 }); };
+  const chunks = [];
+  for await (const c of streamChat({ messages: [] }, { fetchImpl })) chunks.push(c);
+  assert.equal(seen.url, '/v1/chat/completions');
+  assert.equal(seen.init.method, 'POST');
+  assert.deepEqual(JSON.parse(seen.init.body), { messages: [] });
+  assert.equal(chunks.length, 3);
+  assert.equal(chunks[0].choices[0].delta.reasoning_content, 'h\u00e9');
+  assert.equal(chunks[1].choices[0].delta.content, '\u732b \ud83d\ude00');
+  assert.equal(chunks[2].usage.prompt_tokens, 5);
+});
+
+test('streamChat: HTTP errors and in-stream errors become ApiError with the server message', async () => {
+  const bad = async () => new Response(JSON.stringify({ error: { message: 'messages: must be an array', type: 'invalid_request_error', code: 'x' } }), { status: 400 });
+  await assert.rejects(async () => { for await (const _ of streamChat({}, { fetchImpl: bad })); },
+    (e) => e.name === 'ApiError' && e.status === 400 && e.message === 'messages: must be an array' && e.type === 'invalid_request_error');
+  const midway = async () => sseResponse(['data: {"choices":[{"delta":{"content":"a"}}]}\n\n', 'data: {"error":{"message":"context is full"}}\n\n']);
+  const got = [];
+  await assert.rejects(async () => { for await (const c of streamChat({}, { fetchImpl: midway })) got.push(c); },
+    (e) => e.name === 'ApiError' && e.message === 'context is full');
+  assert.equal(got.length, 1);
+  const garbage = async () => sseResponse(['data: {not json\n\n']);
+  await assert.rejects(async () => { for await (const _ of streamChat({}, { fetchImpl: garbage })); }, /malformed/);
+  assert.equal(errorFrom(500, 'plain text failure').message, 'plain text failure');
+  assert.equal(errorFrom(503, '').message, 'HTTP 503');
+  assert.equal(errorFrom(400, '{"error":"short form"}').message, 'short form');
+});
+
+test('streamChat: an abort stops reading', async () => {
+  const controller = new AbortController();
+  let cancelled = false;
+  const fetchImpl = async (url, init) => {
+    const body = new ReadableStream({
+      start(c) { c.enqueue(new TextEncoder().encode('data: {"choices":[{"delta":{"content":"a"}}]}\n\n')); },
+      cancel() { cancelled = true; },
+    });
+    init.signal.addEventListener('abort', () => {});
+    return new Response(body, { status: 200 });
+  };
+  const got = [];
+  for await (const c of streamChat({}, { fetchImpl, signal: controller.signal })) {
+    got.push(c);
+    controller.abort();
+    break;
+  }
+  assert.equal(got.length, 1);
+  assert.ok(cancelled);
+});
+
+test('fetchModel reads data[0].id and meta', async () => {
+  const ok = async () => Response.json({ object: 'list', data: [{ id: 'tiny-qwen35', meta: { context_size: 4096, has_vision: true } }] });
+  assert.deepEqual(await fetchModel(ok), { id: 'tiny-qwen35', contextSize: 4096, hasVision: true });
+  const bare = async () => Response.json({ data: [{ id: 'm' }] });
+  assert.deepEqual(await fetchModel(bare), { id: 'm', contextSize: null, hasVision: null });
+});
+
+const IMG = 'data:image/png;base64,iVBORw0KGgo=';
+
+test('buildMessages: system prompt, images as image_url parts, assistant turns with reasoning_content', () => {
+  const conv = {
+    messages: [
+      { role: 'user', text: 'what is this?', images: [{ name: 'a.png', url: IMG }, { name: 'b.png', url: IMG }] },
+      { role: 'assistant', content: 'a cat', reasoning: 'looks furry' },
+      { role: 'user', text: 'and now?', images: [] },
+      { role: 'assistant', content: '', reasoning: '', error: 'server said no' },
+      { role: 'user', text: 'again', images: [{ name: 'gone.png', dropped: true }] },
+      { role: 'assistant', content: 'partial', stopped: true },
+    ],
+  };
+  assert.deepEqual(buildMessages(conv, { systemPrompt: '  Be brief.  ' }), [
+    { role: 'system', content: 'Be brief.' },
+    { role: 'user', content: [
+      { type: 'image_url', image_url: { url: IMG } },
+      { type: 'image_url', image_url: { url: IMG } },
+      { type: 'text', text: 'what is this?' },
+    ] },
+    { role: 'assistant', content: 'a cat', reasoning_content: 'looks furry' },
+    { role: 'user', content: 'and now?' },
+    { role: 'user', content: 'again' },
+    { role: 'assistant', content: 'partial' },
+  ]);
+  assert.deepEqual(buildMessages({ messages: [{ role: 'user', text: '', images: [{ url: IMG }] }] }, {}),
+    [{ role: 'user', content: [{ type: 'image_url', image_url: { url: IMG } }] }]);
+});
+
+test('buildRequest: streaming with usage, thinking switch, temperature and max tokens', () => {
+  const conv = { messages: [{ role: 'user', text: 'hi' }] };
+  assert.deepEqual(buildRequest(conv, { thinking: true, temperature: 0.5, maxTokens: 2000 }, 'tiny'), {
+    model: 'tiny',
+    messages: [{ role: 'user', content: 'hi' }],
+    stream: true,
+    stream_options: { include_usage: true },
+    chat_template_kwargs: { enable_thinking: true },
+    temperature: 0.5,
+    max_tokens: 2000,
+  });
+  const r = buildRequest(conv, { thinking: false, temperature: '', maxTokens: '' }, '');
+  assert.equal(r.chat_template_kwargs.enable_thinking, false);
+  assert.ok(!('temperature' in r) && !('max_tokens' in r));
+  assert.equal(JSON.parse(JSON.stringify(r)).model, undefined);
+  assert.equal(buildRequest(conv, { temperature: 0, maxTokens: 0 }, 'm').temperature, 0);
+  assert.ok(!('max_tokens' in buildRequest(conv, { maxTokens: 0 }, 'm')));
+});
+
+test('speed line from usage and timings', () => {
+  const s = statsFrom(
+    { prompt_tokens: 120, completion_tokens: 40, prompt_tokens_details: { cached_tokens: 100 } },
+    { prompt_n: 20, prompt_ms: 50, prompt_per_second: 400, predicted_n: 40, predicted_ms: 800, predicted_per_second: 50, cached_n: 100, vision_ms: 0 });
+  assert.deepEqual(s, { promptTokens: 120, completionTokens: 40, cachedTokens: 100, prefillPerSecond: 400, decodePerSecond: 50, visionMs: 0 });
+  assert.equal(formatStats(s), 'prefill 400 tok/s \u00b7 decode 50.0 tok/s \u00b7 cached 100 tok \u00b7 120 in, 40 out');
+  // Rates computed from counts and times when the per-second fields are missing.
+  const t = statsFrom(null, { prompt_n: 10, prompt_ms: 100, predicted_n: 5, predicted_ms: 250, cached_n: 0, vision_ms: 12.4 });
+  assert.equal(formatStats(t), 'prefill 100 tok/s \u00b7 decode 20.0 tok/s \u00b7 cached 0 tok \u00b7 10 in, 5 out \u00b7 vision 12 ms');
+  assert.equal(formatStats(statsFrom({ prompt_tokens: 3, completion_tokens: 1 }, undefined)), '3 in, 1 out');
+  assert.equal(formatStats(null), '');
+});
+
+// A localStorage stand-in with a byte budget that throws like browsers do.
+class FakeStorage {
+  constructor(budget = Infinity) { this.map = new Map(); this.budget = budget; }
+  used() { let n = 0; for (const [k, v] of this.map) n += k.length + v.length; return n; }
+  getItem(k) { return this.map.has(k) ? this.map.get(k) : null; }
+  setItem(k, v) {
+    const old = this.map.get(k);
+    const size = this.used() - (old ? k.length + old.length : 0) + k.length + String(v).length;
+    if (size > this.budget) {
+      const e = new Error('The quota has been exceeded.');
+      e.name = 'QuotaExceededError';
+      e.code = 22;
+      throw e;
+    }
+    this.map.set(k, String(v));
+  }
+  removeItem(k) { this.map.delete(k); }
+}
+
+const conv = (id, text, images = [], updated = 1) => ({ id, updated, messages: [{ role: 'user', text, images }, { role: 'assistant', content: 'ok' }] });
+
+test('storage: save, list newest first, get, remove, current, settings', () => {
+  const store = new Store(new FakeStorage());
+  assert.deepEqual(store.list(), []);
+  assert.deepEqual(store.loadSettings(), DEFAULT_SETTINGS);
+  assert.deepEqual(store.save(conv('a', 'first', [], 1)), { ok: true, droppedImages: false });
+  store.save(conv('b', 'second', [], 2));
+  assert.deepEqual(store.list().map((e) => [e.id, e.title]), [['b', 'second'], ['a', 'first']]);
+  assert.equal(store.get('a').messages[0].text, 'first');
+  assert.equal(store.get('missing'), null);
+  store.remove('b');
+  assert.deepEqual(store.list().map((e) => e.id), ['a']);
+  store.setCurrent('a');
+  assert.equal(store.current(), 'a');
+  store.setCurrent(null);
+  assert.equal(store.current(), null);
+  store.saveSettings({ ...DEFAULT_SETTINGS, systemPrompt: 'x', thinking: true });
+  assert.equal(store.loadSettings().systemPrompt, 'x');
+  assert.equal(store.loadSettings().thinking, true);
+});
+
+test('storage: corrupt entries do not break loading', () => {
+  const fake = new FakeStorage();
+  fake.setItem('qwen35.index', '{not json');
+  fake.setItem('qwen35.conv.x', '[1,2]');
+  fake.setItem('qwen35.settings', '"str"');
+  const store = new Store(fake);
+  assert.deepEqual(store.list(), []);
+  assert.equal(store.get('x'), null);
+  assert.deepEqual(store.loadSettings(), DEFAULT_SETTINGS);
+});
+
+test('storage: on quota errors, image data is dropped with a note instead of failing', () => {
+  const big = 'data:image/png;base64,' + 'A'.repeat(4000);
+  const fake = new FakeStorage(6000);
+  const store = new Store(fake);
+  // One conversation with an image fits.
+  assert.deepEqual(store.save(conv('old', 'old one', [{ name: 'o.png', url: big }], 1)), { ok: true, droppedImages: false });
+  // The second does not: its own image is dropped first...
+  const r = store.save(conv('new', 'new one', [{ name: 'n.png', url: big }], 2));
+  assert.equal(r.ok, true);
+  assert.equal(r.droppedImages, true);
+  assert.deepEqual(store.get('new').messages[0].images, [{ name: 'n.png', dropped: true }]);
+  assert.equal(store.get('old').messages[0].images[0].url, big);
+  // ...and when even that does not fit, other conversations' images go too.
+  const r2 = store.save(conv('third', 'x'.repeat(1500), [{ name: 't.png', url: big }], 3));
+  assert.equal(r2.ok, true);
+  assert.deepEqual(store.get('old').messages[0].images, [{ name: 'o.png', dropped: true }]);
+  assert.equal(store.list().length, 3);
+  // Text that cannot fit at all reports an error, without throwing.
+  const r3 = store.save(conv('huge', 'y'.repeat(10000)));
+  assert.equal(r3.ok, false);
+  assert.ok(isQuotaError(r3.error));
+});
+
+test('storage helpers: titles and image stripping', () => {
+  assert.equal(titleOf({ messages: [] }), 'New chat');
+  assert.equal(titleOf({ messages: [{ role: 'user', text: '  hello\n  world ' }] }), 'hello world');
+  assert.equal(titleOf({ messages: [{ role: 'user', text: '', images: [{ url: IMG }] }] }), 'Image');
+  assert.equal(titleOf({ messages: [{ role: 'user', text: 'z'.repeat(100) }] }).length, 60);
+  const c = conv('a', 't', [{ name: 'i', url: IMG }]);
+  const r = withoutImages(c);
+  assert.equal(r.dropped, true);
+  assert.equal(c.messages[0].images[0].url, IMG, 'the original keeps its images');
+  assert.equal(withoutImages(conv('b', 't')).dropped, false);
+});
