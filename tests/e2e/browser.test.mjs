@@ -1,0 +1,397 @@
+// Browser tests of the chat UI served by `qwen35 serve` with the tiny random model: answers are
+// gibberish, only behaviour is checked. Screenshots go to tests/e2e/artifacts/.
+// node --test tests/e2e/browser.test.mjs   (QWEN35_BIN=/path/to/qwen35 to pick the binary)
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+
+import { CAT_PNG, launchBrowser, openPage, screenshot, startServer } from './browser_harness.mjs';
+
+let server;
+let browser;
+const contexts = [];
+
+before(async () => {
+  server = await startServer();
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  for (const c of contexts) await c.close().catch(() => {});
+  if (browser) await browser.close();
+  if (server) await server.stop();
+});
+
+async function open(opts = {}) {
+  const r = await openPage(browser, server.url, opts);
+  contexts.push(r.context);
+  await r.page.getByTestId('model-name').filter({ hasNotText: /connecting|unreachable/ }).waitFor();
+  return r;
+}
+
+// Settings through the panel, as a person would.
+async function setSettings(page, { maxTokens, temperature, system } = {}) {
+  await page.getByRole('button', { name: 'Settings' }).click();
+  if (maxTokens !== undefined) await page.getByTestId('setting-max-tokens').fill(String(maxTokens));
+  if (temperature !== undefined) await page.getByTestId('setting-temperature').fill(String(temperature));
+  if (system !== undefined) await page.getByTestId('setting-system').fill(system);
+  await page.getByRole('button', { name: 'Close settings' }).click();
+}
+
+async function sendMessage(page, text) {
+  await page.getByTestId('input').fill(text);
+  await page.getByTestId('input').press('Enter');
+}
+
+// Waits until the newest assistant message is finished (the send button is back).
+async function waitForAnswer(page, timeout = 60_000) {
+  await page.getByTestId('send').waitFor({ state: 'visible', timeout });
+  return page.getByTestId('message-assistant').last();
+}
+
+// The bodies of chat requests the page sends.
+function recordRequests(page) {
+  const bodies = [];
+  page.on('request', (req) => {
+    if (req.url().endsWith('/v1/chat/completions') && req.method() === 'POST') bodies.push(JSON.parse(req.postData()));
+  });
+  return bodies;
+}
+
+test('the page loads from the binary with its assets and the model name', async () => {
+  const { page, errors } = await open();
+  await assert.doesNotReject(page.getByTestId('empty-state').waitFor());
+  const model = await page.getByTestId('model-name').textContent();
+  assert.match(model, /tiny/i);
+  for (const asset of ['style.css', 'app.js', 'markdown.js', 'highlight.js', 'api.js', 'storage.js']) {
+    const res = await page.request.get(server.url + asset);
+    assert.equal(res.status(), 200, asset);
+  }
+  assert.match((await page.request.get(server.url + 'app.js')).headers()['content-type'], /javascript/);
+  await screenshot(page, 'empty');
+  assert.deepEqual(errors, []);
+});
+
+test('a message gets a streamed answer that grows, then a speed line', async () => {
+  const { page, errors } = await open();
+  await setSettings(page, { maxTokens: 48, temperature: 0.8 });
+  const requests = recordRequests(page);
+  // Record the answer's length at every change, to see it grow while it streams.
+  await page.evaluate(() => {
+    window.__lengths = [];
+    new MutationObserver(() => {
+      const last = [...document.querySelectorAll('[data-testid=message-assistant]')].pop();
+      if (last) window.__lengths.push(last.querySelector('[data-testid=assistant-content]').textContent.length);
+    }).observe(document.getElementById('messages'), { childList: true, subtree: true, characterData: true });
+  });
+  await sendMessage(page, 'Hello there, who are you?');
+  await page.getByTestId('message-user').getByText('Hello there, who are you?').waitFor();
+  await page.getByTestId('stop').waitFor({ state: 'visible' });
+  const msg = await waitForAnswer(page);
+  const content = await msg.getByTestId('assistant-content').textContent();
+  assert.ok(content.length > 0, 'the answer has text');
+  const lengths = await page.evaluate(() => window.__lengths.filter((n) => n > 0));
+  assert.ok(new Set(lengths).size >= 2, `the answer grew in steps: ${lengths.join(',')}`);
+  const speed = await msg.getByTestId('speed').textContent();
+  assert.match(speed, /prefill [\d.]+ tok\/s/);
+  assert.match(speed, /decode [\d.]+ tok\/s/);
+  assert.match(speed, /cached \d+ tok/);
+  assert.equal(requests.length, 1);
+  const body = requests[0];
+  assert.equal(body.stream, true);
+  assert.deepEqual(body.stream_options, { include_usage: true });
+  assert.equal(body.max_tokens, 48);
+  assert.equal(body.temperature, 0.8);
+  assert.equal(body.chat_template_kwargs.enable_thinking, false);
+  assert.match(body.model, /tiny/i);
+  assert.deepEqual(body.messages, [{ role: 'user', content: 'Hello there, who are you?' }]);
+  await screenshot(page, 'answer');
+
+  // A second turn sends the whole conversation, the first answer as an assistant turn.
+  await sendMessage(page, 'And then?');
+  await waitForAnswer(page);
+  assert.equal(requests.length, 2);
+  const turns = requests[1].messages;
+  assert.deepEqual(turns.map((m) => m.role), ['user', 'assistant', 'user']);
+  assert.equal(turns[1].content, content);
+  assert.equal(await page.getByTestId('message-assistant').count(), 2);
+  assert.deepEqual(errors, []);
+});
+
+test('Enter sends, Shift+Enter makes a new line', async () => {
+  const { page } = await open();
+  await setSettings(page, { maxTokens: 8 });
+  const input = page.getByTestId('input');
+  await input.click();
+  await page.keyboard.type('first line');
+  await page.keyboard.press('Shift+Enter');
+  await page.keyboard.type('second line');
+  assert.equal(await input.inputValue(), 'first line\nsecond line');
+  assert.equal(await page.getByTestId('message-user').count(), 0);
+  await page.keyboard.press('Enter');
+  await page.getByTestId('message-user').waitFor();
+  assert.equal(await page.getByTestId('user-text').textContent(), 'first line\nsecond line');
+  assert.equal(await input.inputValue(), '');
+  await waitForAnswer(page);
+});
+
+test('images: attach, preview, remove, send; the answer comes back', async () => {
+  const { page, errors } = await open();
+  await setSettings(page, { maxTokens: 16 });
+  const requests = recordRequests(page);
+  await page.getByTestId('file-input').setInputFiles(CAT_PNG);
+  await page.getByTestId('attachment-preview').waitFor();
+  await page.getByTestId('file-input').setInputFiles([CAT_PNG]);
+  await page.getByTestId('attachment-preview').nth(1).waitFor();
+  assert.equal(await page.getByTestId('attachment').count(), 2);
+  await screenshot(page, 'image-preview');
+  await page.getByRole('button', { name: 'Remove image chelsea.png' }).first().click();
+  assert.equal(await page.getByTestId('attachment').count(), 1);
+
+  await sendMessage(page, 'What is in this picture?');
+  await page.getByTestId('message-image').waitFor();
+  assert.equal(await page.getByTestId('attachment').count(), 0, 'the composer is cleared');
+  const msg = await waitForAnswer(page, 120_000);
+  assert.equal(await msg.getByTestId('error').count(), 0, 'no error');
+  assert.ok((await msg.getByTestId('assistant-content').textContent()).length > 0);
+  await msg.getByTestId('speed').waitFor();
+  const parts = requests[0].messages[0].content;
+  assert.equal(parts.length, 2);
+  assert.equal(parts[0].type, 'image_url');
+  const expected = 'data:image/png;base64,' + readFileSync(CAT_PNG).toString('base64');
+  assert.equal(parts[0].image_url.url, expected);
+  assert.deepEqual(parts[1], { type: 'text', text: 'What is in this picture?' });
+  await screenshot(page, 'image-answer');
+  assert.deepEqual(errors, []);
+});
+
+test('images: paste from the clipboard and drop onto the page', async () => {
+  const { page } = await open();
+  const bytes = [...readFileSync(CAT_PNG)];
+  await page.evaluate((data) => {
+    const file = () => new File([new Uint8Array(data)], 'pasted.png', { type: 'image/png' });
+    const paste = new DataTransfer();
+    paste.items.add(file());
+    document.querySelector('[data-testid=input]').dispatchEvent(new ClipboardEvent('paste', { clipboardData: paste, bubbles: true, cancelable: true }));
+    const drop = new DataTransfer();
+    drop.items.add(file());
+    drop.items.add(file());
+    const target = document.querySelector('[data-testid=messages]');
+    target.dispatchEvent(new DragEvent('dragenter', { dataTransfer: drop, bubbles: true, cancelable: true }));
+    target.dispatchEvent(new DragEvent('drop', { dataTransfer: drop, bubbles: true, cancelable: true }));
+  }, bytes);
+  await page.getByTestId('attachment').nth(2).waitFor();
+  assert.equal(await page.getByTestId('attachment').count(), 3);
+  assert.ok(await page.getByTestId('drop-overlay').isHidden());
+});
+
+test('thinking: the toggle is sent and the reasoning shows in a collapsible block', async () => {
+  const { page, errors } = await open();
+  await setSettings(page, { maxTokens: 40 });
+  const requests = recordRequests(page);
+  await page.getByText('Thinking', { exact: true }).click();
+  assert.equal(await page.getByTestId('thinking-toggle').isChecked(), true);
+  await sendMessage(page, 'Think about the number seven.');
+  const block = page.getByTestId('reasoning');
+  await block.waitFor();
+  const msg = await waitForAnswer(page);
+  assert.equal(requests[0].chat_template_kwargs.enable_thinking, true);
+  const reasoning = await msg.getByTestId('reasoning-text').textContent();
+  assert.ok(reasoning.length > 0, 'reasoning text arrived');
+  // Collapsible: the summary toggles it open and closed.
+  const wasOpen = await block.evaluate((d) => d.open);
+  await msg.getByTestId('reasoning-toggle').click();
+  assert.equal(await block.evaluate((d) => d.open), !wasOpen);
+  if (!(await block.evaluate((d) => d.open))) await msg.getByTestId('reasoning-toggle').click();
+  assert.ok(await msg.getByTestId('reasoning-text').isVisible());
+  await screenshot(page, 'thinking');
+
+  // The next turn carries the reasoning back as reasoning_content.
+  await sendMessage(page, 'Go on.');
+  await waitForAnswer(page);
+  const prev = requests[1].messages[1];
+  assert.equal(prev.role, 'assistant');
+  assert.equal(prev.reasoning_content, reasoning);
+  // The toggle is remembered.
+  await page.reload();
+  assert.equal(await page.getByTestId('thinking-toggle').isChecked(), true);
+  assert.deepEqual(errors, []);
+});
+
+test('stop: aborts a long generation, keeps the partial answer, the UI stays usable', async () => {
+  const { page, errors } = await open();
+  await setSettings(page, { maxTokens: 2000 });
+  await sendMessage(page, 'Write a very long story.');
+  const msg = page.getByTestId('message-assistant').last();
+  await page.waitForFunction(() => {
+    const m = [...document.querySelectorAll('[data-testid=message-assistant]')].pop();
+    return m && m.querySelector('[data-testid=assistant-content]').textContent.length > 20;
+  }, null, { timeout: 60_000 });
+  await page.getByRole('button', { name: 'Stop' }).click();
+  await page.getByTestId('send').waitFor({ state: 'visible' });
+  assert.ok(await page.getByTestId('stop').isHidden());
+  const partial = await msg.getByTestId('assistant-content').textContent();
+  assert.ok(partial.length > 20, 'the partial answer stays');
+  assert.match(await msg.getByTestId('message-note').textContent(), /stopped/);
+  await page.waitForTimeout(300);
+  assert.equal(await msg.getByTestId('assistant-content').textContent(), partial, 'nothing arrives after stop');
+  await screenshot(page, 'stopped');
+
+  await setSettings(page, { maxTokens: 8 });
+  await sendMessage(page, 'Short one now.');
+  const next = await waitForAnswer(page);
+  assert.equal(await page.getByTestId('message-assistant').count(), 2);
+  await next.getByTestId('speed').waitFor();
+  assert.deepEqual(errors, []);
+});
+
+test('conversations survive a reload; new chat, switch and delete', async () => {
+  const { page, context } = await open();
+  await setSettings(page, { maxTokens: 8 });
+  await sendMessage(page, 'Remember the first conversation');
+  await waitForAnswer(page);
+  await page.getByRole('button', { name: 'New chat' }).click();
+  await page.getByTestId('empty-state').waitFor();
+  await sendMessage(page, 'A second conversation');
+  await waitForAnswer(page);
+  assert.equal(await page.getByTestId('conversation-item').count(), 2);
+
+  await page.reload();
+  await page.getByTestId('message-user').waitFor();
+  assert.equal(await page.getByTestId('user-text').textContent(), 'A second conversation', 'the open conversation comes back');
+  assert.equal(await page.getByTestId('conversation-item').count(), 2);
+  await page.getByTestId('conversation-open').filter({ hasText: 'Remember the first conversation' }).click();
+  await page.getByTestId('user-text').filter({ hasText: 'Remember the first conversation' }).waitFor();
+  assert.equal(await page.getByTestId('message-assistant').count(), 1);
+  assert.ok((await page.getByTestId('assistant-content').textContent()).length > 0);
+  await screenshot(page, 'reloaded');
+
+  // A second tab of the same browser profile sees the same list.
+  const other = await context.newPage();
+  await other.goto(server.url);
+  await other.getByTestId('conversation-item').nth(1).waitFor();
+  await other.close();
+
+  // Delete takes two clicks.
+  await page.getByRole('button', { name: 'Delete conversation: A second conversation' }).click();
+  assert.equal(await page.getByTestId('conversation-item').count(), 2);
+  await page.getByRole('button', { name: 'Confirm delete: A second conversation' }).click();
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid=conversation-item]').length === 1);
+  await page.reload();
+  assert.equal(await page.getByTestId('conversation-item').count(), 1);
+  assert.match(await page.getByTestId('conversation-open').textContent(), /Remember the first/);
+});
+
+test('server errors show inline and the UI stays usable', async () => {
+  const { page } = await open();
+  await setSettings(page, { maxTokens: 8 });
+  // Break one request on its way out, so the real server answers with its own error object.
+  let broken = false;
+  await page.route('**/v1/chat/completions', async (route) => {
+    if (broken) return route.continue();
+    broken = true;
+    const body = JSON.parse(route.request().postData());
+    body.messages = [{ role: 'wizard', content: 'hi' }];
+    await route.continue({ postData: JSON.stringify(body) });
+  });
+  await sendMessage(page, 'This one fails');
+  const failed = await waitForAnswer(page);
+  const error = failed.getByTestId('error');
+  await error.waitFor();
+  assert.ok((await error.textContent()).length > 5);
+  assert.equal(await error.getAttribute('role'), 'alert');
+  await screenshot(page, 'error');
+  await sendMessage(page, 'This one works');
+  const ok = await waitForAnswer(page);
+  assert.equal(await ok.getByTestId('error').count(), 0);
+  await ok.getByTestId('speed').waitFor();
+});
+
+test('phone-sized screen: no horizontal scroll, sidebar as a drawer', async () => {
+  const { page, errors } = await open({ viewport: { width: 375, height: 740 } });
+  await setSettings(page, { maxTokens: 24 });
+  await page.getByTestId('file-input').setInputFiles(CAT_PNG);
+  await sendMessage(page, 'A_very_long_word_without_spaces_' + 'x'.repeat(120) + ' and a long URL https://example.com/' + 'y'.repeat(150));
+  await waitForAnswer(page, 120_000);
+  const overflow = await page.evaluate(() => {
+    const d = document.documentElement;
+    const m = document.querySelector('[data-testid=messages]');
+    return { doc: d.scrollWidth - d.clientWidth, body: document.body.scrollWidth - document.body.clientWidth, messages: m.scrollWidth - m.clientWidth };
+  });
+  assert.deepEqual(overflow, { doc: 0, body: 0, messages: 0 });
+  assert.ok(await page.getByTestId('sidebar').isHidden(), 'the sidebar is off screen');
+  await screenshot(page, 'phone');
+  await page.getByRole('button', { name: 'Open conversations' }).click();
+  await page.getByTestId('conversation-item').first().waitFor({ state: 'visible' });
+  // The drawer slides in.
+  await page.waitForFunction(() => document.querySelector('[data-testid=sidebar]').getBoundingClientRect().x >= 0);
+  const box = await page.getByTestId('sidebar').boundingBox();
+  assert.ok(box.x === 0 && box.width < 375, JSON.stringify(box));
+  await screenshot(page, 'phone-drawer');
+  await page.getByTestId('backdrop').click({ position: { x: 360, y: 400 } });
+  await page.getByTestId('sidebar').waitFor({ state: 'hidden' });
+  assert.deepEqual(errors, []);
+});
+
+// An answer with HTML and Markdown tricks, streamed in small pieces to the real page.
+const EVIL_ANSWER = [
+  'Here <img src=x onerror="window.__xss=1"> and <script>window.__xss=2</script>\n\n',
+  '[click](javascript:window.__xss=3) [fine](https://example.com/) <a href="javascript:alert(1)">raw</a>\n\n',
+  '**bold <b>tag</b>** `<i>code</i>`\n\n',
+  '```html\n<script>window.__xss=4</script>\n```\n\n',
+  '| <svg onload=window.__xss=5> | b |\n|---|---|\n| 1 | 2 |\n',
+];
+
+function sse(pieces) {
+  const chunk = (delta) => `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`;
+  let body = chunk({ reasoning_content: '<img src=x onerror="window.__xss=6">' });
+  for (const p of pieces) for (let k = 0; k < p.length; k += 7) body += chunk({ content: p.slice(k, k + 7) });
+  body += `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 9, prompt_tokens_details: { cached_tokens: 0 } } })}\n\n`;
+  return body + 'data: [DONE]\n\n';
+}
+
+test('XSS: HTML in answers, reasoning and user messages is shown as text', async () => {
+  const { page, errors } = await open();
+  await page.route('**/v1/chat/completions', (route) =>
+    route.fulfill({ status: 200, headers: { 'Content-Type': 'text/event-stream' }, body: sse(EVIL_ANSWER) }));
+  await sendMessage(page, '<img src=x onerror="window.__xss=7"> **not bold** <script>window.__xss=8</script>');
+  const msg = await waitForAnswer(page);
+  await msg.getByText('fine').waitFor();
+  const found = await page.evaluate(() => {
+    const root = document.querySelector('[data-testid=messages]');
+    return {
+      xss: window.__xss ?? null,
+      dangerous: root.querySelectorAll('script, img:not([data-testid=message-image]), svg, iframe, b, i, [onerror], [onload], [onclick]').length,
+      hrefs: [...root.querySelectorAll('a')].map((a) => a.getAttribute('href')),
+      rels: [...root.querySelectorAll('a')].map((a) => a.rel),
+      user: root.querySelector('[data-testid=user-text]').textContent,
+      userHtml: root.querySelector('[data-testid=user-text]').innerHTML,
+    };
+  });
+  assert.equal(found.xss, null);
+  assert.equal(found.dangerous, 0);
+  assert.deepEqual(found.hrefs, ['https://example.com/']);
+  assert.deepEqual(found.rels, ['noopener noreferrer']);
+  assert.equal(found.user, '<img src=x onerror="window.__xss=7"> **not bold** <script>window.__xss=8</script>');
+  assert.ok(!found.userHtml.includes('<img'));
+  const text = await msg.getByTestId('assistant-content').textContent();
+  assert.ok(text.includes('<img src=x onerror="window.__xss=1">'));
+  assert.ok(text.includes('<script>window.__xss=4</script>'));
+  assert.equal(await msg.getByTestId('assistant-content').locator('strong').first().textContent(), 'bold <b>tag</b>');
+  assert.equal(await msg.locator('.code-lang').textContent(), 'html');
+  await screenshot(page, 'xss');
+  assert.deepEqual(errors, []);
+});
+
+test('code blocks have a working copy button', async () => {
+  const { page, context } = await open();
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url.replace(/\/$/, '') });
+  await page.route('**/v1/chat/completions', (route) =>
+    route.fulfill({ status: 200, headers: { 'Content-Type': 'text/event-stream' }, body: sse(['```python\nprint("hi")  # x\n```\n']) }));
+  await sendMessage(page, 'code please');
+  const msg = await waitForAnswer(page);
+  await msg.locator('.tok-keyword, .tok-string').first().waitFor();
+  await msg.getByRole('button', { name: 'Copy code' }).click();
+  await msg.getByRole('button', { name: 'Copy code' }).filter({ hasText: 'Copied' }).waitFor();
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), 'print("hi")  # x');
+});
