@@ -286,6 +286,7 @@ class Generation {
 
   struct Impl;
   explicit Generation(std::unique_ptr<Impl> impl);
+  Impl& impl() { return *impl_; }
 
  private:
   std::unique_ptr<Impl> impl_;

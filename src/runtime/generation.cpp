@@ -160,8 +160,13 @@ void Generation::Impl::decode_step() {
   const auto t0 = Clock::now();
   const int64_t room = engine.context_size - session.seq.length() - 1;  // tokens after `pending`
   const int64_t left = params.max_tokens >= 0 ? params.max_tokens - result.completion_tokens : INT64_MAX;
-  if (use_lookup) lookup.draft(history, int(std::min<int64_t>({room, left - 1, PromptLookup::kMaxDraft})), draft);
-  else draft.clear();
+  const int max_draft = int(std::min<int64_t>({room, left - 1, PromptLookup::kMaxDraft}));
+  draft.clear();
+  if (use_lookup && max_draft > 0) {
+    if (draft_source) draft_source(history, max_draft, draft);
+    else lookup.draft(history, max_draft, draft);
+    if (int(draft.size()) > max_draft) draft.resize(size_t(max_draft));
+  }
   if (!draft.empty()) {
     decode_with_draft(draft);
   } else {

@@ -17,9 +17,11 @@ void PromptLookup::draft(const std::vector<int32_t>& history, int max_tokens, st
     // Latest occurrence that ends before the tail itself, so at least one token follows it.
     for (int64_t start = n - ng - 1; start >= 0; --start) {
       if (!std::equal(tail, tail + ng, history.data() + start)) continue;
-      const int64_t from = start + ng;
-      const int64_t count = std::min<int64_t>({int64_t(max_tokens), int64_t(kMaxDraft), n - from});
-      out.assign(history.begin() + from, history.begin() + from + count);
+      // Copy what followed; if that runs into the tail itself, the text is periodic with period
+      // n - from, so keep copying the draft (a loop of period 1 drafts the repeated token).
+      const int64_t from = start + ng, period = n - from;
+      const int64_t count = std::min<int64_t>(max_tokens, kMaxDraft);
+      for (int64_t i = 0; i < count; ++i) out.push_back(i < period ? history[size_t(from + i)] : out[size_t(i - period)]);
       return;
     }
   }

@@ -15,8 +15,8 @@ class PromptLookup {
   static constexpr int kMaxSkip = 32;
 
   // Draft of up to max_tokens tokens following the latest earlier occurrence of the longest
-  // suffix n-gram (kMaxNgram down to 1) of `history`. Empty when nothing matches or while backing
-  // off after misses.
+  // suffix n-gram (kMaxNgram down to 1) of `history`, continued periodically when the occurrence
+  // runs into the suffix itself. Empty when nothing matches or while backing off after misses.
   void draft(const std::vector<int32_t>& history, int max_tokens, std::vector<int32_t>& out);
   // Outcome of the last verified draft: a miss (nothing accepted) doubles the number of steps to
   // skip drafting; any accepted token resets it.

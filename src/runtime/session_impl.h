@@ -1,6 +1,7 @@
 // Session and Generation internals.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -56,6 +57,8 @@ struct Generation::Impl {
   StreamingDecoder decoder;
   PromptLookup lookup;
   bool use_lookup = false;
+  // Tests replace the n-gram drafter to force full, partial and failed drafts.
+  std::function<void(const std::vector<int32_t>& history, int max_tokens, std::vector<int32_t>& out)> draft_source;
 
   GenerationResult result;
   bool done = false;
