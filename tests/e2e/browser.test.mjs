@@ -395,3 +395,35 @@ test('code blocks have a working copy button', async () => {
   await msg.getByRole('button', { name: 'Copy code' }).filter({ hasText: 'Copied' }).waitFor();
   assert.equal(await page.evaluate(() => navigator.clipboard.readText()), 'print("hi")  # x');
 });
+
+test('storage quota: images that do not fit are dropped with a note, the chat is kept', async () => {
+  const { page, errors } = await open();
+  await setSettings(page, { maxTokens: 8 });
+  // Fill localStorage until about 40 kB are left: room for the text, not for the image.
+  await page.evaluate(() => {
+    let n = 0;
+    for (let size = 1 << 20; size >= 1024; size >>= 1) {
+      for (;;) {
+        try { localStorage.setItem('filler.' + n++, 'x'.repeat(size)); } catch { break; }
+      }
+    }
+    // The last blocks are the smallest: free about 40 kB from there.
+    let freed = 0;
+    for (let k = n - 1; k >= 0 && freed < 40_000; k--) {
+      const v = localStorage.getItem('filler.' + k);
+      if (v) { freed += v.length; localStorage.removeItem('filler.' + k); }
+    }
+  });
+  await page.getByTestId('file-input').setInputFiles(CAT_PNG);
+  await page.getByTestId('attachment-preview').waitFor();
+  await sendMessage(page, 'Keep this conversation');
+  await waitForAnswer(page, 120_000);
+  await page.getByTestId('notice').filter({ hasText: /storage is full/i }).waitFor();
+  assert.equal(await page.getByTestId('message-image').count(), 1, 'the image stays on the page for now');
+  await screenshot(page, 'quota-note');
+  await page.reload();
+  await page.getByTestId('user-text').filter({ hasText: 'Keep this conversation' }).waitFor();
+  assert.equal(await page.getByTestId('message-image-dropped').count(), 1);
+  assert.equal(await page.getByTestId('message-assistant').count(), 1);
+  assert.deepEqual(errors, []);
+});
