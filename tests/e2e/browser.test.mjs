@@ -427,3 +427,27 @@ test('storage quota: images that do not fit are dropped with a note, the chat is
   assert.equal(await page.getByTestId('message-assistant').count(), 1);
   assert.deepEqual(errors, []);
 });
+
+test('switching conversations during a generation stops it and keeps the partial answer there', async () => {
+  const { page, errors } = await open();
+  await setSettings(page, { maxTokens: 8 });
+  await sendMessage(page, 'Older conversation');
+  await waitForAnswer(page);
+  await page.getByRole('button', { name: 'New chat' }).click();
+  await setSettings(page, { maxTokens: 2000 });
+  await sendMessage(page, 'Long running one');
+  await page.waitForFunction(() => {
+    const m = document.querySelector('[data-testid=message-assistant] [data-testid=assistant-content]');
+    return m && m.textContent.length > 10;
+  }, null, { timeout: 60_000 });
+  await page.getByTestId('conversation-open').filter({ hasText: 'Older conversation' }).click();
+  await page.getByTestId('send').waitFor({ state: 'visible' });
+  await page.getByTestId('user-text').filter({ hasText: 'Older conversation' }).waitFor();
+  await page.getByTestId('conversation-open').filter({ hasText: 'Long running one' }).click();
+  const msg = page.getByTestId('message-assistant');
+  assert.ok((await msg.getByTestId('assistant-content').textContent()).length > 10);
+  assert.match(await msg.getByTestId('message-note').textContent(), /stopped/);
+  await page.reload();
+  assert.match(await page.getByTestId('message-note').textContent(), /stopped/);
+  assert.deepEqual(errors, []);
+});

@@ -69,8 +69,13 @@ function loadConversation(id) {
 }
 
 function openConversation(id) {
-  if (state.busy) stopGeneration();
-  state.conv = loadConversation(id);
+  const busy = state.busy;
+  if (busy && busy.conv.id === id) {
+    state.conv = busy.conv;  // the one being answered: its stored copy may be behind
+  } else {
+    if (busy) stopGeneration();
+    state.conv = loadConversation(id);
+  }
   store.setCurrent(state.conv ? state.conv.id : null);
   renderMessages();
   renderSidebar();
@@ -83,13 +88,17 @@ function newChat() {
 }
 
 function deleteConversation(id) {
-  if (state.busy && state.busy.conv.id === id) stopGeneration();
+  if (state.busy && state.busy.conv.id === id) {
+    state.busy.conv.deleted = true;  // so the aborted generation does not save it again
+    stopGeneration();
+  }
   store.remove(id);
   if (state.conv && state.conv.id === id) openConversation(null);
   else renderSidebar();
 }
 
 function saveConversation(conv) {
+  if (conv.deleted) return;
   conv.updated = Date.now();
   conv.title = titleOf(conv);
   const r = store.save(conv);
@@ -402,4 +411,4 @@ state.conv = loadConversation(store.current());
 renderMessages();
 renderSidebar();
 loadModel();
-ui.input.focus();
+if (matchMedia('(pointer: fine)').matches) ui.input.focus();  // no keyboard popping up on phones
