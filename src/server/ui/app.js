@@ -36,7 +36,8 @@ const state = {
 // ---------------------------------------------------------------------------------------------
 // Model
 
-async function loadModel() {
+// Retries every few seconds while the server is unreachable (when `retry` is set).
+async function loadModel({ retry = false } = {}) {
   try {
     state.model = await fetchModel();
     ui.modelName.textContent = state.model.id || 'no model';
@@ -48,7 +49,7 @@ async function loadModel() {
     if (!state.conv) renderMessages();
   } catch (e) {
     ui.modelName.textContent = 'server unreachable';
-    setTimeout(loadModel, 3000);
+    if (retry) setTimeout(() => { if (!state.model.id) loadModel({ retry }); }, 3000);
   }
 }
 
@@ -212,7 +213,7 @@ async function send() {
   setBusy(true);
 
   try {
-    if (!state.model.id) await loadModel().catch(() => {});
+    if (!state.model.id) await loadModel();
     if (!body.model && state.model.id) body.model = state.model.id;
     for await (const chunk of streamChat(body, { signal: controller.signal })) {
       const choice = chunk.choices && chunk.choices[0];
@@ -410,5 +411,5 @@ loadSettingsIntoForm();
 state.conv = loadConversation(store.current());
 renderMessages();
 renderSidebar();
-loadModel();
+loadModel({ retry: true });
 if (matchMedia('(pointer: fine)').matches) ui.input.focus();  // no keyboard popping up on phones
