@@ -8,7 +8,8 @@
 //   * grayscale is replicated to R = G = B; CMYK uses Pillow's inverted-Adobe convention and
 //     Pillow's integer cmyk -> rgb formula;
 //   * 16-bit samples keep their high byte (what Pillow does for 16-bit RGB/RGBA/LA PNGs; Pillow
-//     clips 16-bit *grayscale* to 255 instead, which we do not copy);
+//     9.x opens 16-bit *grayscale* as 32-bit "I" and clips it to 255 on conversion, which we
+//     do not copy);
 //   * alpha (RGBA, gray+alpha, palette or colour-key tRNS, GIF transparency, BMP alpha masks,
 //     WebP alpha) is composited onto opaque white with Pillow's integer alpha_composite
 //     (AlphaMode::kCompositeOnWhite, the default, as spec section 7.1 asks). Hugging Face's

@@ -172,6 +172,25 @@ TEST(ImageHostile, HeaderClaiming30000x30000) {
   }
 }
 
+TEST(ImageHostile, WebpCanvasClaiming30000x30000) {
+  // libwebp itself refuses a still image whose VP8X canvas disagrees with the bitstream, but an
+  // animation may declare any canvas over small frames, and its decoder allocates that canvas:
+  // the limit must catch it first.
+  Bytes rgba(8 * 8 * 4, 255);
+  const Bytes anim = test::animated_webp(30000, 30000, {{test::encode_webp_lossless_rgba(rgba, 8, 8), 0, 0, 8, 8}});
+  try {
+    decode_image(anim);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("30000x30000"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("exceeds the limit"), std::string::npos) << e.what();
+  }
+  Bytes still = test::webp_with_exif(test::encode_webp_lossless_rgba(rgba, 8, 8), 8, 8, true, test::exif_block(1));
+  // VP8X payload starts at byte 20: flags, 3 reserved, then 24-bit width - 1 and height - 1.
+  for (size_t at : {size_t(24), size_t(27)}) still[at] = 0x2F, still[at + 1] = 0x75, still[at + 2] = 0;  // 29999
+  EXPECT_THROW(decode_image(still), Error);
+}
+
 TEST(ImageHostile, PngDecompressionBomb) {
   // 400 million zero pixels in a few tens of KB: refused from the header, nothing inflated.
   const Bytes bomb = test::encode_png_zeros(20000, 20000);
