@@ -11,10 +11,12 @@
 //     9.x opens 16-bit *grayscale* as 32-bit "I" and clips it to 255 on conversion, which we
 //     do not copy);
 //   * alpha (RGBA, gray+alpha, palette or colour-key tRNS, GIF transparency, BMP alpha masks,
-//     WebP alpha) is composited onto opaque white with Pillow's integer alpha_composite
-//     (AlphaMode::kCompositeOnWhite, the default, as spec section 7.1 asks). Hugging Face's
-//     Qwen2-VL processor itself calls PIL's convert("RGB"), which simply drops alpha and shows
-//     whatever colour hides under transparent pixels: AlphaMode::kDrop reproduces that.
+//     WebP alpha) is dropped by default (AlphaMode::kDrop): the reference Qwen2-VL processor
+//     calls transformers' image_transforms.convert_to_rgb, which is PIL's convert("RGB") and
+//     keeps whatever colour hides under transparent pixels (spec 7.1's "composited onto white"
+//     describes idefics/mllama's helper, not this processor). AlphaMode::kCompositeOnWhite
+//     composites onto opaque white with Pillow's integer alpha_composite, for callers that
+//     prefer that look.
 //   * the EXIF orientation tag (JPEG APP1, PNG eXIf, WebP EXIF) is applied like
 //     PIL.ImageOps.exif_transpose (all 8 orientations).
 //
@@ -67,7 +69,7 @@ struct ImageDecodeOptions {
   // Progressive JPEGs can carry thousands of tiny scans that each rescan the whole image.
   int max_jpeg_scans = 1000;
   bool apply_exif_orientation = true;
-  AlphaMode alpha = AlphaMode::kCompositeOnWhite;
+  AlphaMode alpha = AlphaMode::kDrop;  // as the reference processor (see above)
 };
 
 // Decodes an image held in memory. Throws qwen35::Error naming the format and the problem.

@@ -8,6 +8,13 @@
 namespace qwen35 {
 namespace {
 
+// These tests check compositing onto white; the decoder default drops alpha like the reference.
+ImageDecodeOptions composite_alpha() {
+  ImageDecodeOptions o;
+  o.alpha = AlphaMode::kCompositeOnWhite;
+  return o;
+}
+
 using test::Bytes;
 using test::pixel_near;
 
@@ -86,14 +93,14 @@ void expect_bgr24(const RgbImage& img) {
 TEST(ImageBmp, TwentyFourBitBottomUpAndTopDown) {
   const Bytes bmp = build_bmp(bgr24(false));
   EXPECT_EQ(sniff_image_format(bmp), ImageFormat::kBmp);
-  expect_bgr24(decode_image(bmp));
-  expect_bgr24(decode_image(build_bmp(bgr24(true))));
+  expect_bgr24(decode_image(bmp, composite_alpha()));
+  expect_bgr24(decode_image(build_bmp(bgr24(true)), composite_alpha()));
 }
 
 TEST(ImageBmp, TwentyFourBitWithoutFinalRowPadding) {
   Bytes bmp = build_bmp(bgr24(false));
   bmp.resize(bmp.size() - 3);
-  expect_bgr24(decode_image(bmp));
+  expect_bgr24(decode_image(bmp, composite_alpha()));
 }
 
 TEST(ImageBmp, ThirtyTwoBitUncompressedIgnoresTheFourthByte) {
@@ -102,7 +109,7 @@ TEST(ImageBmp, ThirtyTwoBitUncompressedIgnoresTheFourthByte) {
   s.height = 1;
   s.bpp = 32;
   s.pixels = {30, 20, 10, 0, 60, 50, 40, 7};
-  const RgbImage img = decode_image(build_bmp(s));
+  const RgbImage img = decode_image(build_bmp(s), composite_alpha());
   EXPECT_TRUE(pixel_near(img, 0, 0, {10, 20, 30}));
   EXPECT_TRUE(pixel_near(img, 1, 0, {40, 50, 60}));
 }
@@ -117,7 +124,7 @@ TEST(ImageBmp, ThirtyTwoBitBitfieldsWithAlpha) {
   s.masks = {0x00FF0000, 0x0000FF00, 0x000000FF, 0xFF000000};  // BGRA in memory
   s.pixels = {30, 20, 10, 255, 30, 20, 10, 0, 200, 150, 100, 64};
   const Bytes bmp = build_bmp(s);
-  const RgbImage img = decode_image(bmp);
+  const RgbImage img = decode_image(bmp, composite_alpha());
   EXPECT_TRUE(pixel_near(img, 0, 0, {10, 20, 30}));
   EXPECT_TRUE(pixel_near(img, 1, 0, {255, 255, 255}));
   EXPECT_TRUE(pixel_near(img, 2, 0,
@@ -137,7 +144,7 @@ TEST(ImageBmp, BitfieldMasksAfterAV3Header) {
   s.masks = {0x000000FF, 0x0000FF00, 0x00FF0000, 0};  // RGBX in memory
   s.masks_after_header = 3;
   s.pixels = {11, 22, 33, 44};
-  EXPECT_TRUE(pixel_near(decode_image(build_bmp(s)), 0, 0, {11, 22, 33}));
+  EXPECT_TRUE(pixel_near(decode_image(build_bmp(s), composite_alpha()), 0, 0, {11, 22, 33}));
 }
 
 TEST(ImageBmp, SixteenBit555And565) {
@@ -148,7 +155,7 @@ TEST(ImageBmp, SixteenBit555And565) {
   // 555: (31, 0, 16) and (1, 31, 0).
   const uint32_t a = 31u << 10 | 16u, b = 1u << 10 | 31u << 5;
   s.pixels = {uint8_t(a), uint8_t(a >> 8), uint8_t(b), uint8_t(b >> 8)};
-  RgbImage img = decode_image(build_bmp(s));
+  RgbImage img = decode_image(build_bmp(s), composite_alpha());
   EXPECT_TRUE(pixel_near(img, 0, 0, {255, 0, 16 * 255 / 31}));
   EXPECT_TRUE(pixel_near(img, 1, 0, {255 / 31, 255, 0}));
 
@@ -157,7 +164,7 @@ TEST(ImageBmp, SixteenBit555And565) {
   s.masks_after_header = 3;
   const uint32_t c = 17u << 11 | 40u << 5 | 3u;
   s.pixels = {uint8_t(c), uint8_t(c >> 8), 0xFF, 0xFF};
-  img = decode_image(build_bmp(s));
+  img = decode_image(build_bmp(s), composite_alpha());
   EXPECT_TRUE(pixel_near(img, 0, 0, {17 * 255 / 31, 40 * 255 / 63, 3 * 255 / 31}));
   EXPECT_TRUE(pixel_near(img, 1, 0, {255, 255, 255}));
 }
@@ -170,7 +177,7 @@ TEST(ImageBmp, PalettedOneFourEightBit) {
   s.colors_used = 3;
   s.palette = {30, 20, 10, 0, 60, 50, 40, 0, 90, 80, 70, 0};
   s.pixels = {0, 1, 2, 9, 1, 0, 0, 0};  // index 9 is past the palette: black
-  RgbImage img = decode_image(build_bmp(s));
+  RgbImage img = decode_image(build_bmp(s), composite_alpha());
   EXPECT_TRUE(pixel_near(img, 0, 0, {10, 20, 30}));
   EXPECT_TRUE(pixel_near(img, 2, 0, {70, 80, 90}));
   EXPECT_TRUE(pixel_near(img, 3, 0, {0, 0, 0}));
@@ -178,7 +185,7 @@ TEST(ImageBmp, PalettedOneFourEightBit) {
 
   s.bpp = 4;
   s.pixels = {0x01, 0x20, 0x10, 0x00};  // 0 1 2 0 1
-  img = decode_image(build_bmp(s));
+  img = decode_image(build_bmp(s), composite_alpha());
   EXPECT_TRUE(pixel_near(img, 1, 0, {40, 50, 60}));
   EXPECT_TRUE(pixel_near(img, 2, 0, {70, 80, 90}));
   EXPECT_TRUE(pixel_near(img, 4, 0, {40, 50, 60}));
@@ -187,7 +194,7 @@ TEST(ImageBmp, PalettedOneFourEightBit) {
   s.colors_used = 2;
   s.palette = {0, 0, 0, 0, 255, 255, 255, 0};
   s.pixels = {0b10100000, 0, 0, 0};
-  img = decode_image(build_bmp(s));
+  img = decode_image(build_bmp(s), composite_alpha());
   EXPECT_TRUE(pixel_near(img, 0, 0, {255, 255, 255}));
   EXPECT_TRUE(pixel_near(img, 1, 0, {0, 0, 0}));
   EXPECT_TRUE(pixel_near(img, 2, 0, {255, 255, 255}));
@@ -202,7 +209,7 @@ TEST(ImageBmp, Os2CoreHeader) {
   s.palette.resize(256 * 3);
   s.palette[3] = 9, s.palette[4] = 8, s.palette[5] = 7;  // entry 1 = (7, 8, 9)
   s.pixels = {1, 0, 0, 0};
-  const RgbImage img = decode_image(build_bmp(s));
+  const RgbImage img = decode_image(build_bmp(s), composite_alpha());
   EXPECT_TRUE(pixel_near(img, 0, 0, {7, 8, 9}));
   EXPECT_TRUE(pixel_near(img, 1, 0, {0, 0, 0}));
 }

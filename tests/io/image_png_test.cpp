@@ -11,6 +11,13 @@
 namespace qwen35 {
 namespace {
 
+// These tests check compositing onto white; the decoder default drops alpha like the reference.
+ImageDecodeOptions composite_alpha() {
+  ImageDecodeOptions o;
+  o.alpha = AlphaMode::kCompositeOnWhite;
+  return o;
+}
+
 using test::Bytes;
 using test::pixel_near;
 
@@ -32,7 +39,7 @@ TEST(ImagePng, Rgb8RoundTripsExactly) {
   s.width = 37;
   s.height = 23;
   s.rows = random_bytes(37 * 23 * 3, 1);
-  const RgbImage img = decode_image(test::encode_png(s));
+  const RgbImage img = decode_image(test::encode_png(s), composite_alpha());
   ASSERT_EQ(img.width, 37);
   ASSERT_EQ(img.height, 23);
   EXPECT_EQ(img.pixels, s.rows);
@@ -46,7 +53,7 @@ TEST(ImagePng, Adam7InterlacedRoundTripsExactly) {
   s.rows = random_bytes(19 * 13 * 3, 2);
   const Bytes png = test::encode_png(s);
   ASSERT_EQ(png[28], 1);  // IHDR interlace method byte
-  EXPECT_EQ(decode_image(png).pixels, s.rows);
+  EXPECT_EQ(decode_image(png, composite_alpha()).pixels, s.rows);
 }
 
 TEST(ImagePng, PaletteWithTrnsCompositesOntoWhite) {
@@ -57,7 +64,7 @@ TEST(ImagePng, PaletteWithTrnsCompositesOntoWhite) {
   s.palette = {{10, 20, 30}, {200, 100, 50}, {0, 128, 255}, {90, 80, 70}};
   s.trns_alpha = {255, 0, 128};  // entry 3 has no tRNS value: opaque
   s.rows = {0, 1, 2, 3};
-  const RgbImage img = decode_image(test::encode_png(s));
+  const RgbImage img = decode_image(test::encode_png(s), composite_alpha());
   ASSERT_EQ(img.width, 4);
   EXPECT_TRUE(pixel_near(img, 0, 0, {10, 20, 30}));
   EXPECT_TRUE(pixel_near(img, 1, 0, {255, 255, 255}));
@@ -81,7 +88,7 @@ TEST(ImagePng, LowBitDepthPaletteAndGray) {
   s.bit_depth = 2;
   s.palette = {{1, 2, 3}, {40, 50, 60}, {200, 201, 202}, {255, 0, 255}};
   s.rows = {0b00011011, 0b11100100};  // row 0: 0 1 2 3, row 1: 3 2 1 0
-  RgbImage img = decode_image(test::encode_png(s));
+  RgbImage img = decode_image(test::encode_png(s), composite_alpha());
   EXPECT_TRUE(pixel_near(img, 1, 0, {40, 50, 60}));
   EXPECT_TRUE(pixel_near(img, 3, 0, {255, 0, 255}));
   EXPECT_TRUE(pixel_near(img, 0, 1, {255, 0, 255}));
@@ -93,7 +100,7 @@ TEST(ImagePng, LowBitDepthPaletteAndGray) {
   g.color_type = PNG_COLOR_TYPE_GRAY;
   g.bit_depth = 1;
   g.rows = {0b10100000};
-  img = decode_image(test::encode_png(g));
+  img = decode_image(test::encode_png(g), composite_alpha());
   EXPECT_TRUE(pixel_near(img, 0, 0, {255, 255, 255}));
   EXPECT_TRUE(pixel_near(img, 1, 0, {0, 0, 0}));
   EXPECT_TRUE(pixel_near(img, 2, 0, {255, 255, 255}));
@@ -101,7 +108,7 @@ TEST(ImagePng, LowBitDepthPaletteAndGray) {
   g.bit_depth = 4;
   g.width = 2;
   g.rows = {0x5F};  // 5 -> 85, 15 -> 255
-  img = decode_image(test::encode_png(g));
+  img = decode_image(test::encode_png(g), composite_alpha());
   EXPECT_TRUE(pixel_near(img, 0, 0, {85, 85, 85}));
   EXPECT_TRUE(pixel_near(img, 1, 0, {255, 255, 255}));
 }
@@ -114,7 +121,7 @@ TEST(ImagePng, SixteenBitKeepsTheHighByte) {
   s.rows = {0x12, 0x34, 0xFF, 0xFF, 0x00, 0xFF,   // (0x1234, 0xFFFF, 0x00FF)
             0x80, 0x00, 0x7F, 0xFF, 0xAB, 0xCD,   // (0x8000, 0x7FFF, 0xABCD)
             0x00, 0x00, 0x01, 0x00, 0xFE, 0xFF};  // (0, 0x0100, 0xFEFF)
-  const RgbImage img = decode_image(test::encode_png(s));
+  const RgbImage img = decode_image(test::encode_png(s), composite_alpha());
   EXPECT_TRUE(pixel_near(img, 0, 0, {0x12, 0xFF, 0x00}));
   EXPECT_TRUE(pixel_near(img, 1, 0, {0x80, 0x7F, 0xAB}));
   EXPECT_TRUE(pixel_near(img, 2, 0, {0x00, 0x01, 0xFE}));
@@ -126,7 +133,7 @@ TEST(ImagePng, SixteenBitKeepsTheHighByte) {
   g.color_type = PNG_COLOR_TYPE_GRAY;
   g.bit_depth = 16;
   g.rows = {0xAB, 0xCD, 0x00, 0x10};
-  const RgbImage gray = decode_image(test::encode_png(g));
+  const RgbImage gray = decode_image(test::encode_png(g), composite_alpha());
   EXPECT_TRUE(pixel_near(gray, 0, 0, {0xAB, 0xAB, 0xAB}));
   EXPECT_TRUE(pixel_near(gray, 1, 0, {0, 0, 0}));
 
@@ -137,7 +144,7 @@ TEST(ImagePng, SixteenBitKeepsTheHighByte) {
   a.color_type = PNG_COLOR_TYPE_RGBA;
   a.bit_depth = 16;
   a.rows = {0x40, 0x11, 0x80, 0x22, 0xC0, 0x33, 0x80, 0x44};
-  const RgbImage rgba = decode_image(test::encode_png(a));
+  const RgbImage rgba = decode_image(test::encode_png(a), composite_alpha());
   EXPECT_TRUE(pixel_near(rgba, 0, 0,
                          {test::over_white_reference(0x40, 0x80), test::over_white_reference(0x80, 0x80),
                           test::over_white_reference(0xC0, 0x80)}));
@@ -156,7 +163,7 @@ TEST(ImagePng, GrayAlphaEveryCombinationMatchesPillowComposite) {
       s.rows[size_t(a * 256 + c) * 2 + 1] = uint8_t(a);
     }
   const Bytes png = test::encode_png(s);
-  const RgbImage img = decode_image(png);
+  const RgbImage img = decode_image(png, composite_alpha());
   int mismatches = 0;
   for (int a = 0; a < 256; ++a)
     for (int c = 0; c < 256; ++c) {
@@ -176,7 +183,7 @@ TEST(ImagePng, RgbaComposite) {
   s.height = 1;
   s.color_type = PNG_COLOR_TYPE_RGBA;
   s.rows = {10, 20, 30, 255, 10, 20, 30, 0, 100, 150, 200, 64};
-  const RgbImage img = decode_image(test::encode_png(s));
+  const RgbImage img = decode_image(test::encode_png(s), composite_alpha());
   EXPECT_TRUE(pixel_near(img, 0, 0, {10, 20, 30}));
   EXPECT_TRUE(pixel_near(img, 1, 0, {255, 255, 255}));
   EXPECT_TRUE(pixel_near(img, 2, 0,
@@ -195,7 +202,7 @@ TEST(ImagePng, ColourKeyTrnsBecomesTransparent) {
   g.rows = {50, 51, 50};
   g.trns_color = true;
   g.trns_value.gray = 50;
-  RgbImage img = decode_image(test::encode_png(g));
+  RgbImage img = decode_image(test::encode_png(g), composite_alpha());
   EXPECT_TRUE(pixel_near(img, 0, 0, {255, 255, 255}));
   EXPECT_TRUE(pixel_near(img, 1, 0, {51, 51, 51}));
   EXPECT_TRUE(pixel_near(img, 2, 0, {255, 255, 255}));
@@ -206,7 +213,7 @@ TEST(ImagePng, ColourKeyTrnsBecomesTransparent) {
   c.rows = {1, 2, 3, 1, 2, 4};
   c.trns_color = true;
   c.trns_value.red = 1, c.trns_value.green = 2, c.trns_value.blue = 3;
-  img = decode_image(test::encode_png(c));
+  img = decode_image(test::encode_png(c), composite_alpha());
   EXPECT_TRUE(pixel_near(img, 0, 0, {255, 255, 255}));
   EXPECT_TRUE(pixel_near(img, 1, 0, {1, 2, 4}));
   img = decode_image(test::encode_png(c), drop_alpha());
@@ -220,7 +227,7 @@ TEST(ImagePng, ExifOrientationFromEXifChunk) {
   s.rows = {1, 1, 1, 2, 2, 2, 3, 3, 3,  //
             4, 4, 4, 5, 5, 5, 6, 6, 6};
   s.exif = test::exif_block(6, /*big_endian=*/true);
-  const RgbImage img = decode_image(test::encode_png(s));
+  const RgbImage img = decode_image(test::encode_png(s), composite_alpha());
   ASSERT_EQ(img.width, 2);
   ASSERT_EQ(img.height, 3);
   // 90 degrees clockwise: rows become columns, read bottom-up.
@@ -245,7 +252,7 @@ TEST(ImagePng, ZeroWidthHeaderIsAnError) {
   png[16] = png[17] = png[18] = png[19] = 0;
   const uint32_t crc = test::crc32_of(png.data() + 12, 17);
   png[29] = uint8_t(crc >> 24), png[30] = uint8_t(crc >> 16), png[31] = uint8_t(crc >> 8), png[32] = uint8_t(crc);
-  EXPECT_THROW(decode_image(png), Error);
+  EXPECT_THROW(decode_image(png, composite_alpha()), Error);
 }
 
 }  // namespace

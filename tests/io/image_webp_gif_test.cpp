@@ -9,6 +9,13 @@
 namespace qwen35 {
 namespace {
 
+// These tests check compositing onto white; the decoder default drops alpha like the reference.
+ImageDecodeOptions composite_alpha() {
+  ImageDecodeOptions o;
+  o.alpha = AlphaMode::kCompositeOnWhite;
+  return o;
+}
+
 using test::Bytes;
 using test::pixel_near;
 
@@ -33,7 +40,7 @@ Bytes test_rgba() {
 TEST(ImageWebp, LossyRgb) {
   const Bytes webp = test::encode_webp_lossy_rgb(flat_rgb(32, 24, {40, 160, 220}), 32, 24, 100);
   EXPECT_EQ(sniff_image_format(webp), ImageFormat::kWebp);
-  const RgbImage img = decode_image(webp);
+  const RgbImage img = decode_image(webp, composite_alpha());
   ASSERT_EQ(img.width, 32);
   ASSERT_EQ(img.height, 24);
   EXPECT_TRUE(pixel_near(img, 16, 12, {40, 160, 220}, 4));
@@ -43,7 +50,7 @@ TEST(ImageWebp, LossyRgb) {
 TEST(ImageWebp, LosslessWithAlpha) {
   const Bytes rgba = test_rgba();
   const Bytes webp = test::encode_webp_lossless_rgba(rgba, 8, 8);
-  const RgbImage img = decode_image(webp);
+  const RgbImage img = decode_image(webp, composite_alpha());
   ASSERT_EQ(img.width, 8);
   ASSERT_EQ(img.height, 8);
   for (int y = 0; y < 8; ++y)
@@ -63,14 +70,14 @@ TEST(ImageWebp, LosslessWithAlpha) {
 TEST(ImageWebp, ExifOrientation) {
   const Bytes rgba = test_rgba();
   const Bytes webp = test::webp_with_exif(test::encode_webp_lossless_rgba(rgba, 8, 8), 8, 8, true, test::exif_block(3));
-  const RgbImage img = decode_image(webp);
+  const RgbImage img = decode_image(webp, composite_alpha());
   ASSERT_EQ(img.width, 8);
   // Rotated 180 degrees: source (5, 2) lands on (2, 5).
   EXPECT_TRUE(pixel_near(img, 2, 5, {150, 60, 107}));
   // Some writers keep the "Exif\0\0" prefix inside the WebP chunk.
   const Bytes prefixed =
       test::webp_with_exif(test::encode_webp_lossless_rgba(rgba, 8, 8), 8, 8, true, test::exif_block(3, false, true));
-  EXPECT_TRUE(pixel_near(decode_image(prefixed), 2, 5, {150, 60, 107}));
+  EXPECT_TRUE(pixel_near(decode_image(prefixed, composite_alpha()), 2, 5, {150, 60, 107}));
 }
 
 TEST(ImageWebp, AnimatedKeepsTheFirstFrame) {
@@ -80,7 +87,7 @@ TEST(ImageWebp, AnimatedKeepsTheFirstFrame) {
   const Bytes anim = test::animated_webp(10, 8,
                                          {{test::encode_webp_lossless_rgba(red, 6, 4), 2, 2, 6, 4},
                                           {test::encode_webp_lossless_rgba(blue, 10, 8), 0, 0, 10, 8}});
-  const RgbImage img = decode_image(anim);
+  const RgbImage img = decode_image(anim, composite_alpha());
   ASSERT_EQ(img.width, 10);
   ASSERT_EQ(img.height, 8);
   EXPECT_TRUE(pixel_near(img, 4, 4, {255, 0, 0}));
@@ -90,8 +97,8 @@ TEST(ImageWebp, AnimatedKeepsTheFirstFrame) {
 
 TEST(ImageWebp, TruncatedIsAnError) {
   const Bytes webp = test::encode_webp_lossy_rgb(flat_rgb(64, 64, {10, 20, 30}), 64, 64, 90);
-  EXPECT_THROW(decode_image(Bytes(webp.begin(), webp.begin() + long(webp.size() / 2))), Error);
-  EXPECT_THROW(decode_image(Bytes(webp.begin(), webp.begin() + 16)), Error);
+  EXPECT_THROW(decode_image(Bytes(webp.begin(), webp.begin() + long(webp.size() / 2)), composite_alpha()), Error);
+  EXPECT_THROW(decode_image(Bytes(webp.begin(), webp.begin() + 16), composite_alpha()), Error);
   ImageDecodeOptions small;
   small.max_pixels = 1000;
   try {
@@ -115,7 +122,7 @@ test::GifSpec four_colour_gif() {
 TEST(ImageGif, PaletteColours) {
   const Bytes gif = test::encode_gif(four_colour_gif());
   EXPECT_EQ(sniff_image_format(gif), ImageFormat::kGif);
-  const RgbImage img = decode_image(gif);
+  const RgbImage img = decode_image(gif, composite_alpha());
   ASSERT_EQ(img.width, 8);
   ASSERT_EQ(img.height, 4);
   EXPECT_TRUE(pixel_near(img, 0, 0, {255, 0, 0}));
@@ -128,8 +135,8 @@ TEST(ImageGif, TransparentIndex) {
   test::GifSpec s = four_colour_gif();
   s.transparent = 1;
   const Bytes gif = test::encode_gif(s);
-  EXPECT_TRUE(pixel_near(decode_image(gif), 3, 1, {255, 255, 255}));
-  EXPECT_TRUE(pixel_near(decode_image(gif), 0, 1, {255, 0, 0}));
+  EXPECT_TRUE(pixel_near(decode_image(gif, composite_alpha()), 3, 1, {255, 255, 255}));
+  EXPECT_TRUE(pixel_near(decode_image(gif, composite_alpha()), 0, 1, {255, 0, 0}));
   ImageDecodeOptions drop;
   drop.alpha = AlphaMode::kDrop;
   EXPECT_TRUE(pixel_near(decode_image(gif, drop), 3, 1, {0, 255, 0}));
@@ -145,7 +152,7 @@ TEST(ImageGif, InterlacedRowsLandInPlace) {
   s.indices.resize(3 * 19);
   for (int y = 0; y < 19; ++y)
     for (int x = 0; x < 3; ++x) s.indices[size_t(y * 3 + x)] = uint8_t(y * 10 + x);
-  const RgbImage img = decode_image(test::encode_gif(s));
+  const RgbImage img = decode_image(test::encode_gif(s), composite_alpha());
   for (int y = 0; y < 19; ++y)
     for (int x = 0; x < 3; ++x) ASSERT_TRUE(pixel_near(img, x, y, {y * 10 + x, 255 - (y * 10 + x), 0}));
 }
@@ -157,14 +164,14 @@ TEST(ImageGif, PartialFrameAndLocalPalette) {
   s.left = 3;
   s.top = 2;
   s.local_palette = true;
-  RgbImage img = decode_image(test::encode_gif(s));
+  RgbImage img = decode_image(test::encode_gif(s), composite_alpha());
   ASSERT_EQ(img.width, 12);
   ASSERT_EQ(img.height, 7);
   EXPECT_TRUE(pixel_near(img, 3, 2, {255, 0, 0}));
   EXPECT_TRUE(pixel_near(img, 10, 5, {20, 40, 60}));
   EXPECT_TRUE(pixel_near(img, 0, 0, {255, 0, 0}));  // outside the frame: palette entry 0
   s.transparent = 2;
-  img = decode_image(test::encode_gif(s));
+  img = decode_image(test::encode_gif(s), composite_alpha());
   EXPECT_TRUE(pixel_near(img, 0, 0, {255, 255, 255}));  // outside the frame: transparent
   EXPECT_TRUE(pixel_near(img, 11, 6, {255, 255, 255}));
   EXPECT_TRUE(pixel_near(img, 3, 2, {255, 0, 0}));
@@ -173,18 +180,18 @@ TEST(ImageGif, PartialFrameAndLocalPalette) {
 TEST(ImageGif, OnlyTheFirstFrameIsDecoded) {
   test::GifSpec s = four_colour_gif();
   s.frames = 3;  // frames 2 and 3 are all index 0
-  const RgbImage img = decode_image(test::encode_gif(s));
+  const RgbImage img = decode_image(test::encode_gif(s), composite_alpha());
   EXPECT_TRUE(pixel_near(img, 7, 3, {20, 40, 60}));
 }
 
 TEST(ImageGif, TruncatedAndOversizedAreErrors) {
   const Bytes gif = test::encode_gif(four_colour_gif());
   for (size_t n : {size_t(6), size_t(13), gif.size() / 2, gif.size() - 3})
-    EXPECT_THROW(decode_image(Bytes(gif.begin(), gif.begin() + long(n))), Error) << n;
+    EXPECT_THROW(decode_image(Bytes(gif.begin(), gif.begin() + long(n)), composite_alpha()), Error) << n;
   Bytes huge = gif;
   huge[6] = huge[8] = 0x30, huge[7] = huge[9] = 0x75;  // 30000 x 30000 logical screen
   try {
-    decode_image(huge);
+    decode_image(huge, composite_alpha());
     FAIL() << "30000x30000 GIF accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("exceeds the limit"), std::string::npos) << e.what();
