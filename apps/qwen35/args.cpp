@@ -7,7 +7,8 @@
 
 namespace qwen35::app {
 
-Args::Args(int argc, char** argv, const std::set<std::string>& with_value, const std::set<std::string>& flags) {
+Args::Args(int argc, char** argv, const std::set<std::string>& with_value, const std::set<std::string>& flags,
+           const std::set<std::string>& repeated) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a.size() > 1 && a[0] == '-' && a != "-") {
@@ -18,12 +19,13 @@ Args::Args(int argc, char** argv, const std::set<std::string>& with_value, const
         value = a.substr(eq + 1);
         inline_value = true;
       }
-      if (with_value.count(name)) {
+      if (with_value.count(name) || repeated.count(name)) {
         if (!inline_value) {
           if (i + 1 >= argc) fail("option ", name, " needs a value");
           value = argv[++i];
         }
-        values_[name] = value;
+        if (repeated.count(name)) repeated_[name].push_back(value);
+        else values_[name] = value;
       } else if (flags.count(name) && !inline_value) {
         flags_.insert(name);
       } else {
@@ -39,6 +41,11 @@ std::optional<std::string> Args::get(const std::string& name) const {
   auto it = values_.find(name);
   if (it == values_.end()) return std::nullopt;
   return it->second;
+}
+
+std::vector<std::string> Args::get_all(const std::string& name) const {
+  auto it = repeated_.find(name);
+  return it == repeated_.end() ? std::vector<std::string>{} : it->second;
 }
 
 std::string Args::get_or(const std::string& name, const std::string& fallback) const {

@@ -12,20 +12,26 @@ namespace qwen35::app {
 
 class Args {
  public:
-  // `with_value`: options that take a value ("-m", "--ids", ...); `flags`: options that don't.
+  // `with_value`: options that take a value ("-m", "--ids", ...); `flags`: options that don't;
+  // `repeated`: options that take a value and may appear several times (read with get_all).
   // Throws qwen35::Error on unknown options or a missing value.
-  Args(int argc, char** argv, const std::set<std::string>& with_value, const std::set<std::string>& flags);
+  Args(int argc, char** argv, const std::set<std::string>& with_value, const std::set<std::string>& flags,
+       const std::set<std::string>& repeated = {});
 
-  bool has(const std::string& name) const { return values_.count(name) || flags_.count(name); }
+  bool has(const std::string& name) const {
+    return values_.count(name) || flags_.count(name) || repeated_.count(name);
+  }
   std::optional<std::string> get(const std::string& name) const;
   std::string get_or(const std::string& name, const std::string& fallback) const;
   std::string require(const std::string& name) const;
   int64_t get_int(const std::string& name, int64_t fallback) const;
   double get_double(const std::string& name, double fallback) const;
   const std::vector<std::string>& positionals() const { return positionals_; }
+  std::vector<std::string> get_all(const std::string& name) const;
 
  private:
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> repeated_;
   std::set<std::string> flags_;
   std::vector<std::string> positionals_;
 };

@@ -8,18 +8,26 @@
 #include "apps/qwen35/args.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "io/image.h"
 #include "io/safetensors.h"
+#include "model/image_processor.h"
 #include "model/model.h"
+#include "model/mrope_positions.h"
 
 namespace qwen35::app {
 namespace {
 
 const char* kUsage =
-    "usage: qwen35 forward -m MODEL_DIR --ids 1,2,3 --out FILE.safetensors [options]\n"
+    "usage: qwen35 forward -m MODEL_DIR --ids 1,2,3 [--image FILE ...] --out FILE.safetensors [options]\n"
     "\n"
-    "Runs the text decoder over the ids (prefill in blocks) and writes F32 tensors:\n"
+    "Runs the decoder over the ids (prefill in blocks) and writes F32 tensors:\n"
     "  logits                  [T, vocab]   logits at every position\n"
     "  position_ids            [3, T] I64   MRoPE positions used (rows temporal, height, width)\n"
+    "  input_ids               [T] I64      the ids after image-token expansion\n"
+    "with --image (the ids hold one <|image_pad|> per image, expanded here as the processor does):\n"
+    "  pixel_values            [patches, C*T*P*P]  processor output of all images\n"
+    "  image_grid_thw          [images, 3] I64     (t, h, w) in patches\n"
+    "  image_embeds            [image tokens, hidden]  vision tower output\n"
     "with --dump hidden:\n"
     "  hidden.<i>              [T, hidden]  residual stream after decoder layer i\n"
     "  final_norm              [T, hidden]  output of the final RMSNorm (input of the LM head)\n"
@@ -34,6 +42,8 @@ const char* kUsage =
     "  --ids LIST           comma-separated token ids\n"
     "  --out FILE           output safetensors file\n"
     "  --dump WHAT          comma-separated: hidden, cache\n"
+    "  --image FILE         an image for the next <|image_pad|> (repeat for several)\n"
+    "  --image-size N       resize images to N x N first (multiple of 32); default: native size\n"
     "  --block N            prefill block size in tokens (default 512)\n"
     "  --threads N          worker threads (default: all cores)\n"
     "  --delta-rule MODE    auto | chunked | recurrent (diagnostic; default auto)\n";
@@ -84,15 +94,16 @@ void add_cache(SafetensorsWriter& out, const TextConfig& cfg, const DecoderState
 }
 
 int run_forward(int argc, char** argv) {
-  Args args(argc, argv, {"-m", "--model", "--ids", "--out", "--dump", "--block", "--threads", "--delta-rule"},
-            {"--help", "-h"});
+  Args args(argc, argv,
+            {"-m", "--model", "--ids", "--out", "--dump", "--block", "--threads", "--delta-rule", "--image-size"},
+            {"--help", "-h"}, {"--image"});
   if (args.has("--help") || args.has("-h")) {
     std::fputs(kUsage, stdout);
     return 0;
   }
   const std::string model_dir = args.get("-m").value_or(args.get_or("--model", ""));
   if (model_dir.empty()) fail("missing -m MODEL_DIR (see --help)");
-  const std::vector<int32_t> ids = parse_id_list(args.require("--ids"));
+  std::vector<int32_t> ids = parse_id_list(args.require("--ids"));
   const std::string out_path = args.require("--out");
   const std::string dump = args.get_or("--dump", "");
   const bool dump_hidden = dump.find("hidden") != std::string::npos;
@@ -100,17 +111,34 @@ int run_forward(int argc, char** argv) {
   const int64_t block = args.get_int("--block", 512);
   if (block <= 0) fail("--block must be positive");
   const DeltaRuleMode mode = parse_mode(args.get_or("--delta-rule", "auto"));
+  ThreadPool pool(int(args.get_int("--threads", 0)));
+  kernels::Compute c{&kernels::active_table(), &pool};
 
   std::unique_ptr<Model> model = Model::load(model_dir);
   const TextConfig& cfg = model->config().text;
   const TextDecoder& dec = model->decoder();
-  ThreadPool pool(int(args.get_int("--threads", 0)));
-  kernels::Compute c{&kernels::active_table(), &pool};
 
+  // Images: processor, vision tower, expansion of each <|image_pad|>, MRoPE positions.
+  const std::vector<std::string> image_files = args.get_all("--image");
+  const int image_size = int(args.get_int("--image-size", 0));
+  std::vector<ImageGrid> grids;
+  std::vector<float> pixel_values, image_embeds;
+  int64_t patch_dim = 0;
+  if (!image_files.empty()) {
+    if (!model->vision()) fail("this model has no vision tower");
+    const ImageProcessorConfig pcfg = ImageProcessorConfig::load(model_dir);
+    for (const std::string& f : image_files) {
+      ProcessedImage img = preprocess_image(load_image_file(f), pcfg, image_size);
+      grids.push_back(img.grid);
+      patch_dim = img.patch_dim;
+      pixel_values.insert(pixel_values.end(), img.pixel_values.begin(), img.pixel_values.end());
+    }
+    ids = expand_image_tokens(ids, model->config().image_token_id, grids, pcfg.merge_size);
+  }
+  const int merge = model->config().vision.present ? model->config().vision.spatial_merge_size : 2;
+  const MropePositions mp = get_rope_index(ids, model->config().image_token_id, grids, merge);
+  const std::vector<int32_t>& positions = mp.positions;
   const int64_t T = int64_t(ids.size()), H = cfg.hidden_size, V = cfg.vocab_size;
-  std::vector<int32_t> positions(size_t(3 * T));
-  for (int64_t t = 0; t < T; ++t)
-    for (int a = 0; a < 3; ++a) positions[size_t(a * T + t)] = int32_t(t);
 
   DecoderState state = DecoderState::create(cfg);
   state.reserve(T);
@@ -118,10 +146,15 @@ int run_forward(int argc, char** argv) {
   HiddenCollector collector(cfg.num_layers, H);
   std::vector<float> hidden(size_t(T * H)), logits(size_t(T * V)), emb, pos_block;
   std::vector<int32_t> block_pos;
+  if (!grids.empty()) image_embeds = model->vision()->encode(c, pixel_values, grids);
+  int64_t image_row = 0;
   for (int64_t t0 = 0; t0 < T; t0 += block) {
     const int64_t n = std::min(block, T - t0);
     emb.resize(size_t(n * H));
     dec.embed(ids.data() + t0, n, emb.data());
+    for (int64_t t = 0; t < n; ++t)  // image pads take the vision tower's rows, in order
+      if (ids[size_t(t0 + t)] == model->config().image_token_id)
+        std::copy_n(image_embeds.data() + image_row++ * H, H, emb.data() + t * H);
     block_pos.resize(size_t(3 * n));
     for (int a = 0; a < 3; ++a)
       std::copy_n(positions.data() + a * T + t0, n, block_pos.data() + a * n);
@@ -134,6 +167,15 @@ int run_forward(int argc, char** argv) {
   out.add_f32("logits", Shape{T, V}, logits.data());
   std::vector<int64_t> pos64(positions.begin(), positions.end());
   out.add_i64("position_ids", Shape{3, T}, pos64.data());
+  std::vector<int64_t> ids64(ids.begin(), ids.end());
+  out.add_i64("input_ids", Shape{T}, ids64.data());
+  if (!grids.empty()) {
+    std::vector<int64_t> thw;
+    for (const ImageGrid& g : grids) thw.insert(thw.end(), {g.t, g.h, g.w});
+    out.add_f32("pixel_values", Shape{int64_t(pixel_values.size()) / patch_dim, patch_dim}, pixel_values.data());
+    out.add_i64("image_grid_thw", Shape{int64_t(grids.size()), 3}, thw.data());
+    out.add_f32("image_embeds", Shape{int64_t(image_embeds.size()) / H, H}, image_embeds.data());
+  }
   if (dump_hidden) {
     for (int i = 0; i < cfg.num_layers; ++i) out.add_f32("hidden." + std::to_string(i), Shape{T, H}, collector.layer(i).data());
     out.add_f32("final_norm", Shape{T, H}, hidden.data());

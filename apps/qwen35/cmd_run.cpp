@@ -1,11 +1,105 @@
-// qwen35 run (not written yet).
+// qwen35 run: answer one prompt about an image (or '-' for text only), streamed to the terminal.
+#include <unistd.h>
+
 #include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "apps/qwen35/args.h"
+#include "apps/qwen35/engine_options.h"
+#include "core/error.h"
 
 namespace qwen35::app {
+namespace {
+
+const char* kUsage =
+    "usage: qwen35 run -m MODEL_DIR IMAGE|- \"prompt\" [options]\n"
+    "\n"
+    "Answers the prompt about IMAGE (JPEG, PNG, WebP, GIF, BMP), or about nothing with '-'.\n"
+    "The answer goes to stdout as it is generated; the reasoning (with --think) and one perf line\n"
+    "go to stderr: vision ms | prefill tokens and ms | decode tokens and tok/s.\n"
+    "\n"
+    "options:\n"
+    "  --think               let the model think first (thinking is off by default)\n"
+    "  --system TEXT         system prompt\n"
+    "  -n N                  at most N new tokens (default 512)\n";
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot read image file '", path, "'");
+  std::ostringstream os;
+  os << in.rdbuf();
+  const std::string s = os.str();
+  return std::vector<uint8_t>(s.begin(), s.end());
+}
+
+int run_run(int argc, char** argv) {
+  std::set<std::string> with_value = {"-n", "--system"};
+  with_value.insert(engine_option_names().begin(), engine_option_names().end());
+  with_value.insert(sampling_option_names().begin(), sampling_option_names().end());
+  Args args(argc, argv, with_value, {"--think", "--help", "-h"});
+  if (args.has("--help") || args.has("-h")) {
+    std::printf("%s%s%s", kUsage, kEngineOptionsHelp, kSamplingOptionsHelp);
+    return 0;
+  }
+  if (args.positionals().size() != 2) fail("expected IMAGE (or -) and a prompt (see --help)");
+  const std::string image = args.positionals()[0], prompt = args.positionals()[1];
+
+  ChatRequest req;
+  if (auto sys = args.get("--system")) req.messages.push_back(ChatMessage::Text("system", *sys));
+  ChatMessage user;
+  user.role = "user";
+  if (image != "-") user.content.push_back(ContentPart::Image(read_bytes(image)));
+  user.content.push_back(ContentPart::Text(prompt));
+  req.messages.push_back(std::move(user));
+  req.enable_thinking = args.has("--think");
+
+  std::unique_ptr<Engine> engine = load_engine(engine_options_from(args));
+  SamplingParams params = sampling_from(args, engine->default_sampling());
+  params.max_tokens = args.get_int("-n", 512);
+
+  const bool color = isatty(STDERR_FILENO);
+  bool in_reasoning = false;
+  auto session = engine->new_session();
+  Status st;
+  GenerationResult r = session->chat(
+      req, params,
+      [&](const GenerationEvent& ev) {
+        if (ev.channel == Channel::kReasoning) {
+          if (!in_reasoning && color) std::fputs("\x1b[2m", stderr);
+          in_reasoning = true;
+          std::fwrite(ev.text.data(), 1, ev.text.size(), stderr);
+        } else {
+          if (in_reasoning) {
+            std::fputs(color ? "\x1b[0m\n" : "\n", stderr);
+            in_reasoning = false;
+          }
+          std::fwrite(ev.text.data(), 1, ev.text.size(), stdout);
+          std::fflush(stdout);
+        }
+        return true;
+      },
+      &st);
+  if (in_reasoning) std::fputs(color ? "\x1b[0m\n" : "\n", stderr);
+  if (!st.ok()) fail(st.message);
+  std::printf("\n");
+  const Timings& t = r.timings;
+  const double tps = t.decode_ms > 0 ? 1000.0 * double(t.decode_tokens) / t.decode_ms : 0.0;
+  std::fprintf(stderr, "vision %.0f ms | prefill %lld tokens in %.0f ms (%lld cached) | decode %lld tokens, %.1f tok/s\n",
+               t.vision_ms + t.load_images_ms, (long long)t.prefill_tokens, t.prefill_ms, (long long)r.cached_tokens,
+               (long long)r.completion_tokens, tps);
+  return 0;
+}
+
+}  // namespace
 
 int cmd_run(int argc, char** argv) {
-  std::fprintf(stderr, "qwen35 run: not available yet\n");
-  return 1;
+  try {
+    return run_run(argc, argv);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "qwen35 run: %s\n", e.what());
+    return 1;
+  }
 }
 
 }  // namespace qwen35::app
