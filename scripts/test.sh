@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: C++ unit and golden tests, API tests with the official openai
+# client, browser tests in headless Chromium. Installs and builds first (scripts/setup-debian.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup-debian.sh
+if [ ! -d tests/e2e/node_modules ]; then
+  (cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error)
+fi
+ctest --test-dir build --output-on-failure -j"$(nproc)" "$@"
