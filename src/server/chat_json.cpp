@@ -24,7 +24,12 @@ std::vector<uint8_t> read_local_image(const std::string& path, size_t max_bytes,
 
 std::vector<uint8_t> load_image_url(const std::string& url, const ImageSourcePolicy& policy, const std::string& where) {
   if (url.rfind("data:", 0) == 0) {
-    std::vector<uint8_t> bytes = decode_data_uri(url);
+    std::vector<uint8_t> bytes;
+    try {
+      bytes = decode_data_uri(url);
+    } catch (const Error& e) {
+      fail(where, ": ", e.what());
+    }
     if (bytes.size() > policy.max_image_bytes)
       fail(where, ": image is ", bytes.size(), " bytes, over the limit of ", policy.max_image_bytes);
     return bytes;
@@ -32,7 +37,11 @@ std::vector<uint8_t> load_image_url(const std::string& url, const ImageSourcePol
   if (url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0) {
     if (!policy.allow_remote || !policy.fetch_remote)
       fail(where, ": remote image URLs are disabled (start the server with --allow-remote-images, or send a data: URL)");
-    return policy.fetch_remote(url, policy.max_image_bytes);
+    try {
+      return policy.fetch_remote(url, policy.max_image_bytes);
+    } catch (const Error& e) {
+      fail(where, ": ", e.what());
+    }
   }
   if (policy.allow_local_files) {
     std::string path = url.rfind("file://", 0) == 0 ? url.substr(7) : url;
