@@ -1,0 +1,294 @@
+#include "server/openai_request.h"
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "server/api_error.h"
+
+namespace qwen35::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// The value of a field, or nullptr when it is absent or null (null means "default" in OpenAI's API).
+const json* field(const json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+const char* json_type_name(const json& v) {
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  if (v.is_object()) return "an object";
+  return "null";
+}
+
+[[noreturn]] void wrong_type(const std::string& param, const char* expected, const json& got) {
+  bad_field(param, param + " must be " + expected + ", got " + json_type_name(got), "invalid_type");
+}
+
+double number_of(const json& v, const std::string& param) {
+  if (!v.is_number()) wrong_type(param, "a number", v);
+  const double x = v.get<double>();
+  if (!std::isfinite(x)) bad_field(param, param + " must be finite", "invalid_value");
+  return x;
+}
+
+int64_t integer_of(const json& v, const std::string& param) {
+  if (v.is_number_integer()) {
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+      bad_field(param, param + " is too large", "invalid_value");
+    return v.get<int64_t>();
+  }
+  if (v.is_number_float()) {  // 16.0 is an integer; 16.5 is not
+    const double x = v.get<double>();
+    if (std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 9.0e15) return int64_t(x);
+  }
+  wrong_type(param, "an integer", v);
+}
+
+bool bool_of(const json& v, const std::string& param) {
+  if (!v.is_boolean()) wrong_type(param, "a boolean", v);
+  return v.get<bool>();
+}
+
+void check_range(double x, double lo, double hi, const std::string& param) {
+  if (x < lo || x > hi) {
+    std::ostringstream os;
+    os << param << " must be between " << lo << " and " << hi << ", got " << x;
+    bad_field(param, os.str(), "invalid_value");
+  }
+}
+
+// Sampling fields shared by both endpoints.
+void parse_sampling(const json& body, SamplingParams& p, const RequestPolicy& policy) {
+  if (const json* v = field(body, "temperature")) {
+    p.temperature = float(number_of(*v, "temperature"));
+    check_range(p.temperature, 0, 2, "temperature");
+  }
+  if (const json* v = field(body, "top_p")) {
+    p.top_p = float(number_of(*v, "top_p"));
+    check_range(p.top_p, 0, 1, "top_p");
+  }
+  if (const json* v = field(body, "top_k")) {
+    const int64_t k = integer_of(*v, "top_k");
+    if (k < -1) bad_field("top_k", "top_k must be >= 0 (0 or -1: off), got " + std::to_string(k), "invalid_value");
+    p.top_k = k <= 0 ? 0 : int(std::min<int64_t>(k, std::numeric_limits<int>::max()));
+  }
+  if (const json* v = field(body, "min_p")) {
+    p.min_p = float(number_of(*v, "min_p"));
+    check_range(p.min_p, 0, 1, "min_p");
+  }
+  if (const json* v = field(body, "presence_penalty")) {
+    p.presence_penalty = float(number_of(*v, "presence_penalty"));
+    check_range(p.presence_penalty, -2, 2, "presence_penalty");
+  }
+  if (const json* v = field(body, "frequency_penalty")) {
+    p.frequency_penalty = float(number_of(*v, "frequency_penalty"));
+    check_range(p.frequency_penalty, -2, 2, "frequency_penalty");
+  }
+  if (const json* v = field(body, "repetition_penalty")) {
+    p.repetition_penalty = float(number_of(*v, "repetition_penalty"));
+    if (!(p.repetition_penalty > 0) || p.repetition_penalty > 10)
+      bad_field("repetition_penalty", "repetition_penalty must be in (0, 10]", "invalid_value");
+  }
+  if (const json* v = field(body, "seed")) p.seed = uint64_t(integer_of(*v, "seed"));
+  if (const json* v = field(body, "stop")) {
+    if (v->is_string()) {
+      p.stop.push_back(v->get<std::string>());
+    } else if (v->is_array()) {
+      if (v->size() > policy.max_stop)
+        bad_field("stop", "stop has " + std::to_string(v->size()) + " strings, the limit is " +
+                              std::to_string(policy.max_stop), "invalid_value");
+      for (size_t i = 0; i < v->size(); ++i) {
+        const json& s = (*v)[i];
+        if (!s.is_string()) wrong_type("stop[" + std::to_string(i) + "]", "a string", s);
+        p.stop.push_back(s.get<std::string>());
+      }
+    } else {
+      wrong_type("stop", "a string or an array of strings", *v);
+    }
+    for (const std::string& s : p.stop)
+      if (s.empty()) bad_field("stop", "stop strings must not be empty", "invalid_value");
+  }
+  if (const json* v = field(body, "ignore_eos")) p.ignore_eos = bool_of(*v, "ignore_eos");
+}
+
+// max_tokens, or its newer name max_completion_tokens (which wins when both are given).
+void parse_max_tokens(const json& body, SamplingParams& p) {
+  for (const char* name : {"max_tokens", "max_completion_tokens"}) {
+    if (const json* v = field(body, name)) {
+      const int64_t n = integer_of(*v, name);
+      if (n < 0) bad_field(name, std::string(name) + " must be >= 0, got " + std::to_string(n), "invalid_value");
+      p.max_tokens = n;
+    }
+  }
+}
+
+void parse_stream(const json& body, bool& stream, bool& include_usage) {
+  if (const json* v = field(body, "stream")) stream = bool_of(*v, "stream");
+  if (const json* v = field(body, "stream_options")) {
+    if (!v->is_object()) wrong_type("stream_options", "an object", *v);
+    if (const json* u = field(*v, "include_usage")) include_usage = bool_of(*u, "stream_options.include_usage");
+  }
+}
+
+void parse_n(const json& body) {
+  if (const json* v = field(body, "n")) {
+    const int64_t n = integer_of(*v, "n");
+    if (n != 1) bad_field("n", "only n = 1 is supported, got " + std::to_string(n), "invalid_value");
+  }
+}
+
+// "messages[2].content[0].image_url.url: ..." -> "messages[2].content[0].image_url.url".
+std::string param_of_message_error(const std::string& message) {
+  if (message.rfind("messages", 0) != 0) return "messages";
+  const size_t end = message.find_first_of(" :");
+  return message.substr(0, end);
+}
+
+size_t count_images(const std::vector<ChatMessage>& messages) {
+  size_t n = 0;
+  for (const ChatMessage& m : messages)
+    for (const ContentPart& p : m.content) n += p.type == ContentPart::Type::kImage;
+  return n;
+}
+
+void parse_thinking(const json& body, ChatRequest& chat) {
+  if (const json* v = field(body, "enable_thinking")) chat.enable_thinking = bool_of(*v, "enable_thinking");
+  if (const json* kw = field(body, "chat_template_kwargs")) {
+    if (!kw->is_object()) wrong_type("chat_template_kwargs", "an object", *kw);
+    if (const json* v = field(*kw, "enable_thinking"))
+      chat.enable_thinking = bool_of(*v, "chat_template_kwargs.enable_thinking");
+    if (const json* v = field(*kw, "add_vision_id"))
+      chat.add_vision_id = bool_of(*v, "chat_template_kwargs.add_vision_id");
+  }
+}
+
+void parse_tools(const json& body, ChatRequest& chat) {
+  const json* tools = field(body, "tools");
+  if (!tools) return;
+  if (!tools->is_array()) wrong_type("tools", "an array", *tools);
+  for (size_t i = 0; i < tools->size(); ++i)
+    if (!(*tools)[i].is_object()) wrong_type("tools[" + std::to_string(i) + "]", "an object", (*tools)[i]);
+  if (const json* choice = field(body, "tool_choice")) {
+    if (!choice->is_string() && !choice->is_object()) wrong_type("tool_choice", "a string or an object", *choice);
+    if (choice->is_string() && *choice == "none") return;  // the model is not to call tools: do not offer them
+  }
+  if (!tools->empty()) chat.tools_json = tools->dump();
+}
+
+}  // namespace
+
+json parse_json_body(const std::string& body) {
+  json doc;
+  try {
+    doc = json::parse(body);
+  } catch (const nlohmann::json::exception& e) {
+    throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what(), "invalid_request_error", "",
+                   "invalid_json");
+  }
+  if (!doc.is_object())
+    throw ApiError(400, std::string("the request body must be a JSON object, got ") + json_type_name(doc),
+                   "invalid_request_error", "", "invalid_json");
+  return doc;
+}
+
+void check_model(const json& body, const std::string& model_id) {
+  const json* v = field(body, "model");
+  if (!v) return;
+  if (!v->is_string()) wrong_type("model", "a string", *v);
+  const std::string name = v->get<std::string>();
+  if (name.empty() || name == model_id) return;
+  throw ApiError(404, "The model '" + name + "' does not exist; this server serves '" + model_id + "'",
+                 "invalid_request_error", "model", "model_not_found");
+}
+
+ChatCompletionRequest parse_chat_completion(const json& body, const SamplingParams& defaults,
+                                            const RequestPolicy& policy) {
+  ChatCompletionRequest r;
+  check_model(body, policy.model_id);
+  const json* messages = field(body, "messages");
+  if (!messages) bad_field("messages", "messages is required", "missing_field");
+  try {
+    r.chat.messages = parse_messages(*messages, policy.images);
+  } catch (const ApiError&) {
+    throw;
+  } catch (const std::exception& e) {
+    bad_field(param_of_message_error(e.what()), e.what(), "invalid_value");
+  }
+  if (count_images(r.chat.messages) > policy.max_images)
+    bad_field("messages", "the request has " + std::to_string(count_images(r.chat.messages)) +
+                              " images, the limit is " + std::to_string(policy.max_images), "too_many_images");
+  parse_thinking(body, r.chat);
+  parse_tools(body, r.chat);
+  parse_n(body);
+
+  r.params = defaults;
+  r.params.max_tokens = -1;
+  r.params.stop.clear();
+  parse_sampling(body, r.params, policy);
+  parse_max_tokens(body, r.params);
+  if (const json* v = field(body, "logprobs")) r.params.logprobs = bool_of(*v, "logprobs");
+  if (const json* v = field(body, "top_logprobs")) {
+    const int64_t k = integer_of(*v, "top_logprobs");
+    if (k < 0 || k > 20) bad_field("top_logprobs", "top_logprobs must be between 0 and 20", "invalid_value");
+    if (!r.params.logprobs && k > 0)
+      bad_field("top_logprobs", "top_logprobs needs logprobs set to true", "invalid_value");
+    r.params.top_logprobs = int(k);
+  }
+  parse_stream(body, r.stream, r.include_usage);
+  return r;
+}
+
+CompletionRequest parse_completion(const json& body, const SamplingParams& defaults, const RequestPolicy& policy) {
+  CompletionRequest r;
+  check_model(body, policy.model_id);
+  const json* prompt = field(body, "prompt");
+  if (!prompt) bad_field("prompt", "prompt is required", "missing_field");
+  // A string, a list of ids, or a batch of exactly one of those.
+  const json* p = prompt;
+  if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) p = &(*p)[0];
+  else if (p->is_array() && !p->empty() && ((*p)[0].is_string() || (*p)[0].is_array()))
+    bad_field("prompt", "batched prompts are not supported: send one prompt per request", "invalid_value");
+  if (p->is_string()) {
+    r.prompt_text = p->get<std::string>();
+    if (r.prompt_text.empty()) bad_field("prompt", "prompt must not be empty", "invalid_value");
+  } else if (p->is_array()) {
+    if (p->empty()) bad_field("prompt", "prompt must not be empty", "invalid_value");
+    r.prompt_is_text = false;
+    for (size_t i = 0; i < p->size(); ++i) {
+      const int64_t id = integer_of((*p)[i], "prompt[" + std::to_string(i) + "]");
+      if (id < 0 || id > std::numeric_limits<int32_t>::max())
+        bad_field("prompt", "token id " + std::to_string(id) + " is out of range", "invalid_value");
+      r.prompt_ids.push_back(int32_t(id));
+    }
+  } else {
+    wrong_type("prompt", "a string or an array of token ids", *prompt);
+  }
+  parse_n(body);
+  if (const json* v = field(body, "echo")) r.echo = bool_of(*v, "echo");
+  if (const json* v = field(body, "best_of")) {
+    if (integer_of(*v, "best_of") != 1) bad_field("best_of", "only best_of = 1 is supported", "invalid_value");
+  }
+
+  r.params = defaults;
+  r.params.max_tokens = 16;
+  r.params.stop.clear();
+  parse_sampling(body, r.params, policy);
+  parse_max_tokens(body, r.params);
+  if (const json* v = field(body, "logprobs")) {  // legacy API: an integer 0..5 of alternatives
+    const int64_t k = v->is_boolean() ? (v->get<bool>() ? 0 : -1) : integer_of(*v, "logprobs");
+    if (k > 5 || k < -1) bad_field("logprobs", "logprobs must be between 0 and 5", "invalid_value");
+    r.params.logprobs = k >= 0;
+    r.params.top_logprobs = int(std::max<int64_t>(k, 0));
+  }
+  parse_stream(body, r.stream, r.include_usage);
+  return r;
+}
+
+}  // namespace qwen35::server

@@ -1,0 +1,56 @@
+// OpenAI request bodies -> public request types. Every problem is an ApiError naming the field
+// (param) with code "invalid_json", "invalid_type", "invalid_value", "missing_field",
+// "model_not_found", ...; unknown extra fields are ignored, as OpenAI-compatible servers do.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "qwen35/engine.h"
+#include "server/chat_json.h"
+
+namespace qwen35::server {
+
+struct RequestPolicy {
+  std::string model_id;         // the one served model; "" or this id is accepted, others are 404
+  ImageSourcePolicy images;     // data: URLs always; http(s) with --allow-remote-images
+  size_t max_images = 16;       // images per request
+  size_t max_stop = 16;         // stop strings per request
+};
+
+struct ChatCompletionRequest {
+  ChatRequest chat;
+  SamplingParams params;
+  bool stream = false;
+  bool include_usage = false;   // stream_options.include_usage
+};
+
+struct CompletionRequest {
+  bool prompt_is_text = true;
+  std::string prompt_text;          // tokenized without a template by the caller
+  std::vector<int32_t> prompt_ids;  // a prompt given as token ids
+  SamplingParams params;
+  bool stream = false;
+  bool include_usage = false;
+  bool echo = false;                // prepend the prompt text to the answer
+};
+
+// Parses a request body as JSON with key order kept (tool arguments reach the template as
+// written); throws 400 "invalid_json" when it is not a JSON object.
+nlohmann::ordered_json parse_json_body(const std::string& body);
+
+// Throws 404 "model_not_found" unless `model` is absent, null, "" or the served id.
+void check_model(const nlohmann::ordered_json& body, const std::string& model_id);
+
+// POST /v1/chat/completions. `defaults` are the model's sampling defaults.
+ChatCompletionRequest parse_chat_completion(const nlohmann::ordered_json& body, const SamplingParams& defaults,
+                                            const RequestPolicy& policy);
+
+// POST /v1/completions (max_tokens defaults to 16, as in OpenAI's API).
+CompletionRequest parse_completion(const nlohmann::ordered_json& body, const SamplingParams& defaults,
+                                   const RequestPolicy& policy);
+
+}  // namespace qwen35::server

@@ -1,0 +1,304 @@
+// Request parsing: every field read into the public types, every bad field answered with the
+// right status, param and code.
+#include <gtest/gtest.h>
+
+#include "server/api_error.h"
+#include "server/openai_request.h"
+
+namespace qwen35::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+RequestPolicy policy() {
+  RequestPolicy p;
+  p.model_id = "tiny-qwen35";
+  p.max_images = 2;
+  return p;
+}
+
+SamplingParams defaults() {
+  SamplingParams p;
+  p.temperature = 0.7f;
+  p.top_p = 0.8f;
+  p.top_k = 20;
+  return p;
+}
+
+json chat(json extra = json::object()) {
+  json body = {{"model", "tiny-qwen35"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}};
+  for (auto& [k, v] : extra.items()) body[k] = v;
+  return body;
+}
+
+struct Expected {
+  int status;
+  std::string param;
+  std::string code;
+};
+
+Expected chat_error(const json& body) {
+  try {
+    parse_chat_completion(body, defaults(), policy());
+  } catch (const ApiError& e) {
+    return {e.status, e.param, e.code};
+  }
+  return {0, "", ""};
+}
+
+Expected completion_error(const json& body) {
+  try {
+    parse_completion(body, defaults(), policy());
+  } catch (const ApiError& e) {
+    return {e.status, e.param, e.code};
+  }
+  return {0, "", ""};
+}
+
+#define EXPECT_API_ERROR(expr, st, prm, cd)    \
+  do {                                          \
+    const Expected e_ = (expr);                 \
+    EXPECT_EQ(e_.status, st) << #expr;          \
+    EXPECT_EQ(e_.param, prm) << #expr;          \
+    EXPECT_EQ(e_.code, cd) << #expr;            \
+  } while (0)
+
+TEST(OpenAIRequest, ChatFieldsReachThePublicTypes) {
+  json body = chat({{"temperature", 0.5},
+                    {"top_p", 0.9},
+                    {"top_k", 5},
+                    {"min_p", 0.1},
+                    {"presence_penalty", 0.5},
+                    {"frequency_penalty", -0.5},
+                    {"repetition_penalty", 1.1},
+                    {"seed", 42},
+                    {"stop", {"a", "b"}},
+                    {"max_tokens", 7},
+                    {"logprobs", true},
+                    {"top_logprobs", 3},
+                    {"stream", true},
+                    {"stream_options", {{"include_usage", true}}},
+                    {"chat_template_kwargs", {{"enable_thinking", false}}},
+                    {"tools", json::array({{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", {{"z", 1}, {"a", 2}}}}}}})},
+                    {"some_future_field", {{"anything", 1}}}});
+  ChatCompletionRequest r = parse_chat_completion(body, defaults(), policy());
+  EXPECT_FLOAT_EQ(r.params.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(r.params.top_p, 0.9f);
+  EXPECT_EQ(r.params.top_k, 5);
+  EXPECT_FLOAT_EQ(r.params.min_p, 0.1f);
+  EXPECT_FLOAT_EQ(r.params.presence_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(r.params.frequency_penalty, -0.5f);
+  EXPECT_FLOAT_EQ(r.params.repetition_penalty, 1.1f);
+  ASSERT_TRUE(r.params.seed.has_value());
+  EXPECT_EQ(*r.params.seed, 42u);
+  EXPECT_EQ(r.params.stop, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(r.params.max_tokens, 7);
+  EXPECT_TRUE(r.params.logprobs);
+  EXPECT_EQ(r.params.top_logprobs, 3);
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  ASSERT_TRUE(r.chat.enable_thinking.has_value());
+  EXPECT_FALSE(*r.chat.enable_thinking);
+  // Key order survives into the template's tools JSON.
+  EXPECT_NE(r.chat.tools_json.find("{\"z\":1,\"a\":2}"), std::string::npos) << r.chat.tools_json;
+  ASSERT_EQ(r.chat.messages.size(), 1u);
+  EXPECT_EQ(r.chat.messages[0].role, "user");
+}
+
+TEST(OpenAIRequest, ChatDefaults) {
+  ChatCompletionRequest r = parse_chat_completion(chat(), defaults(), policy());
+  EXPECT_FLOAT_EQ(r.params.temperature, 0.7f);  // the model's generation_config
+  EXPECT_EQ(r.params.top_k, 20);
+  EXPECT_EQ(r.params.max_tokens, -1);
+  EXPECT_FALSE(r.params.seed.has_value());
+  EXPECT_FALSE(r.stream);
+  EXPECT_FALSE(r.include_usage);
+  EXPECT_FALSE(r.chat.enable_thinking.has_value());
+  EXPECT_TRUE(r.chat.tools_json.empty());
+}
+
+TEST(OpenAIRequest, MaxCompletionTokensAndTopLevelThinking) {
+  ChatCompletionRequest r =
+      parse_chat_completion(chat({{"max_completion_tokens", 9}, {"enable_thinking", true}, {"stop", "x"}}), defaults(), policy());
+  EXPECT_EQ(r.params.max_tokens, 9);
+  ASSERT_TRUE(r.chat.enable_thinking.has_value());
+  EXPECT_TRUE(*r.chat.enable_thinking);
+  EXPECT_EQ(r.params.stop, std::vector<std::string>{"x"});
+  // null means "default" for every optional field
+  r = parse_chat_completion(chat({{"max_tokens", nullptr}, {"temperature", nullptr}, {"stop", nullptr}, {"model", nullptr}}),
+                            defaults(), policy());
+  EXPECT_EQ(r.params.max_tokens, -1);
+  EXPECT_FLOAT_EQ(r.params.temperature, 0.7f);
+  // 5.0 is an integer
+  r = parse_chat_completion(chat({{"max_tokens", 5.0}}), defaults(), policy());
+  EXPECT_EQ(r.params.max_tokens, 5);
+}
+
+TEST(OpenAIRequest, ToolChoiceNoneDropsTools) {
+  json tools = json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}});
+  EXPECT_TRUE(parse_chat_completion(chat({{"tools", tools}, {"tool_choice", "none"}}), defaults(), policy()).chat.tools_json.empty());
+  EXPECT_FALSE(parse_chat_completion(chat({{"tools", tools}, {"tool_choice", "auto"}}), defaults(), policy()).chat.tools_json.empty());
+}
+
+TEST(OpenAIRequest, ModelMustBeTheServedOneOrAbsent) {
+  EXPECT_EQ(chat_error(chat({{"model", ""}})).status, 0);
+  json no_model = chat();
+  no_model.erase("model");
+  EXPECT_EQ(chat_error(no_model).status, 0);
+  EXPECT_API_ERROR(chat_error(chat({{"model", "gpt-4o"}})), 404, "model", "model_not_found");
+  EXPECT_API_ERROR(chat_error(chat({{"model", 3}})), 400, "model", "invalid_type");
+  EXPECT_API_ERROR(completion_error({{"model", "other"}, {"prompt", "x"}}), 404, "model", "model_not_found");
+}
+
+TEST(OpenAIRequest, WrongTypesAre400WithTheFieldNamed) {
+  EXPECT_API_ERROR(chat_error(chat({{"temperature", "hot"}})), 400, "temperature", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"top_p", true}})), 400, "top_p", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"top_k", 1.5}})), 400, "top_k", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"min_p", "0.1"}})), 400, "min_p", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"presence_penalty", json::array()}})), 400, "presence_penalty", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"frequency_penalty", json::object()}})), 400, "frequency_penalty", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"repetition_penalty", "1"}})), 400, "repetition_penalty", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"seed", "42"}})), 400, "seed", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"max_tokens", "10"}})), 400, "max_tokens", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"max_completion_tokens", 2.5}})), 400, "max_completion_tokens", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"stop", 5}})), 400, "stop", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"stop", {"a", 1}}})), 400, "stop[1]", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"logprobs", 1}})), 400, "logprobs", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"logprobs", true}, {"top_logprobs", "2"}})), 400, "top_logprobs", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"stream", "yes"}})), 400, "stream", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"stream_options", true}})), 400, "stream_options", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"stream_options", {{"include_usage", "y"}}}})), 400,
+                   "stream_options.include_usage", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"chat_template_kwargs", "x"}})), 400, "chat_template_kwargs", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"chat_template_kwargs", {{"enable_thinking", "no"}}}})), 400,
+                   "chat_template_kwargs.enable_thinking", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"enable_thinking", 0}})), 400, "enable_thinking", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"tools", {{"type", "function"}}}})), 400, "tools", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"tools", {1}}})), 400, "tools[0]", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"n", "1"}})), 400, "n", "invalid_type");
+}
+
+TEST(OpenAIRequest, BadValuesAre400WithTheFieldNamed) {
+  EXPECT_API_ERROR(chat_error(chat({{"max_tokens", -1}})), 400, "max_tokens", "invalid_value");
+  EXPECT_API_ERROR(chat_error(chat({{"max_completion_tokens", -5}})), 400, "max_completion_tokens", "invalid_value");
+  EXPECT_API_ERROR(chat_error(chat({{"temperature", -0.1}})), 400, "temperature", "invalid_value");
+  EXPECT_API_ERROR(chat_error(chat({{"temperature", 2.5}})), 400, "temperature", "invalid_value");
+  EXPECT_API_ERROR(chat_error(chat({{"top_p", 1.5}})), 400, "top_p", "invalid_value");
+  EXPECT_API_ERROR(chat_error(chat({{"top_k", -2}})), 400, "top_k", "invalid_value");
+  EXPECT_API_ERROR(chat_error(chat({{"min_p", 2}})), 400, "min_p", "invalid_value");
+  EXPECT_API_ERROR(chat_error(chat({{"presence_penalty", 3}})), 400, "presence_penalty", "invalid_value");
+  EXPECT_API_ERROR(chat_error(chat({{"repetition_penalty", 0}})), 400, "repetition_penalty", "invalid_value");
+  EXPECT_API_ERROR(chat_error(chat({{"stop", {""}}})), 400, "stop", "invalid_value");
+  EXPECT_API_ERROR(chat_error(chat({{"stop", json::array({"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11",
+                                                          "12", "13", "14", "15", "16", "17"})}})),
+                   400, "stop", "invalid_value");
+  EXPECT_API_ERROR(chat_error(chat({{"logprobs", true}, {"top_logprobs", 21}})), 400, "top_logprobs", "invalid_value");
+  EXPECT_API_ERROR(chat_error(chat({{"top_logprobs", 2}})), 400, "top_logprobs", "invalid_value");  // without logprobs
+  EXPECT_API_ERROR(chat_error(chat({{"n", 2}})), 400, "n", "invalid_value");
+  EXPECT_EQ(chat_error(chat({{"top_k", -1}})).status, 0);  // -1: off, as in vLLM
+  EXPECT_EQ(chat_error(chat({{"max_tokens", 0}})).status, 0);
+}
+
+TEST(OpenAIRequest, MessagesProblemsNameTheMessage) {
+  json body = chat();
+  body.erase("messages");
+  EXPECT_API_ERROR(chat_error(body), 400, "messages", "missing_field");
+  EXPECT_API_ERROR(chat_error(chat({{"messages", "hi"}})), 400, "messages", "invalid_value");
+  EXPECT_API_ERROR(chat_error(chat({{"messages", json::array()}})), 400, "messages", "invalid_value");
+  EXPECT_API_ERROR(chat_error(chat({{"messages", {{{"role", "wizard"}, {"content", "x"}}}}})), 400, "messages[0].role",
+                   "invalid_value");
+  EXPECT_API_ERROR(chat_error(chat({{"messages", {{{"role", "user"}, {"content", "a"}}, {{"role", "user"}}}}})), 400,
+                   "messages[1].content", "invalid_value");
+  json bad_b64 = {{{"role", "user"},
+                   {"content", {{{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64,@@@@"}}}}}}}};
+  EXPECT_API_ERROR(chat_error(chat({{"messages", bad_b64}})), 400, "messages[0].content[0].image_url.url", "invalid_value");
+  json remote = {{{"role", "user"},
+                  {"content", {{{"type", "image_url"}, {"image_url", {{"url", "http://example.com/a.png"}}}}}}}};
+  EXPECT_API_ERROR(chat_error(chat({{"messages", remote}})), 400, "messages[0].content[0].image_url.url", "invalid_value");
+  json local = {{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", {{"url", "/etc/passwd"}}}}}}}};
+  EXPECT_API_ERROR(chat_error(chat({{"messages", local}})), 400, "messages[0].content[0].image_url.url", "invalid_value");
+}
+
+TEST(OpenAIRequest, ImageCountIsLimited) {
+  json part = {{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64,iVBORw0KGgo="}}}};
+  json two = {{{"role", "user"}, {"content", {part, part}}}};
+  json three = {{{"role", "user"}, {"content", {part, part, part}}}};
+  EXPECT_EQ(chat_error(chat({{"messages", two}})).status, 0);
+  EXPECT_API_ERROR(chat_error(chat({{"messages", three}})), 400, "messages", "too_many_images");
+}
+
+TEST(OpenAIRequest, CompletionPrompts) {
+  CompletionRequest r = parse_completion({{"prompt", "hello"}}, defaults(), policy());
+  EXPECT_TRUE(r.prompt_is_text);
+  EXPECT_EQ(r.prompt_text, "hello");
+  EXPECT_EQ(r.params.max_tokens, 16);  // OpenAI's default for completions
+  r = parse_completion({{"prompt", {1, 2, 3}}, {"max_tokens", 4}, {"logprobs", 2}, {"echo", true}}, defaults(), policy());
+  EXPECT_FALSE(r.prompt_is_text);
+  EXPECT_EQ(r.prompt_ids, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(r.params.max_tokens, 4);
+  EXPECT_TRUE(r.params.logprobs);
+  EXPECT_EQ(r.params.top_logprobs, 2);
+  EXPECT_TRUE(r.echo);
+  r = parse_completion({{"prompt", {"only one"}}}, defaults(), policy());
+  EXPECT_EQ(r.prompt_text, "only one");
+  r = parse_completion({{"prompt", {{5, 6}}}}, defaults(), policy());
+  EXPECT_EQ(r.prompt_ids, (std::vector<int32_t>{5, 6}));
+}
+
+TEST(OpenAIRequest, CompletionErrors) {
+  EXPECT_API_ERROR(completion_error(json::object()), 400, "prompt", "missing_field");
+  EXPECT_API_ERROR(completion_error({{"prompt", 5}}), 400, "prompt", "invalid_type");
+  EXPECT_API_ERROR(completion_error({{"prompt", ""}}), 400, "prompt", "invalid_value");
+  EXPECT_API_ERROR(completion_error({{"prompt", json::array()}}), 400, "prompt", "invalid_value");
+  EXPECT_API_ERROR(completion_error({{"prompt", {"a", "b"}}}), 400, "prompt", "invalid_value");
+  EXPECT_API_ERROR(completion_error({{"prompt", {1, -2}}}), 400, "prompt", "invalid_value");
+  EXPECT_API_ERROR(completion_error({{"prompt", {1, "x"}}}), 400, "prompt[1]", "invalid_type");
+  EXPECT_API_ERROR(completion_error({{"prompt", "x"}, {"max_tokens", -3}}), 400, "max_tokens", "invalid_value");
+  EXPECT_API_ERROR(completion_error({{"prompt", "x"}, {"logprobs", 6}}), 400, "logprobs", "invalid_value");
+  EXPECT_API_ERROR(completion_error({{"prompt", "x"}, {"echo", "yes"}}), 400, "echo", "invalid_type");
+  EXPECT_API_ERROR(completion_error({{"prompt", "x"}, {"temperature", "1"}}), 400, "temperature", "invalid_type");
+}
+
+TEST(OpenAIRequest, BodyMustBeAJsonObject) {
+  auto code_of = [](const std::string& text) {
+    try {
+      parse_json_body(text);
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status, 400);
+      return e.code;
+    }
+    return std::string("ok");
+  };
+  EXPECT_EQ(code_of("{\"a\": 1"), "invalid_json");
+  EXPECT_EQ(code_of(""), "invalid_json");
+  EXPECT_EQ(code_of("[1, 2]"), "invalid_json");
+  EXPECT_EQ(code_of("\"text\""), "invalid_json");
+  EXPECT_EQ(code_of("{\"b\": 1, \"a\": 2}"), "ok");
+  EXPECT_EQ(parse_json_body("{\"b\": 1, \"a\": 2}").begin().key(), "b");  // order kept
+}
+
+TEST(OpenAIRequest, ErrorObjectShape) {
+  const auto j = error_json(ApiError(400, "bad", "invalid_request_error", "top_p", "invalid_value"));
+  EXPECT_EQ(j["error"]["message"], "bad");
+  EXPECT_EQ(j["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(j["error"]["param"], "top_p");
+  EXPECT_EQ(j["error"]["code"], "invalid_value");
+  const auto k = error_json(503, "loading", "");
+  EXPECT_EQ(k["error"]["type"], "unavailable_error");
+  EXPECT_TRUE(k["error"]["param"].is_null());
+  EXPECT_TRUE(k["error"]["code"].is_null());
+}
+
+TEST(OpenAIRequest, EngineStatusMapping) {
+  EXPECT_EQ(api_error_from(Status::Error(StatusCode::kInvalidArgument, "broken image")).status, 400);
+  const ApiError ctx = api_error_from(Status::Error(StatusCode::kContextOverflow, "too long"));
+  EXPECT_EQ(ctx.status, 400);
+  EXPECT_EQ(ctx.code, "context_length_exceeded");
+  EXPECT_NE(std::string(ctx.what()).find("too long"), std::string::npos);
+  EXPECT_EQ(api_error_from(Status::Error(StatusCode::kUnavailable, "stopping")).status, 503);
+  EXPECT_EQ(api_error_from(Status::Error(StatusCode::kInternal, "oops")).status, 500);
+  EXPECT_EQ(api_error_from(Status::Error(StatusCode::kNotFound, "gone")).status, 404);
+}
+
+}  // namespace
+}  // namespace qwen35::server
