@@ -107,13 +107,24 @@ test('a message gets a streamed answer that grows, then a speed line', async () 
   assert.deepEqual(body.messages, [{ role: 'user', content: 'Hello there, who are you?' }]);
   await screenshot(page, 'answer');
 
-  // A second turn sends the whole conversation, the first answer as an assistant turn.
+  // A second turn sends the whole conversation, the first answer as an assistant turn with
+  // exactly the text that streamed in (as kept in localStorage; the page shows it as Markdown).
+  const stored = await page.evaluate(() => JSON.parse(localStorage.getItem('qwen35.conv.' + localStorage.getItem('qwen35.current'))));
+  const answer = stored.messages[1].content;
+  assert.ok(answer.length > 0);
+  const rendered = await page.evaluate(async (text) => {
+    const [{ parseMarkdown }, { toDom }] = await Promise.all([import('/markdown.js'), import('/dom.js')]);
+    const div = document.createElement('div');
+    div.append(toDom(parseMarkdown(text)));
+    return div.textContent;
+  }, answer);
+  assert.equal(content, rendered, 'the page shows the whole answer');
   await sendMessage(page, 'And then?');
   await waitForAnswer(page);
   assert.equal(requests.length, 2);
   const turns = requests[1].messages;
   assert.deepEqual(turns.map((m) => m.role), ['user', 'assistant', 'user']);
-  assert.equal(turns[1].content, content);
+  assert.deepEqual(turns[1], { role: 'assistant', content: answer });
   assert.equal(await page.getByTestId('message-assistant').count(), 2);
   assert.deepEqual(errors, []);
 });
