@@ -128,9 +128,9 @@ size_t Sampler::nucleus(size_t n, double target) {
   return hi;  // n if never reached, or a rounding difference between the two summation orders
 }
 
-int32_t Sampler::sample_filtered(const float* logits) {
+size_t Sampler::filter(const float* logits) {
   const float inv_t = 1.0f / params_.temperature;
-  if (!std::isfinite(inv_t)) return argmax(logits);  // temperature so small it is greedy
+  if (!std::isfinite(inv_t)) return 0;  // temperature so small it is greedy
 
   // Weights relative to the best token: w = p / p_max = exp((l - max) / T), so w_max == 1 and
   // min_p compares w directly. `total` is the mass of all top_k survivors: top_p needs it even
@@ -164,7 +164,7 @@ int32_t Sampler::sample_filtered(const float* logits) {
     }
     float max_logit = cand_[0].value;
     for (size_t j = 1; j < k; ++j) max_logit = std::max(max_logit, cand_[j].value);
-    if (!std::isfinite(max_logit)) return argmax(logits);  // all -inf, or an inf/NaN row
+    if (!std::isfinite(max_logit)) return 0;  // all -inf, or an inf/NaN row
     for (size_t j = 0; j < k; ++j) {
       const float w = std::exp((cand_[j].value - max_logit) * inv_t);
       total += w;
@@ -172,7 +172,7 @@ int32_t Sampler::sample_filtered(const float* logits) {
     }
   } else {
     const float max_logit = logits[argmax(logits)];
-    if (!std::isfinite(max_logit)) return argmax(logits);
+    if (!std::isfinite(max_logit)) return 0;
     for (int64_t i = 0; i < vocab_; ++i) {
       const float w = std::exp((logits[i] - max_logit) * inv_t);
       total += w;
@@ -185,7 +185,12 @@ int32_t Sampler::sample_filtered(const float* logits) {
   // nucleus among the min_p survivors (against the full mass) gives the shorter of the two
   // prefixes: exactly what the two filters in sequence keep.
   if (params_.top_p < 1.0f) n = nucleus(n, double(params_.top_p) * total);
+  return n;
+}
 
+int32_t Sampler::sample_filtered(const float* logits) {
+  const size_t n = filter(logits);
+  if (n == 0) return argmax(logits);
   // Draw from the renormalised survivors, in their (deterministic) array order.
   double mass = 0.0;
   for (size_t j = 0; j < n; ++j) mass += cand_[j].value;
@@ -228,6 +233,22 @@ void Sampler::fill_logprob(const float* raw, int32_t token, TokenLogprob* out) {
   out->logprob = float(double(raw[token]) - lse);
   out->top.clear();
   for (size_t j = 0; j < have; ++j) out->top.emplace_back(top_[j].id, float(double(top_[j].value) - lse));
+}
+
+std::vector<std::pair<int32_t, double>> Sampler::distribution(float* logits) {
+  for (size_t j = 0; j < seen_.size(); ++j) saved_[j] = logits[seen_[j]];
+  penalize(logits);
+  const size_t n = greedy_ ? 0 : filter(logits);
+  std::vector<std::pair<int32_t, double>> out;
+  if (n == 0) {
+    out.emplace_back(argmax(logits), 1.0);
+  } else {
+    double mass = 0.0;
+    for (size_t j = 0; j < n; ++j) mass += cand_[j].value;
+    for (size_t j = 0; j < n; ++j) out.emplace_back(cand_[j].id, cand_[j].value / mass);
+  }
+  for (size_t j = 0; j < seen_.size(); ++j) logits[seen_[j]] = saved_[j];
+  return out;
 }
 
 int32_t Sampler::sample(float* logits, TokenLogprob* logprob) {

@@ -22,17 +22,19 @@
 // candidates' order, and so which token a given draw lands on, is the same everywhere. Same
 // seed and same logits -> same tokens, on any machine with the same libm (std::exp).
 //
-// Cost (248k vocabulary): nothing is sorted. Candidates are compared by (weight descending, id
-// ascending), a total order; top_k is a quickselect, top_p a quickselect that tracks the mass
-// on each side of the pivot (expected linear time for any nucleus size), min_p one filtering
-// pass. Greedy is a single argmax pass. Buffers are members sized once, so sample() does not
-// allocate after the first call (apart from the caller's TokenLogprob::top).
+// Cost (248k vocabulary): the vocabulary is never sorted. Candidates are compared by (weight
+// descending, id ascending), a total order; top_k is one pass with a k-heap (k <= 256) or a
+// quickselect, top_p a quickselect that tracks the mass on each side of the pivot (expected
+// linear time for any nucleus size), min_p one filtering pass. Greedy is a single argmax pass.
+// Buffers are members sized once, so sample() does not allocate after the first call (apart
+// from the caller's TokenLogprob::top).
 //
 // Thread contract: one Sampler per generation, used by one thread.
 #pragma once
 
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "qwen35/engine.h"
@@ -60,8 +62,14 @@ class Sampler {
   int32_t sample(float* logits, TokenLogprob* logprob);
 
   // Records a generated token for the penalties. Out-of-range ids are ignored, and nothing is
-  // recorded when no penalty is active.
+  // recorded when no penalty is active. There is no un-accept: with speculative or prompt-lookup
+  // decoding, accept only the tokens that stay in the timeline.
   void accept(int32_t token);
+
+  // The distribution sample() would draw from for these logits, after penalties and filters:
+  // (token, probability) in draw order; one (argmax, 1) when the choice is greedy. Draws nothing
+  // and leaves the logits as they were. For tests and diagnostics (it allocates).
+  std::vector<std::pair<int32_t, double>> distribution(float* logits);
 
   // Step 1 alone: applies the penalties for the accepted tokens to logits[vocab_size] in place
   // (only the accepted tokens change). sample() uses it and then undoes it.
@@ -82,6 +90,10 @@ class Sampler {
   }
 
   int32_t argmax(const float* logits) const;
+  // Steps 2-3 up to the draw: leaves the survivors' weights in cand_[0, n) and returns n, or 0
+  // when the row cannot be sampled (temperature underflow, non-finite maximum) and the choice
+  // falls back to argmax.
+  size_t filter(const float* logits);
   int32_t sample_filtered(const float* logits);
   // Splits cand_[lo, hi) around a pivot: better ones first. Returns the pivot's index.
   size_t partition(size_t lo, size_t hi);
