@@ -155,6 +155,7 @@ test('speed line from usage and timings', () => {
   const t = statsFrom(null, { prompt_n: 10, prompt_ms: 100, predicted_n: 5, predicted_ms: 250, cached_n: 0, vision_ms: 12.4 });
   assert.equal(formatStats(t), 'prefill 100 tok/s \u00b7 decode 20.0 tok/s \u00b7 cached 0 tok \u00b7 10 in, 5 out \u00b7 vision 12 ms');
   assert.equal(formatStats(statsFrom({ prompt_tokens: 3, completion_tokens: 1 }, undefined)), '3 in, 1 out');
+  assert.ok(!formatStats(statsFrom(null, { vision_ms: 0.0001 })).includes('vision'), 'text-only turns show no vision time');
   assert.equal(formatStats(null), '');
 });
 

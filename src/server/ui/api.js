@@ -190,6 +190,6 @@ export function formatStats(s) {
   if (s.decodePerSecond != null) parts.push(`decode ${fmt(s.decodePerSecond)} tok/s`);
   if (s.cachedTokens != null) parts.push(`cached ${s.cachedTokens} tok`);
   if (s.promptTokens != null && s.completionTokens != null) parts.push(`${s.promptTokens} in, ${s.completionTokens} out`);
-  if (s.visionMs) parts.push(`vision ${s.visionMs.toFixed(0)} ms`);
+  if (s.visionMs >= 0.5) parts.push(`vision ${s.visionMs.toFixed(0)} ms`);  // text-only turns report ~0
   return parts.join(' · ');
 }
