@@ -45,10 +45,12 @@ template <DType D>
 void matmul_avx2(const float* x, int64_t T, int64_t xs, const WeightMatrix& w, int64_t o_begin, int64_t o_end,
                  float* y, int64_t ys) {
   const int64_t n = w.cols, n8 = n & ~int64_t(7);
-  for (int64_t t0 = 0; t0 < T; t0 += 4) {
-    const int64_t tn = std::min<int64_t>(4, T - t0);
-    for (int64_t o = o_begin; o < o_end; ++o) {
-      const void* wr = w.row(o);
+  // Rows outside, tokens inside: each weight row comes from memory once and is reused from L1
+  // for every group of 4 tokens.
+  for (int64_t o = o_begin; o < o_end; ++o) {
+    const void* wr = w.row(o);
+    for (int64_t t0 = 0; t0 < T; t0 += 4) {
+      const int64_t tn = std::min<int64_t>(4, T - t0);
       __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
       for (int64_t i = 0; i < n8; i += 8) {
         __m256 wv = load8<D>(wr, i);

@@ -35,10 +35,12 @@ void matmul_avx512(const float* x, int64_t T, int64_t xs, const WeightMatrix& w,
                    float* y, int64_t ys) {
   const int64_t n = w.cols, n16 = n & ~int64_t(15);
   const __mmask16 tail = __mmask16((1u << (n - n16)) - 1);
-  for (int64_t t0 = 0; t0 < T; t0 += 4) {
-    const int64_t tn = std::min<int64_t>(4, T - t0);
-    for (int64_t o = o_begin; o < o_end; ++o) {
-      const void* wr = w.row(o);
+  // Rows outside, tokens inside: each weight row comes from memory once and is reused from L1
+  // for every group of 4 tokens.
+  for (int64_t o = o_begin; o < o_end; ++o) {
+    const void* wr = w.row(o);
+    for (int64_t t0 = 0; t0 < T; t0 += 4) {
+      const int64_t tn = std::min<int64_t>(4, T - t0);
       __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
       for (int64_t i = 0; i < n16; i += 16) {
         __m512 wv = load16<D>(wr, i);

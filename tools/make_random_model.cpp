@@ -1,0 +1,267 @@
+// make_random_model: writes a Qwen3.5 checkpoint folder with random weights at the shapes of a
+// config.json (default: the real 9B config), in the Hugging Face layout (sharded safetensors +
+// index), for benchmarks and memory planning. Speed depends on shapes, not values.
+//
+//   make_random_model --out /tmp/qwen35-9b-random [--config tests/data/configs/qwen3.5-9b.json]
+//                     [--layers N] [--no-vision] [--shard-gib 4] [--seed 1]
+//
+// Tokenizer and processor files are copied from the bundled tiny model (same vocabulary size and
+// special ids). Values are drawn so activations stay finite: matrices ~ U(-a, a) with
+// a = sqrt(3 / fan_in) * 0.5, norm weights 0 (the decoder multiplies by 1 + w), DeltaNet decays
+// like the tiny model's.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "model/config.h"
+
+namespace fs = std::filesystem;
+using qwen35::fail;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+enum class Init { kMatrix, kZero, kOne, kALog, kDtBias, kConv, kSmall };
+
+struct Spec {
+  std::string name;
+  std::vector<int64_t> shape;
+  bool f32;  // stored as F32 (A_log and the DeltaNet norm, as in the real checkpoints)
+  Init init;
+};
+
+struct Rng {
+  uint64_t s;
+  uint64_t next() {  // splitmix64
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  float uniform() { return float(next() >> 40) / float(1ull << 24); }  // [0, 1)
+};
+
+std::vector<Spec> text_tensors(const qwen35::TextConfig& c, const std::string& p, bool tied) {
+  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
+  std::vector<Spec> t = {{p + "embed_tokens.weight", {V, H}, false, Init::kMatrix},
+                         {p + "norm.weight", {H}, false, Init::kZero}};
+  if (!tied) t.push_back({"lm_head.weight", {V, H}, false, Init::kMatrix});
+  for (int i = 0; i < c.num_layers; ++i) {
+    const std::string l = p + "layers." + std::to_string(i) + ".";
+    t.push_back({l + "input_layernorm.weight", {H}, false, Init::kZero});
+    t.push_back({l + "post_attention_layernorm.weight", {H}, false, Init::kZero});
+    t.push_back({l + "mlp.gate_proj.weight", {I, H}, false, Init::kMatrix});
+    t.push_back({l + "mlp.up_proj.weight", {I, H}, false, Init::kMatrix});
+    t.push_back({l + "mlp.down_proj.weight", {H, I}, false, Init::kMatrix});
+    if (c.layer_kinds[size_t(i)] == qwen35::LayerKind::kDeltaNet) {
+      const std::string d = l + "linear_attn.";
+      const int64_t C = c.conv_dim(), Hv = c.linear_value_heads, VS = c.deltanet_value_size();
+      t.push_back({d + "in_proj_qkv.weight", {C, H}, false, Init::kMatrix});
+      t.push_back({d + "in_proj_z.weight", {VS, H}, false, Init::kMatrix});
+      t.push_back({d + "in_proj_b.weight", {Hv, H}, false, Init::kMatrix});
+      t.push_back({d + "in_proj_a.weight", {Hv, H}, false, Init::kMatrix});
+      t.push_back({d + "out_proj.weight", {H, VS}, false, Init::kMatrix});
+      t.push_back({d + "conv1d.weight", {C, 1, c.conv_kernel}, false, Init::kConv});
+      t.push_back({d + "dt_bias", {Hv}, false, Init::kDtBias});
+      t.push_back({d + "A_log", {Hv}, true, Init::kALog});
+      t.push_back({d + "norm.weight", {c.linear_value_dim}, true, Init::kOne});
+    } else {
+      const std::string a = l + "self_attn.";
+      const int64_t hd = c.head_dim, q_rows = int64_t(c.num_heads) * hd * (c.attn_output_gate ? 2 : 1);
+      t.push_back({a + "q_proj.weight", {q_rows, H}, false, Init::kMatrix});
+      t.push_back({a + "k_proj.weight", {int64_t(c.num_kv_heads) * hd, H}, false, Init::kMatrix});
+      t.push_back({a + "v_proj.weight", {int64_t(c.num_kv_heads) * hd, H}, false, Init::kMatrix});
+      t.push_back({a + "o_proj.weight", {H, int64_t(c.num_heads) * hd}, false, Init::kMatrix});
+      t.push_back({a + "q_norm.weight", {hd}, false, Init::kZero});
+      t.push_back({a + "k_norm.weight", {hd}, false, Init::kZero});
+    }
+  }
+  return t;
+}
+
+std::vector<Spec> vision_tensors(const qwen35::VisionConfig& v) {
+  const int64_t D = v.hidden_size, F = v.intermediate_size, P = v.patch_size, m2 = int64_t(v.spatial_merge_size) * v.spatial_merge_size;
+  const std::string p = "model.visual.";
+  std::vector<Spec> t = {
+      {p + "patch_embed.proj.weight", {D, v.in_channels, v.temporal_patch_size, P, P}, false, Init::kMatrix},
+      {p + "patch_embed.proj.bias", {D}, false, Init::kSmall},
+      {p + "pos_embed.weight", {v.num_position_embeddings, D}, false, Init::kSmall},
+      {p + "merger.norm.weight", {D}, false, Init::kOne},
+      {p + "merger.norm.bias", {D}, false, Init::kZero},
+      {p + "merger.linear_fc1.weight", {D * m2, D * m2}, false, Init::kMatrix},
+      {p + "merger.linear_fc1.bias", {D * m2}, false, Init::kSmall},
+      {p + "merger.linear_fc2.weight", {v.out_hidden_size, D * m2}, false, Init::kMatrix},
+      {p + "merger.linear_fc2.bias", {v.out_hidden_size}, false, Init::kSmall}};
+  for (int j = 0; j < v.depth; ++j) {
+    const std::string b = p + "blocks." + std::to_string(j) + ".";
+    for (const char* n : {"norm1", "norm2"}) {
+      t.push_back({b + n + ".weight", {D}, false, Init::kOne});
+      t.push_back({b + n + ".bias", {D}, false, Init::kZero});
+    }
+    t.push_back({b + "attn.qkv.weight", {3 * D, D}, false, Init::kMatrix});
+    t.push_back({b + "attn.qkv.bias", {3 * D}, false, Init::kSmall});
+    t.push_back({b + "attn.proj.weight", {D, D}, false, Init::kMatrix});
+    t.push_back({b + "attn.proj.bias", {D}, false, Init::kSmall});
+    t.push_back({b + "mlp.linear_fc1.weight", {F, D}, false, Init::kMatrix});
+    t.push_back({b + "mlp.linear_fc1.bias", {F}, false, Init::kSmall});
+    t.push_back({b + "mlp.linear_fc2.weight", {D, F}, false, Init::kMatrix});
+    t.push_back({b + "mlp.linear_fc2.bias", {D}, false, Init::kSmall});
+  }
+  return t;
+}
+
+int64_t numel(const Spec& s) {
+  int64_t n = 1;
+  for (int64_t d : s.shape) n *= d;
+  return n;
+}
+
+float draw(const Spec& s, int64_t i, Rng& rng) {
+  const int64_t fan_in = s.shape.size() >= 2 ? numel(s) / s.shape[0] : 1;
+  switch (s.init) {
+    case Init::kMatrix: return (rng.uniform() * 2 - 1) * std::sqrt(3.0f / float(fan_in)) * 0.5f;
+    case Init::kZero: return 0.0f;
+    case Init::kOne: return 1.0f;
+    case Init::kALog: return std::log(0.005f + 2.5f * rng.uniform());
+    case Init::kDtBias: return 1.0f + (rng.uniform() - 0.5f);
+    case Init::kConv: return (rng.uniform() * 2 - 1) * 0.4f;
+    case Init::kSmall: return (rng.uniform() * 2 - 1) * 0.02f;
+  }
+  return 0.0f;
+}
+
+void write_shard(const fs::path& path, const std::vector<const Spec*>& tensors, Rng& rng) {
+  ojson header = ojson::object();
+  uint64_t offset = 0;
+  for (const Spec* s : tensors) {
+    const uint64_t bytes = uint64_t(numel(*s)) * (s->f32 ? 4 : 2);
+    header[s->name] = {{"dtype", s->f32 ? "F32" : "BF16"}, {"shape", s->shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string text = header.dump();
+  while ((8 + text.size()) % 8) text += ' ';
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) fail("cannot write ", path.string());
+  uint8_t len[8];
+  for (int i = 0; i < 8; ++i) len[i] = uint8_t(uint64_t(text.size()) >> (8 * i));
+  out.write(reinterpret_cast<const char*>(len), 8);
+  out.write(text.data(), std::streamsize(text.size()));
+  std::vector<uint8_t> buf;
+  for (const Spec* s : tensors) {
+    const int64_t n = numel(*s);
+    for (int64_t i0 = 0; i0 < n; i0 += 1 << 20) {
+      const int64_t m = std::min<int64_t>(1 << 20, n - i0);
+      buf.resize(size_t(m) * (s->f32 ? 4 : 2));
+      for (int64_t i = 0; i < m; ++i) {
+        const float v = draw(*s, i0 + i, rng);
+        if (s->f32) std::memcpy(buf.data() + i * 4, &v, 4);
+        else {
+          const uint16_t h = qwen35::f32_to_bf16(v);
+          std::memcpy(buf.data() + i * 2, &h, 2);
+        }
+      }
+      out.write(reinterpret_cast<const char*>(buf.data()), std::streamsize(buf.size()));
+    }
+  }
+  if (!out) fail("error writing ", path.string());
+}
+
+int run(int argc, char** argv) {
+  std::string config_path = std::string(QWEN35_SOURCE_DIR) + "/tests/data/configs/qwen3.5-9b.json";
+  std::string out_dir;
+  int layers = -1;
+  bool vision = true;
+  double shard_gib = 4.0;
+  uint64_t seed = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&] {
+      if (i + 1 >= argc) fail(a, " needs a value");
+      return std::string(argv[++i]);
+    };
+    if (a == "--config") config_path = value();
+    else if (a == "--out") out_dir = value();
+    else if (a == "--layers") layers = std::stoi(value());
+    else if (a == "--no-vision") vision = false;
+    else if (a == "--shard-gib") shard_gib = std::stod(value());
+    else if (a == "--seed") seed = std::stoull(value());
+    else if (a == "--help" || a == "-h") {
+      std::printf("usage: make_random_model --out DIR [--config FILE] [--layers N] [--no-vision] [--shard-gib G] [--seed S]\n");
+      return 0;
+    } else fail("unknown option ", a);
+  }
+  if (out_dir.empty()) fail("missing --out DIR");
+
+  std::ifstream in(config_path);
+  if (!in) fail("cannot read ", config_path);
+  ojson cfg = ojson::parse(in);
+  if (layers > 0) {  // keep the first N layers of the schedule
+    auto& tc = cfg["text_config"];
+    tc["num_hidden_layers"] = layers;
+    if (tc.contains("layer_types")) {
+      ojson lt = ojson::array();
+      for (int i = 0; i < layers; ++i) lt.push_back(tc["layer_types"][size_t(i)]);
+      tc["layer_types"] = lt;
+    }
+  }
+  if (!vision) cfg.erase("vision_config");
+  const qwen35::ModelConfig mc = qwen35::ModelConfig::parse(cfg.dump(), config_path);
+
+  fs::create_directories(out_dir);
+  std::ofstream(fs::path(out_dir) / "config.json") << cfg.dump(2);
+  const fs::path tiny = fs::path(QWEN35_SOURCE_DIR) / "tests/data/tiny-qwen35";
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json", "preprocessor_config.json",
+                        "chat_template.jinja"})
+    fs::copy_file(tiny / f, fs::path(out_dir) / f, fs::copy_options::overwrite_existing);
+
+  std::vector<Spec> all = text_tensors(mc.text, "model.language_model.", mc.text.tie_word_embeddings);
+  if (mc.vision.present) {
+    auto v = vision_tensors(mc.vision);
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  // Group into shards of about shard_gib each.
+  std::vector<std::vector<const Spec*>> shards(1);
+  uint64_t in_shard = 0, total = 0;
+  const uint64_t limit = uint64_t(shard_gib * double(1ull << 30));
+  for (const Spec& s : all) {
+    const uint64_t b = uint64_t(numel(s)) * (s.f32 ? 4 : 2);
+    if (in_shard > 0 && in_shard + b > limit) {
+      shards.emplace_back();
+      in_shard = 0;
+    }
+    shards.back().push_back(&s);
+    in_shard += b;
+    total += b;
+  }
+  ojson index = {{"metadata", {{"total_size", total}}}, {"weight_map", ojson::object()}};
+  Rng rng{seed};
+  for (size_t k = 0; k < shards.size(); ++k) {
+    char name[64];
+    std::snprintf(name, sizeof(name), "model-%05zu-of-%05zu.safetensors", k + 1, shards.size());
+    std::fprintf(stderr, "writing %s (%zu tensors)\n", name, shards[k].size());
+    write_shard(fs::path(out_dir) / name, shards[k], rng);
+    for (const Spec* s : shards[k]) index["weight_map"][s->name] = name;
+  }
+  std::ofstream(fs::path(out_dir) / "model.safetensors.index.json") << index.dump(2);
+  std::fprintf(stderr, "done: %s, %.2f GiB of weights\n", out_dir.c_str(), double(total) / double(1ull << 30));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "make_random_model: %s\n", e.what());
+    return 1;
+  }
+}
