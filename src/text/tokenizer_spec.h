@@ -1,6 +1,8 @@
-// Everything that defines a byte-level BPE tokenizer, as plain data. Loaders fill it (tokenizer.json
-// today; GGUF metadata later: tokenizer.ggml.tokens/merges/token_type plus the split pattern of
-// tokenizer.ggml.pre via split_pattern_for_pre_type), and Tokenizer is built from it.
+// Everything that defines a byte-level BPE tokenizer, as plain data. Loaders fill it and Tokenizer
+// is built from it: tokenizer.json today (tokenizer_json.h); GGUF metadata later, mapping
+// tokenizer.ggml.tokens to `vocab` (index = id), tokenizer.ggml.merges ("a b" strings) to `merges`,
+// token_type CONTROL / USER_DEFINED to added tokens (special / not special), and
+// tokenizer.ggml.pre ("qwen35") to `split_patterns` via split_pattern_for_pre_type().
 #pragma once
 
 #include <cstdint>
