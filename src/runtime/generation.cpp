@@ -48,13 +48,13 @@ Generation::Impl::Impl(Session::Impl& s, PromptPlan p, const SamplingParams& prm
 }
 
 void Generation::Impl::compute_image_embeddings(int64_t from, int64_t to) {
-  const auto t0 = Clock::now();
   for (PromptImage& img : plan.images) {
     if (!img.embeddings.empty() || img.start + img.count <= from || img.start >= to) continue;
+    const auto t0 = Clock::now();
     img.embeddings = engine.model->vision()->encode(engine.compute, img.processed.pixel_values,
                                                     std::span<const ImageGrid>(&img.processed.grid, 1));
+    result.timings.vision_ms += ms_since(t0);
   }
-  result.timings.vision_ms += ms_since(t0);
 }
 
 void Generation::Impl::prefill_step() {
