@@ -41,65 +41,56 @@ int64_t Session::Impl::reuse_prefix(const PromptPlan& plan) {
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
-std::unique_ptr<Generation> Session::start_chat(const ChatRequest& request, const SamplingParams& params,
-                                                EventCallback on_event, Status* status) {
-  if (impl_->busy) {
+namespace {
+
+// Plans the prompt, checks it fits, and hands the session to a new Generation.
+template <typename PlanFn>
+std::unique_ptr<Generation> start(Session::Impl& s, PlanFn plan_fn, const SamplingParams& params, EventCallback on_event,
+                                  Status* status) {
+  if (s.busy) {
     *status = Status::Error(StatusCode::kUnavailable, "the session is already generating");
     return nullptr;
   }
   PromptPlan plan;
   try {
-    plan = plan_chat(impl_->engine, request);
+    plan = plan_fn();
   } catch (const std::exception& e) {
     *status = status_from(e);
     return nullptr;
   }
-  if (plan.size() + 1 > impl_->engine.context_size) {
+  if (plan.size() + 1 > s.engine.context_size) {
     *status = Status::Error(StatusCode::kContextOverflow,
                             "the prompt has " + std::to_string(plan.size()) + " tokens but the context is " +
-                                std::to_string(impl_->engine.context_size) + " tokens");
+                                std::to_string(s.engine.context_size) + " tokens");
     return nullptr;
   }
   try {
-    impl_->busy = true;
+    s.busy = true;
     auto g = std::make_unique<Generation>(
-        std::make_unique<Generation::Impl>(*impl_, std::move(plan), params, std::move(on_event)));
+        std::make_unique<Generation::Impl>(s, std::move(plan), params, std::move(on_event)));
     *status = Status::Ok();
     return g;
   } catch (const std::exception& e) {
-    impl_->busy = false;
+    s.busy = false;
     *status = status_from(e, StatusCode::kInternal);
     return nullptr;
   }
 }
 
+}  // namespace
+
+std::unique_ptr<Generation> Session::start_chat(const ChatRequest& request, const SamplingParams& params,
+                                                EventCallback on_event, Status* status) {
+  return start(*impl_, [&] { return plan_chat(impl_->engine, request); }, params, std::move(on_event), status);
+}
+
 std::unique_ptr<Generation> Session::start_completion(const std::vector<int32_t>& prompt, const SamplingParams& params,
                                                       EventCallback on_event, Status* status) {
-  if (impl_->busy) {
-    *status = Status::Error(StatusCode::kUnavailable, "the session is already generating");
-    return nullptr;
-  }
   if (prompt.empty()) {
     *status = Status::Error(StatusCode::kInvalidArgument, "the prompt is empty");
     return nullptr;
   }
-  PromptPlan plan;
-  try {
-    plan = plan_completion(impl_->engine, prompt);
-  } catch (const std::exception& e) {
-    *status = status_from(e);
-    return nullptr;
-  }
-  if (plan.size() + 1 > impl_->engine.context_size) {
-    *status = Status::Error(StatusCode::kContextOverflow,
-                            "the prompt has " + std::to_string(plan.size()) + " tokens but the context is " +
-                                std::to_string(impl_->engine.context_size) + " tokens");
-    return nullptr;
-  }
-  impl_->busy = true;
-  *status = Status::Ok();
-  return std::make_unique<Generation>(
-      std::make_unique<Generation::Impl>(*impl_, std::move(plan), params, std::move(on_event)));
+  return start(*impl_, [&] { return plan_completion(impl_->engine, prompt); }, params, std::move(on_event), status);
 }
 
 namespace {
