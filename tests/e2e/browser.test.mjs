@@ -74,20 +74,22 @@ test('the page loads from the binary with its assets and the model name', async 
 
 test('a message gets a streamed answer that grows, then a speed line', async () => {
   const { page, errors } = await open();
-  await setSettings(page, { maxTokens: 48, temperature: 0.8 });
+  await setSettings(page, { maxTokens: 600, temperature: 0.8 });  // long enough to stream over many frames
   const requests = recordRequests(page);
   // Record the answer's length at every change, to see it grow while it streams.
   await page.evaluate(() => {
     window.__lengths = [];
+    window.__stopShown = false;
     new MutationObserver(() => {
       const last = [...document.querySelectorAll('[data-testid=message-assistant]')].pop();
       if (last) window.__lengths.push(last.querySelector('[data-testid=assistant-content]').textContent.length);
+      if (!document.querySelector('[data-testid=stop]').hidden) window.__stopShown = true;
     }).observe(document.getElementById('messages'), { childList: true, subtree: true, characterData: true });
   });
   await sendMessage(page, 'Hello there, who are you?');
   await page.getByTestId('message-user').getByText('Hello there, who are you?').waitFor();
-  await page.getByTestId('stop').waitFor({ state: 'visible' });
   const msg = await waitForAnswer(page);
+  assert.ok(await page.evaluate(() => window.__stopShown), 'the stop button showed while the answer streamed');
   const content = await msg.getByTestId('assistant-content').textContent();
   assert.ok(content.length > 0, 'the answer has text');
   const lengths = await page.evaluate(() => window.__lengths.filter((n) => n > 0));
@@ -100,7 +102,7 @@ test('a message gets a streamed answer that grows, then a speed line', async () 
   const body = requests[0];
   assert.equal(body.stream, true);
   assert.deepEqual(body.stream_options, { include_usage: true });
-  assert.equal(body.max_tokens, 48);
+  assert.equal(body.max_tokens, 600);
   assert.equal(body.temperature, 0.8);
   assert.equal(body.chat_template_kwargs.enable_thinking, false);
   assert.match(body.model, /tiny/i);

@@ -237,6 +237,11 @@ async function send() {
     }
     saveConversation(conv);
     setBusy(false);
+    const ctx = state.model.contextSize;
+    const used = msg.stats ? (msg.stats.promptTokens || 0) + (msg.stats.completionTokens || 0) : 0;
+    if (ctx && used > 0.85 * ctx && state.conv === conv) {
+      showNotice(`This conversation uses ${used} of ${ctx} context tokens: start a new chat soon.`);
+    }
     if (state.conv === conv) {
       renderSidebar();
       scrollToBottom(false);
