@@ -22,6 +22,20 @@ bool address_of(const sockaddr_storage& addr, socklen_t len, std::string& host, 
   return true;
 }
 
+// Calls f(fd) for every open file descriptor of this process.
+template <typename F>
+void for_each_fd(F f) {
+  DIR* dir = opendir("/proc/self/fd");
+  if (!dir) return;
+  while (dirent* e = readdir(dir)) {
+    char* end = nullptr;
+    const long fd = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end || fd == dirfd(dir)) continue;
+    if (f(int(fd))) break;
+  }
+  closedir(dir);
+}
+
 bool matches(int fd, const std::string& local_addr, int local_port, const std::string& remote_addr, int remote_port) {
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return false;
@@ -41,18 +55,30 @@ bool matches(int fd, const std::string& local_addr, int local_port, const std::s
 ConnectionWatch::ConnectionWatch(const std::string& local_addr, int local_port, const std::string& remote_addr,
                                  int remote_port) {
   if (local_port <= 0 || remote_port <= 0) return;
-  DIR* dir = opendir("/proc/self/fd");
-  if (!dir) return;
-  while (dirent* e = readdir(dir)) {
-    char* end = nullptr;
-    const long fd = std::strtol(e->d_name, &end, 10);
-    if (end == e->d_name || *end || fd == dirfd(dir)) continue;
-    if (matches(int(fd), local_addr, local_port, remote_addr, remote_port)) {
-      fd_ = int(fd);
-      break;
-    }
-  }
-  closedir(dir);
+  for_each_fd([&](int fd) {
+    if (!matches(fd, local_addr, local_port, remote_addr, remote_port)) return false;
+    fd_ = fd;
+    return true;
+  });
+}
+
+void end_idle_connections(int port) {
+  for_each_fd([&](int fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return false;
+    sockaddr_storage addr{};
+    socklen_t len = sizeof(addr);
+    std::string host;
+    int local_port = -1, peer_port = -1;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 || !address_of(addr, len, host, local_port))
+      return false;
+    len = sizeof(addr);
+    if (local_port != port || getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+        !address_of(addr, len, host, peer_port))
+      return false;
+    shutdown(fd, SHUT_RD);
+    return false;
+  });
 }
 
 bool ConnectionWatch::closed() const {

@@ -26,4 +26,9 @@ class ConnectionWatch {
   int fd_ = -1;
 };
 
+// Shuts down the reading side of every accepted connection whose local port is `port`, so
+// httplib threads waiting for a next keep-alive request wake up and end at once (used when the
+// server stops; answers being written are not affected).
+void end_idle_connections(int port);
+
 }  // namespace qwen35::server

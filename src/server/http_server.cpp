@@ -6,6 +6,7 @@
 
 #include "server/api_error.h"
 #include "server/api_handlers.h"
+#include "server/connection_watch.h"
 #include "server/openai_response.h"
 #include "server/remote_image.h"
 #include "server/ui_assets.h"
@@ -138,6 +139,8 @@ void HttpServer::stop() {
   stopped_ = true;
   if (worker_) worker_->stop();  // running streams end with an error event, queued requests with 503
   http_->stop();
+  // Threads idle in keep-alive would otherwise wait for their timeout before the join returns.
+  if (port_ > 0) end_idle_connections(port_);
   if (listener_.joinable()) listener_.join();
 }
 
