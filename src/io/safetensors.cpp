@@ -123,6 +123,8 @@ const TensorView& SafetensorsFile::get(const std::string& name) const {
 void SafetensorsWriter::add(const std::string& name, DType dtype, const Shape& shape, const void* data, size_t nbytes) {
   if (dtype_bytes(dtype, size_t(shape.numel())) != nbytes)
     fail("SafetensorsWriter: '", name, "' shape ", shape.to_string(), " does not match ", nbytes, " bytes");
+  for (const Entry& e : entries_)
+    if (e.name == name) fail("SafetensorsWriter: tensor '", name, "' added twice");
   Entry e{name, dtype, shape, {}};
   e.bytes.resize(nbytes);
   if (nbytes) std::memcpy(e.bytes.data(), data, nbytes);
@@ -138,10 +140,19 @@ void SafetensorsWriter::add_i64(const std::string& name, const Shape& shape, con
 }
 
 void SafetensorsWriter::write(const std::string& path) const {
+  // Widest elements first (8-, 4-, then 2-byte types with the block formats, whose f16 scales need
+  // 2, then bytes): from the 8-aligned data start every tensor is aligned to its element size.
+  auto alignment = [](DType t) { return dtype_info(t).block_elems == 1 ? dtype_info(t).block_bytes : size_t(2); };
+  std::vector<const Entry*> order;
+  for (const Entry& e : entries_) order.push_back(&e);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const Entry* a, const Entry* b) { return alignment(a->dtype) > alignment(b->dtype); });
+
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata_.empty()) header["__metadata__"] = metadata_;
   uint64_t offset = 0;
-  for (const Entry& e : entries_) {
+  for (const Entry* entry : order) {
+    const Entry& e = *entry;
     std::vector<int64_t> dims(e.shape.dims.begin(), e.shape.dims.begin() + e.shape.ndim);
     header[e.name] = {{"dtype", std::string(dtype_name(e.dtype))},
                       {"shape", dims},
@@ -156,7 +167,7 @@ void SafetensorsWriter::write(const std::string& path) const {
   for (int i = 0; i < 8; ++i) len[i] = uint8_t(uint64_t(text.size()) >> (8 * i));
   out.write(reinterpret_cast<const char*>(len), 8);
   out.write(text.data(), std::streamsize(text.size()));
-  for (const Entry& e : entries_) out.write(reinterpret_cast<const char*>(e.bytes.data()), std::streamsize(e.bytes.size()));
+  for (const Entry* e : order) out.write(reinterpret_cast<const char*>(e->bytes.data()), std::streamsize(e->bytes.size()));
   if (!out) fail("error while writing ", path);
 }
 

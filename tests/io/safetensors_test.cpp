@@ -133,6 +133,35 @@ TEST_F(SafetensorsTest, RoundTripsEveryDtypeZeroSizedTensorsAndMetadata) {
   }
 }
 
+TEST_F(SafetensorsTest, WriterAlignsEveryTensorToItsElementSize) {
+  // Added narrowest first, so written in order each would be misaligned.
+  SafetensorsWriter w;
+  const uint8_t u8[3] = {1, 2, 3};
+  const float f32[3] = {1, 2, 3};
+  const uint16_t bf16[3] = {1, 2, 3};
+  const int64_t i64[1] = {7};
+  w.add("u8", DType::U8, Shape{3}, u8, 3);
+  w.add("bf16", DType::BF16, Shape{3}, bf16, 6);
+  w.add_f32("f32", Shape{3}, f32);
+  w.add_i64("i64", Shape{1}, i64);
+  const std::string path = dir_ + "/aligned.safetensors";
+  w.write(path);
+  SafetensorsFile f(path);
+  for (const auto& [name, v] : f.tensors()) {
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data) % dtype_info(v.dtype).block_bytes, 0u) << name;
+  }
+  EXPECT_EQ(f.get("u8").as<uint8_t>()[2], 3);
+  EXPECT_EQ(f.get("bf16").as<uint16_t>()[2], 3);
+  EXPECT_EQ(f.get("f32").as<float>()[2], 3.0f);
+  EXPECT_EQ(f.get("i64").as<int64_t>()[0], 7);
+  try {
+    w.add("u8", DType::U8, Shape{3}, u8, 3);
+    ADD_FAILURE() << "adding a tensor twice did not throw";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("tensor 'u8' added twice"));
+  }
+}
+
 TEST_F(SafetensorsTest, EmptyHeaderHasNoTensors) {
   SafetensorsFile f(write(framed_text("{}")));
   EXPECT_TRUE(f.tensors().empty());
