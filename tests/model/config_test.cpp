@@ -159,12 +159,14 @@ TEST(ConfigTest, NotJsonOrNotAnObject) {
   EXPECT_THAT(parse_error("{\"model_type\": "), HasSubstr("cfg.json: not valid JSON"));
   EXPECT_THAT(parse_error(""), HasSubstr("not valid JSON"));
   EXPECT_THAT(parse_error("[1, 2]"), HasSubstr("cfg.json: expected a JSON object"));
+  const std::string dir = test::temp_dir("config");
   try {
-    ModelConfig::load(test::temp_dir("config") + "/nope");
+    ModelConfig::load(dir + "/nope");
     ADD_FAILURE() << "loading a missing folder did not throw";
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("nope/config.json"));
   }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ConfigTest, UnsupportedModelType) {
