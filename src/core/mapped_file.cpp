@@ -13,7 +13,8 @@
 namespace qwen35 {
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is rejected below as not a regular file.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) fail("cannot open ", path, ": ", std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
