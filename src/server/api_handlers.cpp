@@ -165,6 +165,7 @@ void handle_chat_completions(const ApiContext& ctx, const httplib::Request& req,
   if (cr.stream) {
     if (job->state() == Job::State::kFinished) throw_if_failed(*job);  // did not start: a proper error status
     ChatStream fmt(meta, cr.include_usage, cr.params.logprobs, cr.params.top_logprobs, token_text_of(ctx.engine));
+    fmt.enable_tool_calls(cr.tools);
     std::string first = fmt.start();
     return stream_job(ctx, res, std::move(job), watch, std::move(fmt), std::move(first));
   }
@@ -173,7 +174,7 @@ void handle_chat_completions(const ApiContext& ctx, const httplib::Request& req,
   throw_if_failed(*job);
   std::vector<TokenLogprob> lps = logprobs_of(events);
   const nlohmann::ordered_json out = chat_completion_json(meta, job->result(), cr.params.logprobs ? &lps : nullptr,
-                                                  cr.params.top_logprobs, token_text_of(ctx.engine));
+                                                  cr.params.top_logprobs, token_text_of(ctx.engine), cr.tools);
   res.set_content(dump_json(out), "application/json");
 }
 

@@ -169,7 +169,7 @@ void parse_thinking(const json& body, ChatRequest& chat) {
   }
 }
 
-void parse_tools(const json& body, ChatRequest& chat) {
+void parse_tools(const json& body, ChatRequest& chat, json& offered) {
   const json* tools = field(body, "tools");
   if (!tools) return;
   if (!tools->is_array()) wrong_type("tools", "an array", *tools);
@@ -179,7 +179,9 @@ void parse_tools(const json& body, ChatRequest& chat) {
     if (!choice->is_string() && !choice->is_object()) wrong_type("tool_choice", "a string or an object", *choice);
     if (choice->is_string() && *choice == "none") return;  // the model is not to call tools: do not offer them
   }
-  if (!tools->empty()) chat.tools_json = tools->dump();
+  if (tools->empty()) return;
+  chat.tools_json = tools->dump();
+  offered = *tools;
 }
 
 }  // namespace
@@ -225,7 +227,7 @@ ChatCompletionRequest parse_chat_completion(const json& body, const SamplingPara
     bad_field("messages", "the request has " + std::to_string(count_images(r.chat.messages)) +
                               " images, the limit is " + std::to_string(policy.max_images), "too_many_images");
   parse_thinking(body, r.chat);
-  parse_tools(body, r.chat);
+  parse_tools(body, r.chat, r.tools);
   parse_n(body);
 
   r.params = defaults;

@@ -23,6 +23,7 @@ struct RequestPolicy {
 
 struct ChatCompletionRequest {
   ChatRequest chat;
+  nlohmann::ordered_json tools;  // the tools offered (null: none), for parsing calls in the answer
   SamplingParams params;
   bool stream = false;
   bool include_usage = false;   // stream_options.include_usage

@@ -1,5 +1,7 @@
 #include "server/openai_response.h"
 
+#include "server/tool_calls.h"
+
 #include <chrono>
 #include <random>
 
@@ -94,13 +96,22 @@ json completion_logprobs_json(const std::vector<TokenLogprob>& lps, int top_n, c
 }
 
 json chat_completion_json(const ResponseMeta& meta, const GenerationResult& r, const std::vector<TokenLogprob>* lps,
-                          int top_n, const TokenText& text) {
+                          int top_n, const TokenText& text, const json& tools) {
   json message = {{"role", "assistant"}, {"content", r.content}};
   if (!r.reasoning.empty()) message["reasoning_content"] = r.reasoning;
+  json finish = finish_reason_json(r.stop_reason);
+  if (!tools.is_null()) {
+    ToolCallSplit split = parse_tool_calls(r.content, tools);
+    if (!split.calls.empty()) {
+      message["content"] = split.content.empty() ? json(nullptr) : json(split.content);
+      message["tool_calls"] = tool_calls_json(split.calls);
+      finish = "tool_calls";
+    }
+  }
   json choice = {{"index", 0},
                  {"message", message},
                  {"logprobs", lps ? chat_logprobs_json(*lps, top_n, text) : json(nullptr)},
-                 {"finish_reason", finish_reason_json(r.stop_reason)}};
+                 {"finish_reason", finish}};
   return json{{"id", meta.id},           {"object", "chat.completion"}, {"created", meta.created},
               {"model", meta.model},     {"choices", json::array({choice})},
               {"usage", usage_json(r)}, {"timings", timings_json(r)}};
@@ -138,11 +149,32 @@ json ChatStream::chunk(json delta, json finish_reason, json logprobs) const {
 
 std::string ChatStream::start() { return sse_data(chunk({{"role", "assistant"}, {"content", ""}}, nullptr, nullptr)); }
 
+std::string ChatStream::releasable_content(const std::string& text) {
+  if (tools_.is_null()) return text;
+  held_ += text;
+  if (in_call_) return "";
+  const std::string open = kToolCallOpen;
+  if (const size_t k = held_.find(open); k != std::string::npos) {
+    std::string out = held_.substr(0, k);
+    held_.erase(0, k);
+    in_call_ = true;
+    return out;
+  }
+  // Keep the longest tail that could still grow into "<tool_call>".
+  size_t keep = std::min(held_.size(), open.size() - 1);
+  while (keep > 0 && held_.compare(held_.size() - keep, keep, open, 0, keep) != 0) --keep;
+  std::string out = held_.substr(0, held_.size() - keep);
+  held_.erase(0, held_.size() - keep);
+  return out;
+}
+
 std::string ChatStream::event(const GenerationEvent& ev) {
   const bool has_logprobs = logprobs_ && !ev.logprobs.empty();
-  if (ev.text.empty() && !has_logprobs) return "";
+  const bool reasoning = ev.channel == Channel::kReasoning;
+  const std::string text = reasoning ? ev.text : releasable_content(ev.text);
+  if (text.empty() && !has_logprobs) return "";
   json delta = json::object();
-  if (!ev.text.empty()) delta[ev.channel == Channel::kReasoning ? "reasoning_content" : "content"] = ev.text;
+  if (!text.empty()) delta[reasoning ? "reasoning_content" : "content"] = text;
   else delta["content"] = "";
   return sse_data(chunk(std::move(delta), nullptr, has_logprobs ? chat_logprobs_json(ev.logprobs, top_n_, text_) : json(nullptr)));
 }
@@ -150,7 +182,21 @@ std::string ChatStream::event(const GenerationEvent& ev) {
 std::string ChatStream::finish(const GenerationResult& r) {
   json reason = finish_reason_json(r.stop_reason);
   if (reason.is_null()) reason = "stop";
-  std::string out = sse_data(chunk(json::object(), reason, nullptr));
+  std::string out;
+  if (!held_.empty()) {
+    ToolCallSplit split = in_call_ ? parse_tool_calls(held_, tools_) : ToolCallSplit{held_, {}};
+    if (!split.calls.empty()) {
+      json calls = tool_calls_json(split.calls);
+      for (size_t i = 0; i < calls.size(); ++i) calls[i] = json{{"index", i}, {"id", calls[i]["id"]},
+                                                               {"type", "function"}, {"function", calls[i]["function"]}};
+      out += sse_data(chunk(json{{"tool_calls", calls}}, nullptr, nullptr));
+      reason = "tool_calls";
+    } else {
+      out += sse_data(chunk(json{{"content", held_}}, nullptr, nullptr));
+    }
+    held_.clear();
+  }
+  out += sse_data(chunk(json::object(), reason, nullptr));
   if (include_usage_) {
     json c = {{"id", meta_.id},       {"object", "chat.completion.chunk"}, {"created", meta_.created},
               {"model", meta_.model}, {"choices", json::array()},          {"usage", usage_json(r)},

@@ -43,9 +43,12 @@ nlohmann::ordered_json chat_logprobs_json(const std::vector<TokenLogprob>& lps, 
 nlohmann::ordered_json completion_logprobs_json(const std::vector<TokenLogprob>& lps, int top_n, const TokenText& text,
                                         size_t text_offset);
 
-// Non-streaming answers. `lps` is null when logprobs were not asked for.
+// Non-streaming answers. `lps` is null when logprobs were not asked for. With `tools` (the
+// request's tools array) tool calls in the answer become message.tool_calls, finish_reason
+// "tool_calls".
 nlohmann::ordered_json chat_completion_json(const ResponseMeta& meta, const GenerationResult& r,
-                                    const std::vector<TokenLogprob>* lps, int top_n, const TokenText& text);
+                                    const std::vector<TokenLogprob>* lps, int top_n, const TokenText& text,
+                                    const nlohmann::ordered_json& tools = nullptr);
 nlohmann::ordered_json text_completion_json(const ResponseMeta& meta, const std::string& text, const GenerationResult& r,
                                     const std::vector<TokenLogprob>* lps, int top_n, const TokenText& token_text,
                                     size_t text_offset);
@@ -59,9 +62,13 @@ inline const char* sse_done() { return "data: [DONE]\n\n"; }
 // SSE for /v1/chat/completions: a role chunk, one chunk per event (reasoning in
 // delta.reasoning_content, answer text in delta.content), a finish chunk, the usage chunk (with
 // timings) when include_usage is set, then [DONE].
+//
+// With tools, answer text from a "<tool_call>" on is held back and sent at the end as
+// delta.tool_calls (finish_reason "tool_calls"), or as content when it does not parse.
 class ChatStream {
  public:
   ChatStream(ResponseMeta meta, bool include_usage, bool logprobs, int top_n, TokenText text);
+  void enable_tool_calls(nlohmann::ordered_json tools) { tools_ = std::move(tools); }
   std::string start();
   std::string event(const GenerationEvent& ev);  // "" when the event carries nothing
   std::string finish(const GenerationResult& r);
@@ -69,11 +76,16 @@ class ChatStream {
 
  private:
   nlohmann::ordered_json chunk(nlohmann::ordered_json delta, nlohmann::ordered_json finish_reason, nlohmann::ordered_json logprobs) const;
+  // Content that may be sent now (tools: everything before a possible "<tool_call>").
+  std::string releasable_content(const std::string& text);
 
   ResponseMeta meta_;
   bool include_usage_, logprobs_;
   int top_n_;
   TokenText text_;
+  nlohmann::ordered_json tools_;  // null: no tool-call parsing
+  std::string held_;              // content held back (a possible or started tool call)
+  bool in_call_ = false;
 };
 
 // SSE for /v1/completions: one text_completion chunk per event, a finish chunk, the usage chunk
