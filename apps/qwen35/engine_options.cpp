@@ -5,7 +5,8 @@
 namespace qwen35::app {
 
 const std::set<std::string>& engine_option_names() {
-  static const std::set<std::string> names = {"-m", "--model", "--threads", "--ctx", "--image-size", "--prefill-block"};
+  static const std::set<std::string> names = {"-m",          "--model",         "--threads",         "--ctx",
+                                                "--image-size", "--prefill-block", "--image-min-pixels", "--image-max-pixels"};
   return names;
 }
 
@@ -14,6 +15,8 @@ const char* kEngineOptionsHelp =
     "  --threads N           worker threads (default: all cores)\n"
     "  --ctx N               context size in tokens (default: min(model maximum, 32768))\n"
     "  --image-size N        resize images to N x N first (multiple of 32); default: native size\n"
+    "  --image-min-pixels N, --image-max-pixels N\n"
+    "                        pixel limits of smart_resize (default: preprocessor_config.json)\n"
     "  --prefill-block N     prompt tokens per prefill step (default 512)\n";
 
 EngineOptions engine_options_from(const Args& args) {
@@ -24,6 +27,11 @@ EngineOptions engine_options_from(const Args& args) {
   o.context_size = args.get_int("--ctx", 0);
   o.image_size = int(args.get_int("--image-size", 0));
   o.prefill_block = args.get_int("--prefill-block", 512);
+  o.image_min_pixels = args.get_int("--image-min-pixels", 0);
+  o.image_max_pixels = args.get_int("--image-max-pixels", 0);
+  if (o.image_min_pixels < 0 || o.image_max_pixels < 0) fail("image pixel limits must be positive");
+  if (o.image_min_pixels > 0 && o.image_max_pixels > 0 && o.image_min_pixels > o.image_max_pixels)
+    fail("--image-min-pixels is larger than --image-max-pixels");
   return o;
 }
 
