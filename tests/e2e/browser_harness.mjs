@@ -1,81 +1,24 @@
-// Shared pieces of the browser tests: start `qwen35 serve` with the tiny model, launch Debian's
-// chromium through playwright-core, and keep screenshots under tests/e2e/artifacts/.
+// Shared pieces of the browser tests: the server from server_harness.mjs (`qwen35 serve` with
+// the tiny model on a free port), Debian's chromium through playwright-core, and screenshots under
+// tests/e2e/artifacts/.
 //
-// QWEN35_BIN     the qwen35 binary (default <repo>/build/bin/qwen35)
+// QWEN35_BIN     the qwen35 binary (default <repo>/build/bin/qwen35; CTest sets it)
 // QWEN35_E2E_URL use a server that is already running instead of starting one (development)
 // CHROMIUM       the browser (default /usr/bin/chromium)
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 
-export const E2E_DIR = dirname(fileURLToPath(import.meta.url));
-export const REPO = resolve(E2E_DIR, '../..');
-export const BIN = process.env.QWEN35_BIN || join(REPO, 'build/bin/qwen35');
-export const TINY_MODEL = join(REPO, 'tests/data/tiny-qwen35');
-export const CAT_PNG = join(TINY_MODEL, 'chelsea.png');
+import { CAT_PNG, E2E_DIR, startServer as startQwen35 } from './server_harness.mjs';
+
+export { CAT_PNG };
 export const ARTIFACTS = join(E2E_DIR, 'artifacts');
 
-// Starts the server on a free port (--port 0; the port is read from its "listening on" line) and
-// waits until /health answers 200. Returns {url, stop(), log()}; url ends with "/".
-export async function startServer({ args = [], timeoutMs = 120_000 } = {}) {
-  if (process.env.QWEN35_E2E_URL) {
-    const url = process.env.QWEN35_E2E_URL.replace(/\/?$/, '/');
-    await waitForHealth(url, timeoutMs, () => false);
-    return { url, stop: async () => {}, log: () => '' };
-  }
-  if (!existsSync(BIN)) throw new Error(`no qwen35 binary at ${BIN}: build the qwen35_cli target or set QWEN35_BIN`);
-  const child = spawn(BIN, ['serve', '-m', TINY_MODEL, '--host', '127.0.0.1', '--port', '0', ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  let exited = null;
-  child.stdout.on('data', (d) => { output += d; });
-  child.stderr.on('data', (d) => { output += d; });
-  child.on('exit', (code, signal) => { exited = { code, signal }; });
-  const stop = async () => {
-    if (exited) return;
-    child.kill('SIGTERM');
-    const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await new Promise((r) => (exited ? r() : child.once('exit', r)));
-    clearTimeout(t);
-  };
-  try {
-    const deadline = Date.now() + timeoutMs;
-    let url = null;
-    while (!url) {
-      const m = /listening on (http:\/\/\S+?)\/?\s/.exec(output);
-      if (m) url = m[1] + '/';
-      else if (exited) throw new Error(`qwen35 serve exited (${JSON.stringify(exited)}) before listening:\n${output}`);
-      else if (Date.now() > deadline) throw new Error(`qwen35 serve did not print its address in time:\n${output}`);
-      else await sleep(50);
-    }
-    await waitForHealth(url, deadline - Date.now(), () => exited, () => output);
-    return { url, stop, log: () => output };
-  } catch (e) {
-    await stop();
-    throw e;
-  }
+// {url, stop()}; url ends with "/".
+export async function startServer() {
+  const url = process.env.QWEN35_E2E_URL;
+  if (url) return { url: url.replace(/\/?$/, '/'), stop: async () => {} };
+  return startQwen35();
 }
-
-async function waitForHealth(url, timeoutMs, exited, output = () => '') {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  while (Date.now() < deadline) {
-    if (exited()) throw new Error(`qwen35 serve exited while loading:\n${output()}`);
-    try {
-      const res = await fetch(url + 'health');
-      if (res.status === 200) return;
-      last = `HTTP ${res.status}`;
-    } catch (e) {
-      last = String(e.message || e);
-    }
-    await sleep(100);
-  }
-  throw new Error(`${url}health was not ready in time (${last})\n${output()}`);
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // Chromium from Debian, headless. Each launch gets a fresh temporary profile (user-data dir),
 // and each test a fresh context inside it.

@@ -137,6 +137,7 @@ function renderSidebar() {
   ui.convList.replaceChildren(...items);
   if (!items.length) ui.convList.append(el('li', { class: 'conv-empty', text: 'No conversations yet' }));
   ui.convTitle.textContent = state.conv ? titleOf(state.conv) : 'New chat';
+  document.title = state.conv ? `${titleOf(state.conv)} - qwen35` : 'qwen35 chat';
 }
 
 // ---------------------------------------------------------------------------------------------
