@@ -1,5 +1,7 @@
 #include "server/http_server.h"
 
+#include <sys/socket.h>
+
 #include <chrono>
 
 #include <httplib.h>
@@ -84,6 +86,12 @@ HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)), ht
                              ? size_t(options_.http_threads)
                              : size_t(std::max(1, options_.worker.parallel)) + options_.worker.max_queue + 8;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // SO_REUSEADDR only: httplib's default SO_REUSEPORT would let a second server bind the same
+  // port and silently share its connections.
+  http_->set_socket_options([](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   http_->set_payload_max_length(options_.max_body_bytes);
   http_->set_read_timeout(30, 0);   // a large image body on a slow link
   http_->set_write_timeout(30, 0);  // a stalled reader fails the write, which cancels its stream
@@ -110,6 +118,9 @@ bool HttpServer::bind(std::string* error) {
 
 void HttpServer::start() {
   listener_ = std::thread([this] { http_->listen_after_bind(); });
+  // httplib's stop() does nothing before the listener runs; wait so that a stop() right after
+  // start() cannot leave the listener blocked in accept().
+  for (int i = 0; i < 5000 && !http_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 void HttpServer::set_engine(std::unique_ptr<Engine> engine) {

@@ -98,6 +98,17 @@ TEST(HttpServer, HealthIs503UntilTheModelIsReady) {
   EXPECT_EQ(json::parse(h->body)["status"], "ok");
 }
 
+TEST(HttpServer, APortInUseIsAnError) {
+  Served s(options(), /*load=*/false);
+  ServerOptions o = options();
+  o.host = "127.0.0.1";
+  o.port = s.server().port();
+  HttpServer second(o);
+  std::string error;
+  EXPECT_FALSE(second.bind(&error));
+  EXPECT_NE(error.find(std::to_string(o.port)), std::string::npos) << error;
+}
+
 TEST(HttpServer, ModelsListsTheServedModel) {
   Served s(options());
   auto c = s.client();
