@@ -5,11 +5,13 @@
 // node --test tests/e2e/api.test.mjs   (QWEN35_BIN=/path/to/qwen35 to pick the binary)
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 import OpenAI from 'openai';
 
-import { CAT_PNG, MODEL_ID, metric, startServer, waitFor } from './server_harness.mjs';
+import { CAT_PNG, MODEL_ID, TINY_MODEL, metric, startServer, waitFor } from './server_harness.mjs';
 
 const CONTEXT = 1024;
 const NO_THINKING = { chat_template_kwargs: { enable_thinking: false } };
@@ -421,13 +423,26 @@ describe('API key', () => {
 
 describe('server without -m', () => {
   test('serves the bundled tiny model and says so', async () => {
-    const s = await startServer({ model: null, args: ['--ctx', '256'] });
+    const s = await startServer({ model: null, args: ['--ctx', '256'], env: { QWEN35_DEFAULT_MODEL: '' } });
     try {
       assert.match(s.log(), /bundled tiny test model/);
       const c = new OpenAI({ baseURL: s.baseURL, apiKey: 'x', maxRetries: 0 });
       assert.equal((await c.models.list()).data[0].id, MODEL_ID);
     } finally {
       await s.stop();
+    }
+  });
+
+  test('QWEN35_DEFAULT_MODEL picks the default model', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'qwen35-e2e-'));
+    symlinkSync(TINY_MODEL, join(dir, 'renamed-model'));
+    const s = await startServer({ model: null, args: ['--ctx', '256'], env: { QWEN35_DEFAULT_MODEL: join(dir, 'renamed-model') } });
+    try {
+      const c = new OpenAI({ baseURL: s.baseURL, apiKey: 'x', maxRetries: 0 });
+      assert.equal((await c.models.list()).data[0].id, 'renamed-model');
+    } finally {
+      await s.stop();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

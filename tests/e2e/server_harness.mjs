@@ -3,7 +3,8 @@
 // QWEN35_BIN   the qwen35 binary (default <repo>/build/bin/qwen35; CTest sets it)
 //
 // startServer() runs the binary with the bundled tiny model on a free port (--port 0: the port
-// is read from the "listening on http://..." line it prints), waits until /health answers 200
+// is read from the "listening on http://..." line it prints; model: null starts it without -m;
+// env adds environment variables), waits until /health answers 200
 // and returns {url, baseURL, stop(), log()}: url ends with "/", baseURL is url + "v1" (what the
 // openai client wants).
 import { spawn } from 'node:child_process';
@@ -20,11 +21,12 @@ export const CAT_PNG = join(TINY_MODEL, 'chelsea.png');
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-export async function startServer({ args = [], model = TINY_MODEL, timeoutMs = 120_000 } = {}) {
+export async function startServer({ args = [], model = TINY_MODEL, env = {}, timeoutMs = 120_000 } = {}) {
   if (!existsSync(BIN)) throw new Error(`no qwen35 binary at ${BIN}: build the qwen35_cli target or set QWEN35_BIN`);
   const modelArgs = model ? ['-m', model] : [];
   const child = spawn(BIN, ['serve', ...modelArgs, '--host', '127.0.0.1', '--port', '0', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
   });
   let output = '';
   let exited = null;
