@@ -13,7 +13,7 @@ namespace qwen35::app {
 namespace {
 
 const char* kUsage =
-    "usage: qwen35 run -m MODEL_DIR IMAGE|- \"prompt\" [options]\n"
+    "usage: qwen35 run [-m MODEL_DIR] IMAGE|- \"prompt\" [options]\n"
     "\n"
     "Answers the prompt about IMAGE (JPEG, PNG, WebP, GIF, BMP), or about nothing with '-'.\n"
     "The answer goes to stdout as it is generated; the reasoning (with --think) and one perf line\n"
@@ -54,7 +54,7 @@ int run_run(int argc, char** argv) {
   req.messages.push_back(std::move(user));
   req.enable_thinking = args.has("--think");
 
-  std::unique_ptr<Engine> engine = load_engine(engine_options_from(args));
+  std::unique_ptr<Engine> engine = load_engine(engine_options_from(args, /*bundled_fallback=*/true));
   SamplingParams params = sampling_from(args, engine->default_sampling());
   params.max_tokens = args.get_int("-n", 512);
 

@@ -11,10 +11,10 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <thread>
 
 #include "apps/qwen35/args.h"
+#include "apps/qwen35/engine_options.h"
 #include "core/error.h"
 #include "server/http_server.h"
 
@@ -23,7 +23,6 @@ extern char** environ;
 namespace qwen35::app {
 namespace {
 
-namespace fs = std::filesystem;
 
 const char* kUsage =
     "usage: qwen35 serve [-m MODEL_DIR] [options]\n"
@@ -32,8 +31,6 @@ const char* kUsage =
     "at http://HOST:PORT/. Without -m it serves the bundled tiny test model (random weights).\n"
     "\n"
     "options:\n"
-    "  -m, --model DIR        Hugging Face model folder (default: $QWEN35_DEFAULT_MODEL, else the\n"
-    "                         bundled tests/data/tiny-qwen35 next to the build)\n"
     "  --host ADDR            address to listen on (default 127.0.0.1: this machine only)\n"
     "  --port N               port (default 8000; 0: any free port)\n"
     "  --api-key KEY          require 'Authorization: Bearer KEY' on /v1/*\n"
@@ -46,21 +43,8 @@ const char* kUsage =
     "  --max-images N         images per request (default 16)\n"
     "  --allow-remote-images  fetch http(s) image URLs (off: only data: URLs)\n"
     "  --open                 open the chat UI in a browser (xdg-open)\n"
-    "  --threads N            compute threads (default: all cores)\n"
-    "  --image-size N         resize images to N x N first (multiple of 32)\n"
-    "  --prefill-block N      prompt tokens per prefill step (default 512)\n";
-
-// The bundled tiny model: $QWEN35_DEFAULT_MODEL, else <bin>/../../tests/data/tiny-qwen35
-// (build/bin/qwen35 in a source checkout).
-std::string default_model_dir() {
-  if (const char* env = std::getenv("QWEN35_DEFAULT_MODEL"); env && *env) return env;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return "";
-  const fs::path dir = exe.parent_path() / ".." / ".." / "tests" / "data" / "tiny-qwen35";
-  if (!fs::exists(dir / "config.json", ec)) return "";
-  return fs::weakly_canonical(dir, ec).string();
-}
+    "\n"
+    "model options (without -m: $QWEN35_DEFAULT_MODEL, else the bundled tests/data/tiny-qwen35):\n";
 
 int64_t positive(const Args& args, const std::string& name, int64_t fallback, int64_t min = 1) {
   const int64_t v = args.get_int(name, fallback);
@@ -87,30 +71,16 @@ void open_browser(const std::string& url) {
 }
 
 int run_serve(int argc, char** argv) {
-  Args args(argc, argv,
-            {"-m", "--model", "--host", "--port", "--api-key", "--parallel", "--max-queue", "--ctx", "--cache-ram",
-             "--max-body-mib", "--max-image-mib", "--max-images", "--threads", "--image-size", "--prefill-block"},
-            {"--allow-remote-images", "--open", "--help", "-h"});
+  std::set<std::string> with_value = {"--host",         "--port",          "--api-key",    "--parallel",
+                                      "--max-queue",    "--cache-ram",     "--max-body-mib", "--max-image-mib",
+                                      "--max-images"};
+  with_value.insert(engine_option_names().begin(), engine_option_names().end());
+  Args args(argc, argv, with_value, {"--allow-remote-images", "--open", "--help", "-h"});
   if (args.has("--help") || args.has("-h")) {
-    std::printf("%s", kUsage);
+    std::printf("%s%s", kUsage, kEngineOptionsHelp);
     return 0;
   }
-  EngineOptions eo;
-  eo.model_dir = args.get("-m").value_or(args.get_or("--model", ""));
-  eo.threads = int(args.get_int("--threads", 0));
-  eo.context_size = positive(args, "--ctx", 0, 0);
-  eo.image_size = int(positive(args, "--image-size", 0, 0));
-  eo.prefill_block = positive(args, "--prefill-block", 512);
-  if (eo.model_dir.empty()) {
-    eo.model_dir = default_model_dir();
-    if (eo.model_dir.empty())
-      fail("no model given and the bundled tiny model was not found; use -m MODEL_DIR or set QWEN35_DEFAULT_MODEL");
-    std::fprintf(stderr,
-                 "qwen35 serve: no model given (-m): serving the bundled tiny test model %s\n"
-                 "              its weights are random, so its answers are gibberish; use -m MODEL_DIR for a real model\n",
-                 eo.model_dir.c_str());
-  }
-  if (!fs::is_directory(eo.model_dir)) fail("model folder '", eo.model_dir, "' does not exist");
+  EngineOptions eo = engine_options_from(args, /*bundled_fallback=*/true);
 
   server::ServerOptions so;
   so.host = args.get_or("--host", "127.0.0.1");

@@ -1,5 +1,9 @@
 #include "apps/qwen35/engine_options.h"
 
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
 #include "core/error.h"
 
 namespace qwen35::app {
@@ -19,14 +23,37 @@ const char* kEngineOptionsHelp =
     "                        pixel limits of smart_resize (default: preprocessor_config.json)\n"
     "  --prefill-block N     prompt tokens per prefill step (default 512)\n";
 
-EngineOptions engine_options_from(const Args& args) {
+std::string bundled_model_dir() {
+  namespace fs = std::filesystem;
+  if (const char* env = std::getenv("QWEN35_DEFAULT_MODEL"); env && *env) return env;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  const fs::path dir = exe.parent_path() / ".." / ".." / "tests" / "data" / "tiny-qwen35";
+  if (!fs::exists(dir / "config.json", ec)) return "";
+  return fs::weakly_canonical(dir, ec).string();
+}
+
+EngineOptions engine_options_from(const Args& args, bool bundled_fallback) {
   EngineOptions o;
   o.model_dir = args.get("-m").value_or(args.get_or("--model", ""));
-  if (o.model_dir.empty()) fail("missing -m MODEL_DIR (see --help)");
+  if (o.model_dir.empty()) {
+    if (!bundled_fallback) fail("missing -m MODEL_DIR (see --help)");
+    o.model_dir = bundled_model_dir();
+    if (o.model_dir.empty())
+      fail("no model given and the bundled tiny model was not found; use -m MODEL_DIR or set QWEN35_DEFAULT_MODEL");
+    std::fprintf(stderr,
+                 "qwen35: no model given (-m): using the bundled tiny test model %s\n"
+                 "        its weights are random, so its answers are gibberish; use -m MODEL_DIR for a real model\n",
+                 o.model_dir.c_str());
+  }
+  if (!std::filesystem::is_directory(o.model_dir)) fail("model folder '", o.model_dir, "' does not exist");
   o.threads = int(args.get_int("--threads", 0));
   o.context_size = args.get_int("--ctx", 0);
   o.image_size = int(args.get_int("--image-size", 0));
   o.prefill_block = args.get_int("--prefill-block", 512);
+  if (o.threads < 0 || o.context_size < 0 || o.image_size < 0 || o.prefill_block <= 0)
+    fail("--threads, --ctx, --image-size must be >= 0 and --prefill-block > 0");
   o.image_min_pixels = args.get_int("--image-min-pixels", 0);
   o.image_max_pixels = args.get_int("--image-max-pixels", 0);
   if (o.image_min_pixels < 0 || o.image_max_pixels < 0) fail("image pixel limits must be positive");

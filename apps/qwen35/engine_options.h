@@ -14,7 +14,11 @@ namespace qwen35::app {
 const std::set<std::string>& engine_option_names();
 extern const char* kEngineOptionsHelp;
 
-EngineOptions engine_options_from(const Args& args);
+// Without -m: with `bundled_fallback`, the bundled tiny model (saying so on stderr); else an error.
+EngineOptions engine_options_from(const Args& args, bool bundled_fallback = false);
+// The bundled tiny model: $QWEN35_DEFAULT_MODEL, else <bin>/../../tests/data/tiny-qwen35
+// (build/bin/qwen35 in a source checkout); "" when neither exists.
+std::string bundled_model_dir();
 // Loads the engine or throws qwen35::Error with the load status message.
 std::unique_ptr<Engine> load_engine(const EngineOptions& options);
 
