@@ -61,7 +61,9 @@ TEST_P(ChatE2E, MatchesOfficialPipeline) {
         EXPECT_EQ(r.tokens[s], want[s]) << "step " << s;
       }
     }
-    if (!diverged) EXPECT_EQ(engine.detokenize(r.tokens), g["continuation_text"].get<std::string>());
+    if (!diverged) {
+      EXPECT_EQ(engine.detokenize(r.tokens), g["continuation_text"].get<std::string>());
+    }
     EXPECT_EQ(r.stop_reason, StopReason::kMaxTokens);
   }
 }
