@@ -86,6 +86,21 @@ void parse_content(const json& content, ChatMessage& m, const ImageSourcePolicy&
 
 }  // namespace
 
+size_t count_image_parts(const json& messages) {
+  size_t n = 0;
+  if (!messages.is_array()) return 0;
+  for (const json& m : messages) {
+    if (!m.is_object() || !m.contains("content") || !m["content"].is_array()) continue;
+    for (const json& part : m["content"]) {
+      if (!part.is_object()) continue;
+      const bool typed = part.contains("type") && part["type"].is_string() &&
+                         (part["type"] == "image_url" || part["type"] == "image");
+      n += typed || part.contains("image_url") || part.contains("image");
+    }
+  }
+  return n;
+}
+
 std::vector<uint8_t> decode_base64(const std::string& text) {
   auto value = [](char c) -> int {
     if (c >= 'A' && c <= 'Z') return c - 'A';

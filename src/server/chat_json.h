@@ -28,6 +28,10 @@ struct ImageSourcePolicy {
 // Takes ordered_json: tool-call arguments keep their key order into the template.
 std::vector<ChatMessage> parse_messages(const nlohmann::ordered_json& messages, const ImageSourcePolicy& policy);
 
+// Image parts in `messages`, counted without loading any (so a limit can be checked before
+// remote images are fetched or data: URLs decoded).
+size_t count_image_parts(const nlohmann::ordered_json& messages);
+
 // Decodes standard base64 (padding optional, whitespace ignored); throws on bad input.
 std::vector<uint8_t> decode_base64(const std::string& text);
 

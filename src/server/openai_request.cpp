@@ -1,5 +1,7 @@
 #include "server/openai_request.h"
 
+#include "core/json_parse.h"
+
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -151,13 +153,6 @@ std::string param_of_message_error(const std::string& message) {
   return message.substr(0, end);
 }
 
-size_t count_images(const std::vector<ChatMessage>& messages) {
-  size_t n = 0;
-  for (const ChatMessage& m : messages)
-    for (const ContentPart& p : m.content) n += p.type == ContentPart::Type::kImage;
-  return n;
-}
-
 void parse_thinking(const json& body, ChatRequest& chat) {
   if (const json* v = field(body, "enable_thinking")) chat.enable_thinking = bool_of(*v, "enable_thinking");
   if (const json* kw = field(body, "chat_template_kwargs")) {
@@ -189,8 +184,8 @@ void parse_tools(const json& body, ChatRequest& chat, json& offered) {
 json parse_json_body(const std::string& body) {
   json doc;
   try {
-    doc = json::parse(body);
-  } catch (const nlohmann::json::exception& e) {
+    doc = parse_json_limited<json>(body);
+  } catch (const Error& e) {
     throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what(), "invalid_request_error", "",
                    "invalid_json");
   }
@@ -216,6 +211,9 @@ ChatCompletionRequest parse_chat_completion(const json& body, const SamplingPara
   check_model(body, policy.model_id);
   const json* messages = field(body, "messages");
   if (!messages) bad_field("messages", "messages is required", "missing_field");
+  if (const size_t images = count_image_parts(*messages); images > policy.max_images)
+    bad_field("messages", "the request has " + std::to_string(images) + " images, the limit is " +
+                              std::to_string(policy.max_images), "too_many_images");
   try {
     r.chat.messages = parse_messages(*messages, policy.images);
   } catch (const ApiError&) {
@@ -223,9 +221,6 @@ ChatCompletionRequest parse_chat_completion(const json& body, const SamplingPara
   } catch (const std::exception& e) {
     bad_field(param_of_message_error(e.what()), e.what(), "invalid_value");
   }
-  if (count_images(r.chat.messages) > policy.max_images)
-    bad_field("messages", "the request has " + std::to_string(count_images(r.chat.messages)) +
-                              " images, the limit is " + std::to_string(policy.max_images), "too_many_images");
   parse_thinking(body, r.chat);
   parse_tools(body, r.chat, r.tools);
   parse_n(body);

@@ -1,5 +1,7 @@
 #include "server/tool_calls.h"
 
+#include "core/json_parse.h"
+
 #include <random>
 
 namespace qwen35::server {
@@ -72,8 +74,10 @@ bool parse_function(const std::string& block, const json& tools, ParsedToolCall&
     const std::string type = param_type(tools, out.name, pname);
     json value = raw;
     if (type != "string") {
-      json parsed = json::parse(raw, nullptr, false);
-      if (!parsed.is_discarded()) value = std::move(parsed);
+      try {
+        value = parse_json_limited<json>(raw);
+      } catch (const Error&) {  // not JSON after all (or absurdly nested): keep the text
+      }
     }
     args[pname] = std::move(value);
     pos = close + 12;

@@ -5,6 +5,8 @@
 // reproduced, because it decides bytes of the prompt or which error is raised first.
 #include "text/chat_format.h"
 
+#include "core/json_parse.h"
+
 #include "core/error.h"
 #include "text/python_format.h"
 
@@ -126,7 +128,11 @@ const json& arguments_mapping(const json& args, const std::string& function_name
     return parsed;
   }
   if (args.is_string()) {
-    parsed = json::parse(args.get_ref<const std::string&>(), nullptr, /*allow_exceptions=*/false);
+    try {
+      parsed = parse_json_limited<json>(args.get_ref<const std::string&>());
+    } catch (const Error&) {
+      parsed = nullptr;
+    }
     if (parsed.is_object()) return parsed;
     fail("arguments of tool call '", function_name, "' must be a JSON object, got the string ", args.dump());
   }

@@ -275,6 +275,27 @@ TEST(OpenAIRequest, BodyMustBeAJsonObject) {
   EXPECT_EQ(code_of("\"text\""), "invalid_json");
   EXPECT_EQ(code_of("{\"b\": 1, \"a\": 2}"), "ok");
   EXPECT_EQ(parse_json_body("{\"b\": 1, \"a\": 2}").begin().key(), "b");  // order kept
+  // Nesting that would overflow the stack when the document is copied or dumped later.
+  const std::string deep = "{\"messages\": [{\"role\": \"assistant\", \"tool_calls\": [{\"function\": "
+                           "{\"name\": \"f\", \"arguments\": " +
+                           std::string(100000, '[') + std::string(100000, ']') + "}}]}]}";
+  EXPECT_EQ(code_of(deep), "invalid_json");
+  EXPECT_EQ(code_of("{\"a\": " + std::string(60, '[') + std::string(60, ']') + "}"), "ok");
+}
+
+TEST(OpenAIRequest, ImageLimitCheckedBeforeAnyImageIsLoaded) {
+  json body = {{"messages", json::array()}};
+  json content = json::array();
+  // Remote URLs with remote fetching off would fail one by one; the count must fail first.
+  for (int i = 0; i < 40; ++i) content.push_back({{"type", "image_url"}, {"image_url", {{"url", "http://x/" + std::to_string(i)}}}});
+  body["messages"].push_back({{"role", "user"}, {"content", content}});
+  try {
+    parse_chat_completion(body, defaults(), policy());
+    FAIL() << "expected an error";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.code, "too_many_images");
+  }
 }
 
 TEST(OpenAIRequest, ErrorObjectShape) {
