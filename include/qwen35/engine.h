@@ -271,7 +271,8 @@ class Session {
   std::unique_ptr<Impl> impl_;
 };
 
-// One request in progress on a session.
+// One request in progress on a session. The session must outlive it; while it runs, the
+// session's restore()/reset() are refused.
 class Generation {
  public:
   ~Generation();

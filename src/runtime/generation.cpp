@@ -53,6 +53,7 @@ void Generation::Impl::compute_image_embeddings(int64_t from, int64_t to) {
     const auto t0 = Clock::now();
     img.embeddings = engine.model->vision()->encode(engine.compute, img.processed.pixel_values,
                                                     std::span<const ImageGrid>(&img.processed.grid, 1));
+    std::vector<float>().swap(img.processed.pixel_values);  // no longer needed: give the memory back
     result.timings.vision_ms += ms_since(t0);
   }
 }
@@ -106,8 +107,8 @@ bool Generation::Impl::handle_token(int32_t token, TokenLogprob* logprob) {
   pending = token;
   pieces.clear();
   bool stopped = false;
-  if (token == engine.think_start_id) output.push_think_start(pieces);
-  else if (token == engine.think_end_id) output.push_think_end(pieces);
+  if (plan.split_reasoning && token == engine.think_start_id) output.push_think_start(pieces);
+  else if (plan.split_reasoning && token == engine.think_end_id) output.push_think_end(pieces);
   else stopped = output.push_text(decoder.push(token), pieces);
   std::vector<TokenLogprob> lps;
   if (logprob) {
@@ -123,7 +124,9 @@ bool Generation::Impl::handle_token(int32_t token, TokenLogprob* logprob) {
     finish(StopReason::kMaxTokens);
     return false;
   }
-  if (session.seq.length() + 1 > engine.context_size) {
+  // The token just emitted is fed next, at position history.size() - 1. (Not seq.length(): a
+  // verified draft has already fed tokens that are handed out after this one.)
+  if (int64_t(history.size()) > engine.context_size) {
     finish(StopReason::kContextFull);
     return false;
   }
@@ -209,8 +212,18 @@ void Generation::Impl::decode_with_draft(const std::vector<int32_t>& d) {
     session.seq.rewind(save);
     session.seq.feed_text(block.data(), accepted + 1, DeltaRuleMode::kRecurrent, 0, nullptr);
   }
-  for (size_t i = 0; i < emitted.size(); ++i)
-    if (!handle_token(emitted[i], params.logprobs ? &lps[i] : nullptr)) break;
+  int64_t fed = accepted + 1;  // tokens of `block` in the sequence now
+  for (size_t i = 0; i < emitted.size(); ++i) {
+    if (handle_token(emitted[i], params.logprobs ? &lps[i] : nullptr)) continue;
+    // Stopped at emitted token i: plain decoding would have fed block[0..i] and not token i
+    // itself, so leave the timeline exactly so (the next turn's prefix match depends on it).
+    if (int64_t(i) + 1 < fed) {
+      session.seq.rewind(save);
+      session.seq.feed_text(block.data(), int64_t(i) + 1, DeltaRuleMode::kRecurrent, 0, nullptr);
+      fed = int64_t(i) + 1;
+    }
+    break;
+  }
   logits.resize(size_t(V));
 }
 

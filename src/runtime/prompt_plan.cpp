@@ -5,10 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_parse.h"
 #include "io/image.h"
 #include "model/mrope_positions.h"
 #include "runtime/sequence.h"
 #include "text/chat_format.h"
+#include "text/chat_template_check.h"
 
 namespace qwen35 {
 namespace {
@@ -49,12 +51,22 @@ ojson to_template_messages(const ChatRequest& request) {
   return messages;
 }
 
-uint64_t fnv1a(const uint8_t* p, size_t n, uint64_t h = 0xcbf29ce484222325ull) {
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
+// Identity of an image for the prefix cache, shared by every client of a server: a
+// cryptographic hash, so nobody can craft a picture that reuses another one's cached state.
+uint64_t image_hash(const std::vector<uint8_t>& bytes, const ImageGrid& g, int image_size) {
+  std::string key(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  key += "|" + std::to_string(g.t) + "," + std::to_string(g.h) + "," + std::to_string(g.w) + "," +
+         std::to_string(image_size);
+  return std::stoull(sha256_hex(key).substr(0, 16), nullptr, 16);
+}
+
+// Image tokens of a decoded picture, from its size alone (before any float pixel array exists).
+int64_t image_tokens(const EngineImpl& engine, const RgbImage& rgb) {
+  const ImageProcessorConfig& c = engine.image_config;
+  const int64_t side = engine.options.image_size;
+  const ResizedSize r = side > 0 ? smart_resize(side, side, c.factor(), c.min_pixels, c.max_pixels)
+                                 : smart_resize(rgb.height, rgb.width, c.factor(), c.min_pixels, c.max_pixels);
+  return (r.height / c.patch_size) * (r.width / c.patch_size) / (int64_t(c.merge_size) * c.merge_size);
 }
 
 // Prompt lengths right after each "<|im_end|>\n": the end of every message, where a later
@@ -95,11 +107,7 @@ std::string render_request(const EngineImpl& engine, const ChatRequest& request)
   opts.enable_thinking = request.enable_thinking.value_or(true);
   opts.add_vision_id = request.add_vision_id;
   if (!request.tools_json.empty()) {
-    try {
-      opts.tools = ojson::parse(request.tools_json);
-    } catch (const ojson::exception& e) {
-      fail("tools is not valid JSON: ", e.what());
-    }
+    opts.tools = parse_json_limited<ojson>(request.tools_json);
     if (!opts.tools.is_array()) fail("tools must be an array");
   }
   return render_chat(to_template_messages(request), opts);
@@ -113,6 +121,13 @@ PromptPlan plan_chat(const EngineImpl& engine, const ChatRequest& request) {
 
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<ImageGrid> grids;
+  int64_t total = int64_t(plan.ids.size()) + 1;  // the prompt plus the first generated token
+  auto check_fits = [&] {
+    if (total > engine.context_size)
+      throw ContextOverflow(str("the prompt (with its images) has at least ", total - 1,
+                                " tokens but the context is ", engine.context_size, " tokens"));
+  };
+  check_fits();
   for (const ChatMessage& m : request.messages) {
     for (const ContentPart& p : m.content) {
       if (p.type != ContentPart::Type::kImage) continue;
@@ -121,12 +136,11 @@ PromptPlan plan_chat(const EngineImpl& engine, const ChatRequest& request) {
       ImageDecodeOptions decode;
       decode.max_pixels = std::max<int64_t>(engine.image_config.max_pixels * 4, int64_t(64) << 20);
       RgbImage rgb = decode_image(p.image_bytes, decode);
+      total += image_tokens(engine, rgb) - 1;  // its pad tokens replace one placeholder
+      check_fits();
       img.processed = preprocess_image(rgb, engine.image_config, engine.options.image_size);
-      const ImageGrid& g = img.processed.grid;
-      const int64_t dims[4] = {g.t, g.h, g.w, engine.options.image_size};
-      img.hash = fnv1a(reinterpret_cast<const uint8_t*>(dims), sizeof(dims),
-                       fnv1a(p.image_bytes.data(), p.image_bytes.size()));
-      grids.push_back(g);
+      img.hash = image_hash(p.image_bytes, img.processed.grid, engine.options.image_size);
+      grids.push_back(img.processed.grid);
       plan.images.push_back(std::move(img));
     }
   }
@@ -149,6 +163,7 @@ PromptPlan plan_chat(const EngineImpl& engine, const ChatRequest& request) {
 
 PromptPlan plan_completion(const EngineImpl& engine, const std::vector<int32_t>& ids) {
   PromptPlan plan;
+  plan.split_reasoning = false;
   for (int32_t id : ids)
     if (id < 0 || id >= engine.text_config().vocab_size)
       fail("token id ", id, " is outside the vocabulary [0, ", engine.text_config().vocab_size, ")");

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "model/image_processor.h"
 #include "qwen35/engine.h"
 #include "runtime/engine_impl.h"
@@ -27,13 +28,22 @@ struct PromptPlan {
   int64_t rope_delta = 0;
   std::vector<PromptImage> images;
   bool starts_in_reasoning = false;   // the prompt ends inside an open <think> block
+  bool split_reasoning = true;        // chat: <think>...</think> goes to the reasoning channel;
+                                      // raw completions keep the markers as text
   std::vector<int64_t> snapshot_points;  // prompt lengths after which to store a snapshot
   double load_images_ms = 0;
 
   int64_t size() const { return int64_t(ids.size()); }
 };
 
-// Renders, tokenizes and prepares a chat request. Throws qwen35::Error for bad input.
+// The prompt does not fit in the context (raised before images are turned into pixel arrays).
+class ContextOverflow : public Error {
+ public:
+  using Error::Error;
+};
+
+// Renders, tokenizes and prepares a chat request. Throws qwen35::Error for bad input and
+// ContextOverflow for a prompt longer than the context.
 PromptPlan plan_chat(const EngineImpl& engine, const ChatRequest& request);
 // A raw prompt of ids (no template, no images).
 PromptPlan plan_completion(const EngineImpl& engine, const std::vector<int32_t>& ids);

@@ -92,6 +92,14 @@ std::unique_ptr<SnapshotData> Sequence::snapshot() const {
 
 void Sequence::restore(const SnapshotData& s) {
   const int64_t n = int64_t(s.tokens.size());
+  // A snapshot of another model would overrun the state buffers.
+  bool same_shape = s.deltanet.size() == state_.deltanet.size() && s.keys_rows.size() == state_.kv.size();
+  for (size_t i = 0; same_shape && i < s.deltanet.size(); ++i)
+    same_shape = s.deltanet[i].conv.size() == state_.deltanet[i].conv.size() &&
+                 s.deltanet[i].recurrent.size() == state_.deltanet[i].recurrent.size();
+  for (size_t i = 0; same_shape && i < s.keys_rows.size(); ++i)
+    same_shape = int64_t(s.keys_rows[i].size()) == n * state_.kv[i].row_floats();
+  if (!same_shape) fail("snapshot does not belong to this model");
   if (n > engine_.context_size) fail("snapshot of ", n, " tokens exceeds the context of ", engine_.context_size);
   for (size_t i = 0; i < state_.deltanet.size(); ++i) {
     std::copy(s.deltanet[i].conv.begin(), s.deltanet[i].conv.end(), state_.deltanet[i].conv.begin());

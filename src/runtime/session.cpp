@@ -54,6 +54,9 @@ std::unique_ptr<Generation> start(Session::Impl& s, PlanFn plan_fn, const Sampli
   PromptPlan plan;
   try {
     plan = plan_fn();
+  } catch (const ContextOverflow& e) {
+    *status = status_from(e, StatusCode::kContextOverflow);
+    return nullptr;
   } catch (const std::exception& e) {
     *status = status_from(e);
     return nullptr;
@@ -125,8 +128,15 @@ std::unique_ptr<Snapshot> Session::snapshot() const {
   return std::make_unique<Snapshot>(std::move(impl));
 }
 
-void Session::restore(const Snapshot& snapshot) { impl_->seq.restore(*snapshot.impl().data); }
-void Session::reset() { impl_->seq.reset(); }
+void Session::restore(const Snapshot& snapshot) {
+  if (impl_->busy) fail("Session::restore while a generation is running");
+  impl_->seq.restore(*snapshot.impl().data);
+}
+
+void Session::reset() {
+  if (impl_->busy) fail("Session::reset while a generation is running");
+  impl_->seq.reset();
+}
 
 Snapshot::Snapshot(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Snapshot::~Snapshot() = default;

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <random>
 
 #include "runtime/engine_impl.h"
@@ -10,6 +12,7 @@
 #include "runtime/session_impl.h"
 #include "runtime/sequence.h"
 #include "runtime_harness.h"
+#include "support/test_data.h"
 #include "text/chat_format.h"
 
 namespace qwen35::test {
@@ -141,6 +144,89 @@ TEST(PromptLookup, VerifiedDraftsOfEveryQualityKeepGreedyOutput) {
     // Fewer forward passes than tokens: accepted drafts really skip decode steps.
     EXPECT_EQ(session->tokens().size(), prompt.size() + plain.tokens.size() - 1);
   }
+}
+
+std::unique_ptr<Engine> engine_with_context(int64_t ctx) {
+  EngineOptions o;
+  o.model_dir = tiny_model_dir();
+  o.threads = 2;
+  o.context_size = ctx;
+  Status st;
+  auto e = Engine::load(o, &st);
+  EXPECT_TRUE(e) << st.message;
+  return e;
+}
+
+// Drafts that fill the context to the last position, and a stop string inside an accepted draft:
+// output and the session's timeline must both be those of plain greedy decoding.
+TEST(PromptLookup, ExactAtTheEndOfTheContextAndAfterAStop) {
+  std::mt19937 rng(8);
+  const auto prompt = random_ids(rng, 10);
+  for (int64_t ctx : {24, 30, 40}) {
+    auto engine = engine_with_context(ctx);
+    Status st;
+    auto plain_session = engine->new_session();
+    const GenerationResult plain = plain_session->complete(prompt, greedy(1000, false), nullptr, &st);
+    ASSERT_TRUE(st.ok());
+    EXPECT_EQ(plain.stop_reason, StopReason::kContextFull);
+    auto session = engine->new_session();
+    auto gen = session->start_completion(prompt, greedy(1000, true), nullptr, &st);
+    gen->impl().draft_source = [&](const std::vector<int32_t>& history, int max_tokens, std::vector<int32_t>& out) {
+      const size_t done = history.size() - prompt.size();
+      for (int i = 0; i < max_tokens && done + size_t(i) < plain.tokens.size(); ++i) out.push_back(plain.tokens[done + size_t(i)]);
+    };
+    while (gen->step()) {
+    }
+    EXPECT_EQ(gen->result().tokens, plain.tokens) << "ctx " << ctx;
+    EXPECT_EQ(gen->result().stop_reason, StopReason::kContextFull);
+    EXPECT_EQ(session->tokens(), plain_session->tokens()) << "ctx " << ctx;
+  }
+  // A stop string that ends inside an accepted draft.
+  auto engine = engine_with_context(4096);
+  Status st;
+  const GenerationResult probe = engine->new_session()->complete(prompt, greedy(20, false), nullptr, &st);
+  SamplingParams params = greedy(20, false);
+  params.stop = {engine->detokenize({probe.tokens[6]})};
+  auto plain_session = engine->new_session();
+  const GenerationResult plain = plain_session->complete(prompt, params, nullptr, &st);
+  ASSERT_EQ(plain.stop_reason, StopReason::kStopString);
+  params.prompt_lookup = true;
+  auto session = engine->new_session();
+  auto gen = session->start_completion(prompt, params, nullptr, &st);
+  gen->impl().draft_source = [&](const std::vector<int32_t>& history, int max_tokens, std::vector<int32_t>& out) {
+    const size_t done = history.size() - prompt.size();
+    for (int i = 0; i < max_tokens && done + size_t(i) < probe.tokens.size(); ++i) out.push_back(probe.tokens[done + size_t(i)]);
+  };
+  while (gen->step()) {
+  }
+  EXPECT_EQ(gen->result().content, plain.content);
+  EXPECT_EQ(gen->result().stop_reason, StopReason::kStopString);
+  EXPECT_GT(gen->result().pld_accepted, 0);
+  EXPECT_EQ(session->tokens(), plain_session->tokens());
+}
+
+TEST(Session, ImagesOverTheContextFailBeforeTheirPixelsExist) {
+  auto engine = engine_with_context(64);
+  ChatRequest r;
+  ChatMessage u;
+  u.role = "user";
+  std::ifstream in(tiny_model_dir() + "/chelsea.png", std::ios::binary);
+  std::vector<uint8_t> png((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  u.content.push_back(ContentPart::Image(png));
+  u.content.push_back(ContentPart::Text("?"));
+  r.messages.push_back(u);
+  Status st;
+  auto g = engine->new_session()->start_chat(r, greedy(4), nullptr, &st);
+  EXPECT_EQ(g, nullptr);
+  EXPECT_EQ(st.code, StatusCode::kContextOverflow) << st.message;
+}
+
+TEST(Session, RawCompletionsKeepThinkMarkersAsText) {
+  const EngineImpl& e = tiny_engine().impl();
+  EXPECT_FALSE(plan_completion(e, {1, 2, 3}).split_reasoning);
+  ChatRequest r;
+  r.messages.push_back(ChatMessage::Text("user", "hi"));
+  EXPECT_TRUE(plan_chat(e, r).split_reasoning);
 }
 
 TEST(PromptLookup, DraftsWhatFollowsTheLatestEarlierOccurrence) {
