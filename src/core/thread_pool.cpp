@@ -1,6 +1,8 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <exception>
+#include <utility>
 
 namespace qwen35 {
 
@@ -27,8 +29,14 @@ void ThreadPool::run_chunks() {
     size_t n = job_n_, chunks = job_chunks_;
     lock.unlock();
     size_t begin = n * c / chunks, end = n * (c + 1) / chunks;
-    (*fn)(begin, end);
+    std::exception_ptr error;
+    try {
+      (*fn)(begin, end);
+    } catch (...) {  // counted as done; parallel_for rethrows it once every chunk has finished
+      error = std::current_exception();
+    }
     lock.lock();
+    if (error && !job_error_) job_error_ = error;
     if (++chunks_done_ == chunks) done_cv_.notify_all();
   }
   lock.release();
@@ -69,6 +77,11 @@ void ThreadPool::parallel_for(size_t n, size_t grain, const std::function<void(s
   lock = std::unique_lock<std::mutex>(mu_, std::adopt_lock);
   done_cv_.wait(lock, [&] { return chunks_done_ == job_chunks_; });
   job_ = nullptr;
+  if (job_error_) {
+    std::exception_ptr error = std::exchange(job_error_, nullptr);
+    lock.unlock();
+    std::rethrow_exception(error);
+  }
 }
 
 }  // namespace qwen35

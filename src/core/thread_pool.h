@@ -5,6 +5,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <exception>
 #include <cstddef>
 #include <functional>
 #include <mutex>
@@ -24,7 +25,8 @@ class ThreadPool {
   int size() const { return int(workers_.size()) + 1; }
 
   // Splits [0, n) into contiguous ranges, at least `grain` items each, and runs
-  // fn(begin, end) on them across the pool.
+  // fn(begin, end) on them across the pool. If a chunk throws, the others still finish and the
+  // first exception is rethrown here.
   void parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn);
 
  private:
@@ -40,6 +42,7 @@ class ThreadPool {
   size_t job_chunks_ = 0;
   size_t next_chunk_ = 0;
   size_t chunks_done_ = 0;
+  std::exception_ptr job_error_;  // first exception thrown by a chunk of the current job
   uint64_t generation_ = 0;
   bool stop_ = false;
 

@@ -16,8 +16,7 @@ std::vector<const KernelTable*> supported_tables() {
   static const bool has_avx2 =
       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   static const bool has_avx512 = has_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                                 __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vnni");
+                                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   std::vector<const KernelTable*> out{&ref_table()};
   if (has_avx2) out.push_back(&avx2_table_unchecked());
   if (has_avx512) out.push_back(&avx512_table_unchecked());

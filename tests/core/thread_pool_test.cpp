@@ -30,3 +30,26 @@ TEST(ThreadPool, SingleThreadRunsInline) {
 
 }  // namespace
 }  // namespace qwen35
+
+namespace qwen35 {
+namespace {
+
+TEST(ThreadPool, ExceptionInAChunkIsRethrownAfterAllChunksFinish) {
+  ThreadPool pool(3);
+  for (int rep = 0; rep < 20; ++rep) {
+    std::atomic<int> done{0};
+    EXPECT_THROW(pool.parallel_for(100, 1,
+                                   [&](size_t b, size_t e) {
+                                     done += int(e - b);
+                                     if (b == 0) throw std::runtime_error("chunk failed");
+                                   }),
+                 std::runtime_error);
+    EXPECT_EQ(done.load(), 100);
+  }
+  std::atomic<size_t> total{0};  // the pool still works afterwards
+  pool.parallel_for(10, 1, [&](size_t b, size_t e) { total += e - b; });
+  EXPECT_EQ(total.load(), 10u);
+}
+
+}  // namespace
+}  // namespace qwen35

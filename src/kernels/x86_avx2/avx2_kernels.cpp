@@ -1,13 +1,19 @@
 // AVX2 + FMA kernels. Compiled with -mavx2 -mfma; only reached after a CPU check.
 #include <immintrin.h>
 
-#include <algorithm>
-#include <vector>
 
 #include "kernels/kernels.h"
 
 namespace qwen35::kernels {
 namespace {
+
+// This file is compiled with ISA flags, so it must not instantiate templates or inline functions
+// that baseline code also uses (the linker could pick this file's copy for all callers): local
+// helpers with internal linkage instead of std::min, WeightMatrix::row, std::vector.
+inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+inline const void* row_of(const WeightMatrix& w, int64_t r) {
+  return static_cast<const uint8_t*>(w.data) + size_t(r) * w.row_bytes;
+}
 
 inline float hsum(__m256 v) {
   __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
@@ -48,9 +54,9 @@ void matmul_avx2(const float* x, int64_t T, int64_t xs, const WeightMatrix& w, i
   // Rows outside, tokens inside: each weight row comes from memory once and is reused from L1
   // for every group of 4 tokens.
   for (int64_t o = o_begin; o < o_end; ++o) {
-    const void* wr = w.row(o);
+    const void* wr = row_of(w, o);
     for (int64_t t0 = 0; t0 < T; t0 += 4) {
-      const int64_t tn = std::min<int64_t>(4, T - t0);
+      const int64_t tn = imin(4, T - t0);
       __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
       for (int64_t i = 0; i < n8; i += 8) {
         __m256 wv = load8<D>(wr, i);

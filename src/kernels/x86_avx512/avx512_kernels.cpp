@@ -1,13 +1,23 @@
 // AVX-512 kernels (F, BW, VL). Compiled with -mavx512*; only reached after a CPU check.
 #include <immintrin.h>
 
-#include <algorithm>
-#include <vector>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
 
 #include "kernels/kernels.h"
 
 namespace qwen35::kernels {
 namespace {
+
+// This file is compiled with ISA flags, so it must not instantiate templates or inline functions
+// that baseline code also uses (the linker could pick this file's copy for all callers): local
+// helpers with internal linkage instead of std::min, WeightMatrix::row, std::vector.
+inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+inline const void* row_of(const WeightMatrix& w, int64_t r) {
+  return static_cast<const uint8_t*>(w.data) + size_t(r) * w.row_bytes;
+}
 
 template <DType D>
 inline __m512 load16(const void* base, int64_t i) {
@@ -41,7 +51,7 @@ inline void tile(const float* x, int64_t xs, const WeightMatrix& w, int64_t o, f
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
   const void* rows[R];
-  for (int r = 0; r < R; ++r) rows[r] = w.row(o + r);
+  for (int r = 0; r < R; ++r) rows[r] = row_of(w, o + r);
   for (int64_t i = 0; i < n16; i += 16) {
     __m512 xv[C];
     for (int c = 0; c < C; ++c) xv[c] = _mm512_loadu_ps(x + c * xs + i);
@@ -80,6 +90,27 @@ inline void tile_tokens(const float* x, int64_t xs, int64_t C, const WeightMatri
 // vector changes no bit, so each output is still summed in exactly the order of the small-block
 // path (what keeps results independent of T).
 constexpr int64_t kPanelRows = 32;
+
+// Per-thread scratch that only grows, managed with malloc (see the note at the top of the file).
+struct ThreadScratch {
+  float* data = nullptr;
+  size_t floats = 0;
+  ~ThreadScratch() { std::free(data); }
+};
+
+float* thread_scratch(size_t floats) {
+  thread_local ThreadScratch s;
+  if (s.floats < floats) {
+    std::free(s.data);
+    s.data = static_cast<float*>(std::malloc(floats * sizeof(float)));
+    if (!s.data) {
+      s.floats = 0;
+      throw std::bad_alloc();
+    }
+    s.floats = floats;
+  }
+  return s.data;
+}
 constexpr int64_t kBlockCols = 256;
 
 template <DType D, int R, int C>
@@ -89,7 +120,7 @@ inline void tile_block(const float* x, int64_t xs, const WeightMatrix& w, int64_
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_loadu_ps(acc_store + (c * 4 + r) * 16);
   const void* rows[R];
-  for (int r = 0; r < R; ++r) rows[r] = w.row(o + r);
+  for (int r = 0; r < R; ++r) rows[r] = row_of(w, o + r);
   for (int64_t i = k0; i < k1; i += 16) {
     __m512 xv[C];
     for (int c = 0; c < C; ++c) xv[c] = _mm512_loadu_ps(x + c * xs + i);
@@ -106,7 +137,7 @@ template <DType D, int R, int C>
 inline void tile_finish(const float* x, int64_t xs, const WeightMatrix& w, int64_t o, float* y, int64_t ys,
                         int64_t n16, __mmask16 tail, const float* acc_store) {
   for (int r = 0; r < R; ++r) {
-    const void* row = w.row(o + r);
+    const void* row = row_of(w, o + r);
     const __m512 wv = tail ? load16_masked<D>(row, n16, tail) : _mm512_setzero_ps();
     for (int c = 0; c < C; ++c) {
       __m512 acc = _mm512_loadu_ps(acc_store + (c * 4 + r) * 16);
@@ -162,32 +193,32 @@ void matmul_panels_chunk(const float* x, int64_t T, int64_t xs, const WeightMatr
   const int64_t n = w.cols, n16 = n & ~int64_t(15);
   const __mmask16 tail = __mmask16((1u << (n - n16)) - 1);
   const int64_t groups = (T + 3) / 4;
-  thread_local std::vector<float> acc_buf, wf32;
-  // Accumulators of one panel: [tile][token group][4 tokens x 4 rows][16 lanes].
-  const size_t tile_floats = size_t(groups) * 16 * 16;
-  acc_buf.resize(size_t(kPanelRows / 4) * tile_floats);
-  wf32.resize(size_t(4 * kBlockCols));
+  // Accumulators of one panel: [tile][token group][4 tokens x 4 rows][16 lanes], then the
+  // f32 copy of one tile's weight block.
+  const size_t tile_floats = size_t(groups) * 16 * 16, acc_floats = size_t(kPanelRows / 4) * tile_floats;
+  float* acc_buf = thread_scratch(acc_floats + size_t(4 * kBlockCols));
+  float* wf32 = acc_buf + acc_floats;
   for (int64_t p0 = o_begin; p0 < o_end; p0 += kPanelRows) {
-    const int64_t p1 = std::min(p0 + kPanelRows, o_end);
-    std::fill(acc_buf.begin(), acc_buf.end(), 0.0f);
+    const int64_t p1 = imin(p0 + kPanelRows, o_end);
+    std::memset(acc_buf, 0, acc_floats * sizeof(float));
     for (int64_t k0 = 0; k0 < n16; k0 += kBlockCols) {
-      const int64_t kn = std::min(k0 + kBlockCols, n16) - k0;
+      const int64_t kn = imin(k0 + kBlockCols, n16) - k0;
       for (int64_t o = p0; o < p1; o += 4) {
-        const int64_t R = std::min<int64_t>(4, p1 - o);
+        const int64_t R = imin(4, p1 - o);
         // The tile's weights for this block as f32, converted once (exactly) for all token groups.
-        WeightMatrix block{DType::F32, wf32.data(), R, kn, size_t(kn) * 4};
+        WeightMatrix block{DType::F32, wf32, R, kn, size_t(kn) * 4};
         for (int64_t r = 0; r < R; ++r)
-          for (int64_t i = 0; i < kn; i += 16) _mm512_storeu_ps(wf32.data() + r * kn + i, load16<D>(w.row(o + r), k0 + i));
-        float* tile_acc = acc_buf.data() + size_t((o - p0) / 4) * tile_floats;
+          for (int64_t i = 0; i < kn; i += 16) _mm512_storeu_ps(wf32 + r * kn + i, load16<D>(row_of(w, o + r), k0 + i));
+        float* tile_acc = acc_buf + size_t((o - p0) / 4) * tile_floats;
         for (int64_t g = 0; g < groups; ++g)
-          dispatch_tile<BlockOp<DType::F32>::template F>(R, std::min<int64_t>(4, T - 4 * g), x + 4 * g * xs + k0, xs,
+          dispatch_tile<BlockOp<DType::F32>::template F>(R, imin(4, T - 4 * g), x + 4 * g * xs + k0, xs,
                                                          block, 0, 0, kn, tile_acc + size_t(g) * 256);
       }
     }
     for (int64_t o = p0; o < p1; o += 4) {
-      const float* tile_acc = acc_buf.data() + size_t((o - p0) / 4) * tile_floats;
+      const float* tile_acc = acc_buf + size_t((o - p0) / 4) * tile_floats;
       for (int64_t g = 0; g < groups; ++g)
-        dispatch_tile<FinishOp<D>::template F>(std::min<int64_t>(4, p1 - o), std::min<int64_t>(4, T - 4 * g),
+        dispatch_tile<FinishOp<D>::template F>(imin(4, p1 - o), imin(4, T - 4 * g),
                                                x + 4 * g * xs, xs, w, o, y + 4 * g * ys, ys, n16, tail,
                                                tile_acc + size_t(g) * 256);
     }
@@ -201,7 +232,7 @@ template <DType D>
 void matmul_panels(const float* x, int64_t T, int64_t xs, const WeightMatrix& w, int64_t o_begin, int64_t o_end,
                    float* y, int64_t ys) {
   for (int64_t t0 = 0; t0 < T; t0 += kChunkTokens)
-    matmul_panels_chunk<D>(x + t0 * xs, std::min(kChunkTokens, T - t0), xs, w, o_begin, o_end, y + t0 * ys, ys);
+    matmul_panels_chunk<D>(x + t0 * xs, imin(kChunkTokens, T - t0), xs, w, o_begin, o_end, y + t0 * ys, ys);
 }
 
 // Tiles of 4 rows x 4 tokens: per 16-wide step, 4 weight and 4 activation loads feed 16 FMAs,
@@ -213,7 +244,7 @@ void matmul_avx512(const float* x, int64_t T, int64_t xs, const WeightMatrix& w,
   const int64_t n = w.cols, n16 = n & ~int64_t(15);
   const __mmask16 tail = __mmask16((1u << (n - n16)) - 1);
   for (int64_t o = o_begin; o < o_end; o += 4) {
-    const int64_t R = std::min<int64_t>(4, o_end - o);
+    const int64_t R = imin(4, o_end - o);
     switch (R) {
       case 1: tile_tokens<D, 1>(x, xs, T, w, o, y, ys, n16, tail); break;
       case 2: tile_tokens<D, 2>(x, xs, T, w, o, y, ys, n16, tail); break;
