@@ -113,6 +113,8 @@ DecodedImage decode_bmp(std::span<const uint8_t> bytes, const ImageDecodeOptions
   if (bitfields) {
     const int count = compression == kAlphaBitfields || header_size >= 56 ? 4 : 3;
     const uint8_t* m = h + 40;
+    if (header_size != 40 && 40 + 4 * uint64_t(count) > header_size)
+      fail("BMP header of ", header_size, " bytes is too short for its ", count, " bitfield masks");
     if (header_size == 40) {
       if (after_header + 4 * uint64_t(count) > n) fail("truncated BMP: bitfield masks missing");
       m = d + after_header;

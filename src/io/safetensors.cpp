@@ -100,6 +100,14 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_uniq
     view.shape = shape;
     view.data = data + begin;
     view.nbytes = size_t(end - begin);
+    // Typed reads need element alignment; the format does not promise it (a header whose length
+    // is not a multiple of 8 shifts every tensor), so a misaligned tensor gets an aligned copy.
+    const size_t align = dtype_info(*dtype).block_elems == 1 ? dtype_info(*dtype).block_bytes : 2;
+    if (view.nbytes > 0 && reinterpret_cast<uintptr_t>(view.data) % align != 0) {
+      aligned_copies_.emplace_back(new uint64_t[(view.nbytes + 7) / 8]);
+      std::memcpy(aligned_copies_.back().get(), view.data, view.nbytes);
+      view.data = aligned_copies_.back().get();
+    }
     auto [pos, inserted] = tensors_.emplace(name, view);
     ranges.push_back({begin, end, &pos->first});
   }

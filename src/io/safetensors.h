@@ -29,6 +29,7 @@ class SafetensorsFile {
   std::unique_ptr<MappedFile> file_;
   std::map<std::string, TensorView> tensors_;
   std::map<std::string, std::string> metadata_;
+  std::vector<std::unique_ptr<uint64_t[]>> aligned_copies_;  // tensors the file left misaligned
 };
 
 // Writes tensors to a safetensors file (used by `qwen35 forward --out` and the tools).

@@ -66,6 +66,10 @@ Tokenizer::Tokenizer(const TokenizerSpec& spec)
   int64_t size = 0;
   for (const auto& [token, id] : spec.vocab) size = std::max<int64_t>(size, int64_t(id) + 1);
   for (const AddedToken& a : spec.added_tokens) size = std::max<int64_t>(size, int64_t(a.id) + 1);
+  // Ids index dense tables; a hostile file with one huge id would make them gigabytes.
+  const int64_t count = int64_t(spec.vocab.size() + spec.added_tokens.size());
+  if (size > 4 * count + 1024)
+    fail("tokenizer ids are too sparse: the largest id is ", size - 1, " for ", count, " tokens");
   std::vector<std::string_view> spelling(static_cast<size_t>(size));
   flags_.assign(size_t(size), 0);
   for (const auto& [token, id] : spec.vocab) {
@@ -189,23 +193,23 @@ void Tokenizer::encode(std::string_view text, AddedTokenMode mode, std::vector<i
   if (mode != AddedTokenMode::kPlainText) raw_matcher_.find(text, mode == AddedTokenMode::kSplitSpecial, s.matches);
   size_t pos = 0;
   for (const AddedTokenMatcher::Match& m : s.matches) {
-    if (m.start > pos) encode_segment(text.substr(pos, m.start - pos), s, out);
+    if (m.start > pos) encode_segment(text.substr(pos, m.start - pos), mode, s, out);
     out.push_back(m.id);
     pos = m.end;
   }
-  if (pos < text.size()) encode_segment(text.substr(pos), s, out);
+  if (pos < text.size()) encode_segment(text.substr(pos), mode, s, out);
 }
 
-void Tokenizer::encode_segment(std::string_view raw, Scratch& s, std::vector<int32_t>& out) const {
+void Tokenizer::encode_segment(std::string_view raw, AddedTokenMode mode, Scratch& s, std::vector<int32_t>& out) const {
   s.normalized.clear();
   unicode::normalize(normal_form_, raw, s.normalized);
   std::string_view text = s.normalized;
-  if (normalized_matcher_.empty()) {
+  if (normalized_matcher_.empty() || mode == AddedTokenMode::kPlainText) {
     encode_normalized(text, s, out);
     return;
   }
   s.normalized_matches.clear();
-  normalized_matcher_.find(text, false, s.normalized_matches);
+  normalized_matcher_.find(text, mode == AddedTokenMode::kSplitSpecial, s.normalized_matches);
   size_t pos = 0;
   for (const AddedTokenMatcher::Match& m : s.normalized_matches) {
     if (m.start > pos) encode_normalized(text.substr(pos, m.start - pos), s, out);

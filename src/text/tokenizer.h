@@ -85,7 +85,7 @@ class Tokenizer {
   enum : uint8_t { kPresent = 1, kAdded = 2, kSpecial = 4 };
 
   struct Scratch;
-  void encode_segment(std::string_view raw, Scratch& s, std::vector<int32_t>& out) const;
+  void encode_segment(std::string_view raw, AddedTokenMode mode, Scratch& s, std::vector<int32_t>& out) const;
   void encode_normalized(std::string_view text, Scratch& s, std::vector<int32_t>& out) const;
 
   // Per-id data, packed: spellings and bytes live in two arenas indexed by offsets.

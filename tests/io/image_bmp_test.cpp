@@ -282,3 +282,21 @@ TEST(ImageBmp, HostileHeaders) {
 
 }  // namespace
 }  // namespace qwen35
+
+namespace qwen35 {
+namespace {
+
+// A 52-byte header with BI_ALPHABITFIELDS needs 4 masks (16 bytes after the first 40) but has
+// room for 3: the decoder must not read past the header.
+TEST(ImageBmp, MasksBeyondAShortHeaderAreRejected) {
+  std::vector<uint8_t> b;
+  auto u16 = [&](uint16_t v) { b.push_back(uint8_t(v)); b.push_back(uint8_t(v >> 8)); };
+  auto u32 = [&](uint32_t v) { for (int i = 0; i < 4; ++i) b.push_back(uint8_t(v >> (8 * i))); };
+  b.push_back('B'), b.push_back('M'), u32(66), u32(0), u32(66);
+  u32(52), u32(1), u32(1), u16(1), u16(16), u32(6), u32(0), u32(0), u32(0), u32(0), u32(0);
+  u32(0x7C00), u32(0x03E0), u32(0x001F);  // 3 masks fill the 52-byte header
+  EXPECT_THROW(decode_image(b), Error);
+}
+
+}  // namespace
+}  // namespace qwen35

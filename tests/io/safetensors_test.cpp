@@ -396,3 +396,23 @@ TEST_F(SafetensorsTest, RandomMutationsNeverEscapeTheFile) {
 
 }  // namespace
 }  // namespace qwen35
+
+namespace qwen35 {
+namespace {
+
+TEST_F(SafetensorsTest, MisalignedTensorsAreReadThroughAlignedCopies) {
+  // A header length of 8k+1 shifts the data section: every tensor starts at an odd address.
+  std::string data(12, '\0');
+  const float values[3] = {1.5f, -2.25f, 3.0f};
+  std::memcpy(data.data(), values, 12);
+  std::string header = json{{"x", entry("F32", {3}, 0, 12)}}.dump();
+  while ((8 + header.size()) % 8 != 1) header += ' ';
+  SafetensorsFile f(write(raw_file(header.size(), header, data)));
+  const TensorView& v = f.get("x");
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data) % 4, 0u);
+  EXPECT_EQ(v.as<float>()[0], 1.5f);
+  EXPECT_EQ(v.as<float>()[2], 3.0f);
+}
+
+}  // namespace
+}  // namespace qwen35

@@ -236,3 +236,25 @@ TEST(TokenizerLoad, ModelDirectoryAndFilePathAreBothAccepted) {
 
 }  // namespace
 }  // namespace qwen35::test
+
+namespace qwen35::test {
+namespace {
+
+TEST(TokenizerLoad, SparseIdsAreRejectedInsteadOfAllocatingGigabytes) {
+  json j = small_tokenizer_json();
+  j["model"]["vocab"]["zzqqxx"] = 2147483000;
+  EXPECT_NE(load_error(j).find("too sparse"), std::string::npos) << load_error(j);
+}
+
+TEST(TokenizerLoad, ModesApplyToNormalizedAddedTokensToo) {
+  json j = small_tokenizer_json();
+  for (auto& a : j["added_tokens"]) a["normalized"] = true;
+  Tokenizer tok = make(j);
+  EXPECT_EQ(tok.encode("he<|x|>", AddedTokenMode::kMatchAll).back(), 300);
+  EXPECT_NE(tok.encode("he<|x|>", AddedTokenMode::kPlainText).back(), 300);
+  EXPECT_NE(tok.encode("he<|x|>", AddedTokenMode::kSplitSpecial).back(), 300);  // special: plain text here
+  EXPECT_EQ(tok.encode("he<y>", AddedTokenMode::kSplitSpecial).back(), 301);     // not special: still matched
+}
+
+}  // namespace
+}  // namespace qwen35::test
