@@ -22,11 +22,6 @@ struct Shape {
   Shape(std::initializer_list<int64_t> d) {
     for (int64_t x : d) dims[size_t(ndim++)] = x;
   }
-  static Shape of(const std::vector<int64_t>& d) {
-    Shape s;
-    for (int64_t x : d) s.dims[size_t(s.ndim++)] = x;
-    return s;
-  }
   int64_t operator[](int i) const { return dims[size_t(i)]; }
   int64_t numel() const {
     int64_t n = 1;

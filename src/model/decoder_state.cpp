@@ -56,12 +56,6 @@ void DecoderState::reset() {
   n_past = 0;
 }
 
-void DecoderState::copy_from(const DecoderState& other) {
-  deltanet = other.deltanet;
-  kv = other.kv;
-  n_past = other.n_past;
-}
-
 size_t DecoderState::bytes() const {
   size_t n = 0;
   for (const DeltaNetState& d : deltanet) n += (d.conv.size() + d.recurrent.size()) * sizeof(float);

@@ -65,6 +65,16 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     e.image_config = ImageProcessorConfig::load(options.model_dir);
     if (options.image_min_pixels > 0) e.image_config.min_pixels = options.image_min_pixels;
     if (options.image_max_pixels > 0) e.image_config.max_pixels = options.image_max_pixels;
+    if (const VisionConfig& v = e.model->config().vision; v.present) {
+      // The processor expands and positions image tokens with its own patch and merge sizes;
+      // the vision tower produces tokens with the config's. They must agree.
+      const ImageProcessorConfig& p = e.image_config;
+      if (p.patch_size != v.patch_size || p.temporal_patch_size != v.temporal_patch_size ||
+          p.merge_size != v.spatial_merge_size)
+        fail("preprocessor_config.json (patch ", p.patch_size, ", temporal ", p.temporal_patch_size, ", merge ",
+             p.merge_size, ") disagrees with config.json vision_config (patch ", v.patch_size, ", temporal ",
+             v.temporal_patch_size, ", merge ", v.spatial_merge_size, ")");
+    }
     e.pool = std::make_unique<ThreadPool>(options.threads);
     e.compute = kernels::Compute{&kernels::active_table(), e.pool.get()};
 

@@ -53,6 +53,9 @@ void Generation::Impl::compute_image_embeddings(int64_t from, int64_t to) {
     const auto t0 = Clock::now();
     img.embeddings = engine.model->vision()->encode(engine.compute, img.processed.pixel_values,
                                                     std::span<const ImageGrid>(&img.processed.grid, 1));
+    if (int64_t(img.embeddings.size()) != img.count * engine.text_config().hidden_size)
+      fail("the vision tower returned ", img.embeddings.size() / size_t(engine.text_config().hidden_size),
+           " image tokens where the prompt has ", img.count);
     std::vector<float>().swap(img.processed.pixel_values);  // no longer needed: give the memory back
     result.timings.vision_ms += ms_since(t0);
   }

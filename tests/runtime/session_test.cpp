@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -219,6 +220,20 @@ TEST(Session, ImagesOverTheContextFailBeforeTheirPixelsExist) {
   auto g = engine->new_session()->start_chat(r, greedy(4), nullptr, &st);
   EXPECT_EQ(g, nullptr);
   EXPECT_EQ(st.code, StatusCode::kContextOverflow) << st.message;
+}
+
+TEST(Session, ProcessorAndVisionMergeSizesMustAgree) {
+  const std::string dir = temp_dir("merge");
+  for (const auto& f : std::filesystem::directory_iterator(tiny_model_dir()))
+    if (f.is_regular_file()) std::filesystem::create_symlink(f.path(), dir + "/" + f.path().filename().string());
+  std::filesystem::remove(dir + "/preprocessor_config.json");
+  std::ofstream(dir + "/preprocessor_config.json") << "{\"merge_size\": 1, \"patch_size\": 16, \"temporal_patch_size\": 2}";
+  EngineOptions o;
+  o.model_dir = dir;
+  Status st;
+  EXPECT_EQ(Engine::load(o, &st), nullptr);
+  EXPECT_NE(st.message.find("disagrees"), std::string::npos) << st.message;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Session, RawCompletionsKeepThinkMarkersAsText) {
