@@ -111,7 +111,7 @@ float* thread_scratch(size_t floats) {
   }
   return s.data;
 }
-constexpr int64_t kBlockCols = 256;
+constexpr int64_t kBlockCols = 512;
 
 template <DType D, int R, int C>
 inline void tile_block(const float* x, int64_t xs, const WeightMatrix& w, int64_t o, int64_t k0, int64_t k1,
@@ -240,16 +240,21 @@ void matmul_panels(const float* x, int64_t T, int64_t xs, const WeightMatrix& w,
 template <DType D>
 void matmul_avx512(const float* x, int64_t T, int64_t xs, const WeightMatrix& w, int64_t o_begin, int64_t o_end,
                    float* y, int64_t ys) {
-  if (T > 4) return matmul_panels<D>(x, T, xs, w, o_begin, o_end, y, ys);
+  if (T >= 32) return matmul_panels<D>(x, T, xs, w, o_begin, o_end, y, ys);
   const int64_t n = w.cols, n16 = n & ~int64_t(15);
   const __mmask16 tail = __mmask16((1u << (n - n16)) - 1);
   for (int64_t o = o_begin; o < o_end; o += 4) {
     const int64_t R = imin(4, o_end - o);
-    switch (R) {
-      case 1: tile_tokens<D, 1>(x, xs, T, w, o, y, ys, n16, tail); break;
-      case 2: tile_tokens<D, 2>(x, xs, T, w, o, y, ys, n16, tail); break;
-      case 3: tile_tokens<D, 3>(x, xs, T, w, o, y, ys, n16, tail); break;
-      default: tile_tokens<D, 4>(x, xs, T, w, o, y, ys, n16, tail); break;
+    for (int64_t t0 = 0; t0 < T; t0 += 4) {
+      const int64_t C = imin(4, T - t0);
+      const float* xt = x + t0 * xs;
+      float* yt = y + t0 * ys;
+      switch (R) {
+        case 1: tile_tokens<D, 1>(xt, xs, C, w, o, yt, ys, n16, tail); break;
+        case 2: tile_tokens<D, 2>(xt, xs, C, w, o, yt, ys, n16, tail); break;
+        case 3: tile_tokens<D, 3>(xt, xs, C, w, o, yt, ys, n16, tail); break;
+        default: tile_tokens<D, 4>(xt, xs, C, w, o, yt, ys, n16, tail); break;
+      }
     }
   }
 }
