@@ -11,14 +11,8 @@
 namespace qwen35 {
 namespace {
 
-// These tests check compositing onto white; the decoder default drops alpha like the reference.
-ImageDecodeOptions composite_alpha() {
-  ImageDecodeOptions o;
-  o.alpha = AlphaMode::kCompositeOnWhite;
-  return o;
-}
-
 using test::Bytes;
+using test::composite_alpha;
 using test::pixel_near;
 
 Bytes random_bytes(size_t n, uint32_t seed) {

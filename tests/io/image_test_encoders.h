@@ -91,4 +91,11 @@ uint32_t crc32_of(const uint8_t* data, size_t n);
 // independent reference for the decoder's integer version.
 int over_white_reference(int c, int a);
 
+// Decoder options that composite alpha onto white (the default drops alpha like the reference).
+inline ImageDecodeOptions composite_alpha() {
+  ImageDecodeOptions o;
+  o.alpha = AlphaMode::kCompositeOnWhite;
+  return o;
+}
+
 }  // namespace qwen35::test
