@@ -187,13 +187,7 @@ int run_forward(int argc, char** argv) {
 
 }  // namespace
 
-int cmd_forward(int argc, char** argv) {
-  try {
-    return run_forward(argc, argv);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "qwen35 forward: %s\n", e.what());
-    return 1;
-  }
-}
+// Errors (qwen35::Error) are reported by main() as "qwen35 forward: message", exit status 1.
+int cmd_forward(int argc, char** argv) { return run_forward(argc, argv); }
 
 }  // namespace qwen35::app

@@ -116,13 +116,7 @@ int run_generate(int argc, char** argv) {
 
 }  // namespace
 
-int cmd_generate(int argc, char** argv) {
-  try {
-    return run_generate(argc, argv);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "qwen35 generate: %s\n", e.what());
-    return 1;
-  }
-}
+// Errors (qwen35::Error) are reported by main() as "qwen35 generate: message", exit status 1.
+int cmd_generate(int argc, char** argv) { return run_generate(argc, argv); }
 
 }  // namespace qwen35::app

@@ -93,13 +93,7 @@ int run_run(int argc, char** argv) {
 
 }  // namespace
 
-int cmd_run(int argc, char** argv) {
-  try {
-    return run_run(argc, argv);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "qwen35 run: %s\n", e.what());
-    return 1;
-  }
-}
+// Errors (qwen35::Error) are reported by main() as "qwen35 run: message", exit status 1.
+int cmd_run(int argc, char** argv) { return run_run(argc, argv); }
 
 }  // namespace qwen35::app

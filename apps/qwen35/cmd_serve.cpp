@@ -162,13 +162,7 @@ int run_serve(int argc, char** argv) {
 
 }  // namespace
 
-int cmd_serve(int argc, char** argv) {
-  try {
-    return run_serve(argc, argv);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "qwen35 serve: %s\n", e.what());
-    return 1;
-  }
-}
+// Errors (qwen35::Error) are reported by main() as "qwen35 serve: message", exit status 1.
+int cmd_serve(int argc, char** argv) { return run_serve(argc, argv); }
 
 }  // namespace qwen35::app

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "apps/qwen35/commands.h"
+#include "core/error.h"
 
 namespace {
 
@@ -23,7 +24,13 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   for (const qwen35::app::Command& c : qwen35::app::commands()) {
-    if (c.name == std::string(argv[1])) return c.run(argc - 1, argv + 1);
+    if (c.name != std::string(argv[1])) continue;
+    try {
+      return c.run(argc - 1, argv + 1);
+    } catch (const qwen35::Error& e) {  // bad options, bad input, a model that does not load
+      std::fprintf(stderr, "qwen35 %s: %s\n", c.name, e.what());
+      return 1;
+    }
   }
   std::fprintf(stderr, "qwen35: unknown command '%s'\n\n", argv[1]);
   print_usage();
