@@ -20,8 +20,14 @@ void AttentionScratch::reserve(const TextConfig& cfg, int64_t tokens) {
   sin.resize(T * size_t(cfg.rotary_dim / 2));
 }
 
+void AttentionScratch::set_positions(const MRope& rope, const int32_t* positions, int64_t T) {
+  const int half = rope.half();
+  for (int64_t t = 0; t < T; ++t)
+    rope.angles(positions[t], positions[T + t], positions[2 * T + t], cos.data() + t * half, sin.data() + t * half);
+}
+
 void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const AttentionWeights& w, const MRope& rope,
-                       const float* a, int64_t T, const int32_t* positions, KvCache& kv, AttentionScratch& s,
+                       const float* a, int64_t T, KvCache& kv, AttentionScratch& s,
                        float* out) {
   s.reserve(cfg, T);
   const int nq = cfg.num_heads, nkv = cfg.num_kv_heads, hd = cfg.head_dim;
@@ -42,9 +48,8 @@ void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const A
       float* k = s.k.data() + t * KD + int64_t(h) * hd;
       rms_norm(k, w.k_norm.data(), hd, cfg.rms_norm_eps, k);
     }
-    float* cs = s.cos.data() + t * half;
-    float* sn = s.sin.data() + t * half;
-    rope.angles(positions[t], positions[T + t], positions[2 * T + t], cs, sn);
+    const float* cs = s.cos.data() + t * half;
+    const float* sn = s.sin.data() + t * half;
     rope.apply(s.q.data() + t * QD, nq, hd, cs, sn);
     rope.apply(s.k.data() + t * KD, nkv, hd, cs, sn);
   }

@@ -19,13 +19,15 @@ struct AttentionScratch {
   std::vector<float> k;     // [T, nkv*hd]
   std::vector<float> v;     // [T, nkv*hd]
   std::vector<float> attn;  // [T, nq*hd]
-  std::vector<float> cos, sin;  // [T, rotary/2]
+  std::vector<float> cos, sin;  // [T, rotary/2], shared by every attention layer of one call
   void reserve(const TextConfig& cfg, int64_t tokens);
+  // Rotary angles of T tokens at positions [3, T] (rows t, h, w); once per forward, not per layer.
+  void set_positions(const MRope& rope, const int32_t* positions, int64_t T);
 };
 
-// out[T, H] = Attention(a[T, H]); positions [3, T] (rows t, h, w); appends T rows to `kv`.
+// out[T, H] = Attention(a[T, H]) at the angles set by s.set_positions; appends T rows to `kv`.
 void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const AttentionWeights& w, const MRope& rope,
-                       const float* a, int64_t T, const int32_t* positions, KvCache& kv, AttentionScratch& s,
+                       const float* a, int64_t T, KvCache& kv, AttentionScratch& s,
                        float* out);
 
 }  // namespace qwen35

@@ -39,6 +39,7 @@ void TextDecoder::forward(const kernels::Compute& c, const float* embeddings, co
   const float eps = cfg_.rms_norm_eps;
   float* x = ws.x.data();
   std::memcpy(x, embeddings, size_t(T * H) * sizeof(float));
+  ws.attention.set_positions(rope_, positions, T);
 
   int deltanet_index = 0, attention_index = 0;
   for (int i = 0; i < cfg_.num_layers; ++i) {
@@ -48,7 +49,7 @@ void TextDecoder::forward(const kernels::Compute& c, const float* embeddings, co
       deltanet_forward(c, cfg_, L.deltanet, ws.normed.data(), T, state.deltanet[size_t(deltanet_index++)], ws.deltanet,
                        mode, ws.mixed.data());
     } else {
-      attention_forward(c, cfg_, L.attention, rope_, ws.normed.data(), T, positions, state.kv[size_t(attention_index++)],
+      attention_forward(c, cfg_, L.attention, rope_, ws.normed.data(), T, state.kv[size_t(attention_index++)],
                         ws.attention, ws.mixed.data());
     }
     for (int64_t j = 0; j < T * H; ++j) x[j] += ws.mixed[size_t(j)];
