@@ -1,22 +1,139 @@
 #include "kernels/compute.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace qwen35::kernels {
+namespace {
+
+// A table's kernel for a weight's dtype, or the ref twin (identical results, only slower).
+MatmulFn float_kernel(const Compute& c, DType d) {
+  MatmulFn fn = c.k->matmul[size_t(d)];
+  if (!fn) fn = ref_table().matmul[size_t(d)];
+  if (!fn) fail("no matmul kernel for weights of dtype ", dtype_name(d));
+  return fn;
+}
+
+QMatmulFn block_kernel(const Compute& c, const WeightMatrix& w) {
+  if (w.layout != 0) {
+    if (w.layout != c.k->packing.layout) fail("weights packed for another kernel table (layout ", int(w.layout), ")");
+    return c.k->qmatmul[size_t(w.dtype)];
+  }
+  // Plain rows: this table's kernel only if it reads this dtype unpacked.
+  const PackedFormat& p = c.k->packing;
+  if (c.k->qmatmul[size_t(w.dtype)] && (p.layout == 0 || p.group_bytes(w.dtype, w.cols) == 0))
+    return c.k->qmatmul[size_t(w.dtype)];
+  QMatmulFn fn = ref_table().qmatmul[size_t(w.dtype)];
+  if (!fn) fail("no matmul kernel for weights of dtype ", dtype_name(w.dtype));
+  return fn;
+}
+
+struct Item {
+  int out;  // index into the outputs
+  int64_t r0, r1;
+  double cost;
+};
+
+}  // namespace
+
+void Activations::bind(const float* x, int64_t T, int64_t n, int64_t stride) {
+  x_ = x;
+  T_ = T;
+  n_ = n;
+  stride_ = stride;
+  for (Form& f : forms_) f.valid = false;
+}
+
+const ActRows& Activations::quantized(const Compute& c, ActFormat fmt) {
+  if (fmt == ActFormat::kF32) fail("Activations::quantized: kF32 is not a quantized format");
+  Form& f = forms_[fmt == ActFormat::kQ8x32 ? 0 : 1];
+  if (f.valid) return f.rows;
+  if (n_ % act_block(fmt) != 0) fail("activation rows of ", n_, " values do not split into blocks of ", act_block(fmt));
+  const ActLayout l = act_layout(fmt, n_);
+  if (f.bytes.size() < size_t(T_) * l.row_bytes) f.bytes.resize(size_t(T_) * l.row_bytes);
+  uint8_t* out = f.bytes.data();
+  QuantizeActFn q = c.k->quantize_act ? c.k->quantize_act : ref_table().quantize_act;
+  // Rows are independent; large blocks split over the pool.
+  c.pool->parallel_for(size_t(T_), 8, [&](size_t b, size_t e) {
+    q(fmt, x_ + int64_t(b) * stride_, int64_t(e - b), stride_, n_, out + b * l.row_bytes);
+  });
+  f.rows = ActRows{fmt, T_, n_, out, l};
+  f.valid = true;
+  return f.rows;
+}
+
+void linear_fused(const Compute& c, Activations& x, std::initializer_list<LinearOut> outs) {
+  const LinearOut* o = outs.begin();
+  const int n_out = int(outs.size());
+  // Quantize the input once per format before the parallel pass.
+  std::vector<const ActRows*> acts(size_t(n_out), nullptr);
+  for (int i = 0; i < n_out; ++i) {
+    const WeightMatrix& w = *o[i].w;
+    if (w.cols != x.n()) fail("linear: weight has ", w.cols, " columns, input rows have ", x.n());
+    if (is_block_format(w.dtype)) acts[size_t(i)] = &x.quantized(c, act_format_for(w.dtype));
+  }
+  // Work items of whole packed groups (or 16-row grains), costed by weight bytes.
+  std::vector<Item> items;
+  double total = 0;
+  for (int i = 0; i < n_out; ++i) {
+    const WeightMatrix& w = *o[i].w;
+    const int64_t q = w.layout != 0 ? c.k->packing.group_rows : 16;
+    const int64_t per_item = std::max<int64_t>(q, (64 + q - 1) / q * q);
+    const double row_cost = double(dtype_bytes(w.dtype, size_t(w.cols)) + 64);
+    for (int64_t r = 0; r < w.rows; r += per_item) {
+      Item it{i, r, std::min(w.rows, r + per_item), 0};
+      it.cost = row_cost * double(it.r1 - it.r0);
+      total += it.cost;
+      items.push_back(it);
+    }
+  }
+  // Chunks of about equal cost, several per thread so that a slow core is helped by the other.
+  const size_t n_chunks = std::min(items.size(), size_t(c.pool->size()) * 4);
+  std::vector<size_t> starts(n_chunks + 1, items.size());
+  {
+    double acc = 0;
+    size_t k = 0;
+    for (size_t j = 0; j < items.size(); ++j) {
+      while (k < n_chunks && acc >= total * double(k) / double(n_chunks)) starts[k++] = j;
+      acc += items[j].cost;
+    }
+    while (k < n_chunks) starts[k++] = items.size();
+  }
+  c.pool->parallel_for(n_chunks, 1, [&](size_t b, size_t e) {
+    for (size_t j = starts[b]; j < starts[e]; ++j) {
+      const Item& it = items[j];
+      const LinearOut& out = o[it.out];
+      const WeightMatrix& w = *out.w;
+      if (acts[size_t(it.out)]) {
+        block_kernel(c, w)(*acts[size_t(it.out)], w, it.r0, it.r1, out.y, out.y_stride);
+      } else {
+        float_kernel(c, w.dtype)(x.x(), x.T(), x.stride(), w, it.r0, it.r1, out.y, out.y_stride);
+      }
+    }
+  });
+}
+
+void linear(const Compute& c, Activations& x, const WeightMatrix& w, float* y, int64_t y_stride) {
+  linear_fused(c, x, {LinearOut{&w, y, y_stride}});
+}
 
 void linear_strided(const Compute& c, const float* x, int64_t T, int64_t x_stride, const WeightMatrix& w, float* y,
                     int64_t y_stride) {
-  MatmulFn fn = c.k->matmul[size_t(w.dtype)];
-  if (!fn) fn = ref_table().matmul[size_t(w.dtype)];
-  if (!fn) fail("no matmul kernel for weights of dtype ", dtype_name(w.dtype));
-  // Split output rows; 16-row grains keep each thread's weight reads contiguous.
-  c.pool->parallel_for(size_t(w.rows), 16, [&](size_t b, size_t e) {
-    fn(x, T, x_stride, w, int64_t(b), int64_t(e), y, y_stride);
-  });
+  thread_local Activations a;
+  a.bind(x, T, w.cols, x_stride);
+  linear(c, a, w, y, y_stride);
 }
 
 void linear(const Compute& c, const float* x, int64_t T, const WeightMatrix& w, float* y) {
   linear_strided(c, x, T, w.cols, w, y, w.rows);
+}
+
+void weight_row_to_f32(const WeightMatrix& w, int64_t r, float* out) {
+  if (w.layout == 0) return ref_table().row_to_f32(w.dtype, w.row(r), out, w.cols);
+  for (const KernelTable* t : supported_tables())
+    if (t->packing.layout == w.layout && t->packing.row_to_f32) return t->packing.row_to_f32(w, r, out);
+  fail("weights packed in layout ", int(w.layout), ", which no kernel table on this CPU reads");
 }
 
 }  // namespace qwen35::kernels

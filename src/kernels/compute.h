@@ -2,6 +2,9 @@
 // data-parallel wrappers the model calls (each splits its work over the pool).
 #pragma once
 
+#include <initializer_list>
+#include <vector>
+
 #include "core/thread_pool.h"
 #include "kernels/kernels.h"
 
@@ -12,9 +15,49 @@ struct Compute {
   ThreadPool* pool = nullptr;
 };
 
+// The input rows of one or more matmuls: T rows of n floats, and, made on first use, their
+// quantized forms for block-format weights. Each form is computed once and shared by every matrix
+// that reads these rows (q/k/v/z/b/a all read the same normed hidden state).
+class Activations {
+ public:
+  // Views x [T, n] (rows `stride` floats apart); forgets earlier quantized forms.
+  void bind(const float* x, int64_t T, int64_t n, int64_t stride);
+  void bind(const float* x, int64_t T, int64_t n) { bind(x, T, n, n); }
+
+  const float* x() const { return x_; }
+  int64_t T() const { return T_; }
+  int64_t n() const { return n_; }
+  int64_t stride() const { return stride_; }
+  // The rows quantized to `fmt` (fmt != kF32), computed on the first call after bind().
+  const ActRows& quantized(const Compute& c, ActFormat fmt);
+
+ private:
+  const float* x_ = nullptr;
+  int64_t T_ = 0, n_ = 0, stride_ = 0;
+  struct Form {
+    std::vector<uint8_t> bytes;
+    ActRows rows;
+    bool valid = false;
+  };
+  Form forms_[2];  // kQ8x32, kQ8x256
+};
+
+// One output of a (fused) linear call: y[T, w.rows] with rows y_stride floats apart.
+struct LinearOut {
+  const WeightMatrix* w;
+  float* y;
+  int64_t y_stride;
+};
+
 // y[T, W.rows] = x[T, W.cols] * W^T, rows of y and x contiguous unless strides say otherwise.
 void linear(const Compute& c, const float* x, int64_t T, const WeightMatrix& w, float* y);
 void linear_strided(const Compute& c, const float* x, int64_t T, int64_t x_stride, const WeightMatrix& w, float* y,
                     int64_t y_stride);
+void linear(const Compute& c, Activations& x, const WeightMatrix& w, float* y, int64_t y_stride);
+// Several matrices over the same input in one parallel pass (one synchronisation point).
+void linear_fused(const Compute& c, Activations& x, std::initializer_list<LinearOut> outs);
+
+// Dequantizes row r of any weight matrix (plain or packed by any table) to f32.
+void weight_row_to_f32(const WeightMatrix& w, int64_t r, float* out);
 
 }  // namespace qwen35::kernels

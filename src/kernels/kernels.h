@@ -9,16 +9,22 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "kernels/quant/act_format.h"
 
 namespace qwen35::kernels {
 
 // A weight matrix in HF orientation [rows = out features, cols = in features], any storage dtype.
+// layout 0: plain rows, row_bytes apart (safetensors rows, GGUF block rows). Otherwise the rows are
+// repacked for the table whose PackedFormat has that layout id: groups of `group_rows` rows,
+// group_bytes apart (row() is then meaningless).
 struct WeightMatrix {
   DType dtype = DType::F32;
   const void* data = nullptr;
   int64_t rows = 0;
   int64_t cols = 0;
-  size_t row_bytes = 0;  // bytes between consecutive rows
+  size_t row_bytes = 0;  // bytes between consecutive rows (plain layout)
+  uint8_t layout = 0;
+  size_t group_bytes = 0;  // bytes between consecutive row groups (packed layouts)
 
   const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + size_t(r) * row_bytes; }
 };
@@ -59,9 +65,34 @@ inline size_t delta_chunk_work_floats(int dk, int dv) {
   return 3 * C * C + C + C * size_t(dk) + 2 * C * size_t(dv);
 }
 
+// Block-format weights against quantized activations (a.fmt == act_format_for(w.dtype)):
+// y[t, o] = the canonical dot (kernels/quant/quant_ref.h) of weight row o with activation row t,
+// for t < a.T and o in [o_begin, o_end). For packed weights o_begin is a multiple of group_rows.
+using QMatmulFn = void (*)(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y,
+                           int64_t y_stride);
+// Quantizes T rows of n floats (x rows x_stride apart) into act_layout(fmt, n).row_bytes rows.
+using QuantizeActFn = void (*)(ActFormat fmt, const float* x, int64_t T, int64_t x_stride, int64_t n, uint8_t* out);
+
+// How a table stores the block-format weights its kernels read. Tables with the same layout id
+// read the same bytes (so one packed copy serves e.g. AVX-512 decode and AMX prefill).
+struct PackedFormat {
+  uint8_t layout = 0;      // 0: the table reads plain rows of every dtype
+  int64_t group_rows = 1;  // rows per packed group
+  // Bytes per packed group of `cols` columns of `dtype`; 0: this dtype stays in plain rows.
+  size_t (*group_bytes)(DType dtype, int64_t cols) = nullptr;
+  // Packs groups [g0, g1) of the plain matrix into dst (group g at dst + g * group_bytes); rows
+  // past the end of the matrix are packed as zeros.
+  void (*pack)(const WeightMatrix& plain, int64_t g0, int64_t g1, uint8_t* dst) = nullptr;
+  // Dequantizes row r of a packed matrix to f32 (ggml's dequantized values).
+  void (*row_to_f32)(const WeightMatrix& packed, int64_t r, float* out) = nullptr;
+};
+
 struct KernelTable {
   std::string_view name;
   MatmulFn matmul[size_t(DType::kCount)] = {};  // nullptr: dtype not handled by this table
+  QMatmulFn qmatmul[size_t(DType::kCount)] = {};
+  QuantizeActFn quantize_act = nullptr;
+  PackedFormat packing;
   RowToF32Fn row_to_f32 = nullptr;
   DotFn dot = nullptr;
   AxpyFn axpy = nullptr;

@@ -23,10 +23,9 @@ void DecoderWorkspace::reserve(const TextConfig& cfg, int64_t tokens) {
 TextDecoder::TextDecoder(const TextConfig& cfg, const TextWeights& weights) : cfg_(cfg), w_(weights), rope_(cfg) {}
 
 void TextDecoder::embed(const int32_t* ids, int64_t T, float* out) const {
-  const kernels::KernelTable& ref = kernels::ref_table();
   for (int64_t t = 0; t < T; ++t) {
     if (ids[t] < 0 || ids[t] >= cfg_.vocab_size) fail("token id ", ids[t], " is outside the vocabulary [0, ", cfg_.vocab_size, ")");
-    ref.row_to_f32(w_.embed.dtype, w_.embed.row(ids[t]), out + t * cfg_.hidden_size, cfg_.hidden_size);
+    kernels::weight_row_to_f32(w_.embed, ids[t], out + t * cfg_.hidden_size);
   }
 }
 

@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "kernels/kernels.h"
+#include "kernels/quant/quant_ref.h"
 #include "kernels/ref/ref_ops.h"
 
 namespace qwen35::kernels {
@@ -26,7 +27,9 @@ void ref_row_to_f32(DType dtype, const void* row, float* out, int64_t n) {
       for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(p[i]);
       return;
     }
-    default: fail("row_to_f32: unsupported dtype ", dtype_name(dtype));
+    default:
+      if (is_block_format(dtype) && dtype != DType::Q8_K) return quant::dequantize_row(dtype, row, out, n);
+      fail("row_to_f32: unsupported dtype ", dtype_name(dtype));
   }
 }
 
@@ -45,12 +48,21 @@ void ref_matmul(const float* x, int64_t T, int64_t x_stride, const WeightMatrix&
   }
 }
 
+void ref_qmatmul(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t y_stride) {
+  for (int64_t o = o_begin; o < o_end; ++o)
+    for (int64_t t = 0; t < a.T; ++t) y[t * y_stride + o] = quant::dot_row(w.dtype, w.row(o), a, t);
+}
+
 KernelTable make_ref() {
   KernelTable k;
   k.name = "ref";
   k.matmul[size_t(DType::F32)] = ref_matmul;
   k.matmul[size_t(DType::BF16)] = ref_matmul;
   k.matmul[size_t(DType::F16)] = ref_matmul;
+  for (DType d : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K,
+                  DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS})
+    k.qmatmul[size_t(d)] = ref_qmatmul;
+  k.quantize_act = quantize_act_ref;
   k.row_to_f32 = ref_row_to_f32;
   k.dot = ref_dot;
   k.axpy = ref_axpy;

@@ -1,0 +1,86 @@
+#include "kernels/quant/act_format.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace qwen35::kernels {
+namespace {
+
+size_t align64(size_t x) { return (x + 63) & ~size_t(63); }
+
+}  // namespace
+
+ActFormat act_format_for(DType w) {
+  switch (w) {
+    case DType::Q8_0:
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::IQ4_NL: return ActFormat::kQ8x32;
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::IQ4_XS: return ActFormat::kQ8x256;
+    default: return ActFormat::kF32;
+  }
+}
+
+ActLayout act_layout(ActFormat fmt, int64_t n) {
+  ActLayout l;
+  const size_t nb = size_t(n / act_block(fmt));
+  l.q = 0;
+  l.d = align64(size_t(n));
+  l.s32 = l.d + align64(nb * sizeof(float));
+  l.s16 = l.s32 + align64(size_t(n / 32) * sizeof(int32_t));
+  l.row_bytes = fmt == ActFormat::kQ8x256 ? l.s16 + align64(size_t(n / 16) * sizeof(int16_t)) : l.s16;
+  return l;
+}
+
+void quantize_act_ref(ActFormat fmt, const float* x, int64_t T, int64_t x_stride, int64_t n, uint8_t* out) {
+  const ActLayout l = act_layout(fmt, n);
+  const int64_t B = act_block(fmt);
+  for (int64_t t = 0; t < T; ++t) {
+    const float* xr = x + t * x_stride;
+    uint8_t* row = out + size_t(t) * l.row_bytes;
+    int8_t* q = reinterpret_cast<int8_t*>(row + l.q);
+    float* d = reinterpret_cast<float*>(row + l.d);
+    for (int64_t b = 0; b < n / B; ++b) {
+      const float* xb = xr + b * B;
+      float amax = 0;
+      bool finite = true;
+      for (int64_t j = 0; j < B; ++j) {
+        const float a = std::fabs(xb[j]);
+        if (!(a <= 3.4028234663852886e38f)) finite = false;  // inf or NaN
+        else if (a > amax) amax = a;
+      }
+      int8_t* qb = q + b * B;
+      if (!finite || amax < 1e-30f) {
+        d[b] = finite ? 0.0f : std::nanf("");
+        std::memset(qb, 0, size_t(B));
+        continue;
+      }
+      const float db = amax / 127.0f, id = 1.0f / db;
+      d[b] = db;
+      for (int64_t j = 0; j < B; ++j) qb[j] = int8_t(std::nearbyint(xb[j] * id));
+    }
+    int32_t* s32 = reinterpret_cast<int32_t*>(row + l.s32);
+    for (int64_t g = 0; g < n / 32; ++g) {
+      int32_t s = 0;
+      for (int j = 0; j < 32; ++j) s += q[g * 32 + j];
+      s32[g] = s;
+    }
+    if (fmt == ActFormat::kQ8x256) {
+      int16_t* s16 = reinterpret_cast<int16_t*>(row + l.s16);
+      for (int64_t g = 0; g < n / 16; ++g) {
+        int32_t s = 0;
+        for (int j = 0; j < 16; ++j) s += q[g * 16 + j];
+        s16[g] = int16_t(s);
+      }
+    }
+  }
+}
+
+}  // namespace qwen35::kernels

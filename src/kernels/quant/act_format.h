@@ -1,0 +1,56 @@
+// Activations quantized to int8 for the integer dot products of the block formats. Each input row
+// is quantized once and shared by every matrix that reads it (kernels::Activations).
+//
+// Two formats, each with one f32 scale per block of the row:
+//   kQ8x32   blocks of 32 (partner of Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL), like ggml's Q8_0/Q8_1;
+//   kQ8x256  blocks of 256 (partner of the K-quants and IQ4_XS), like ggml's Q8_K.
+// A row is stored as sections, each 64-byte aligned within the row:
+//   q    [n] int8           the quants, contiguous (SIMD and AMX tiles read them directly)
+//   d    [nb] f32           block scales: value = d * q
+//   s32  [n/32] int32       sums of q per 32 elements (both formats)
+//   s16  [n/16] int16       sums of q per 16 elements (kQ8x256 only)
+//
+// Quantization is defined exactly (every kernel table produces the same bytes): per block,
+// amax = max |x|; a block with amax < 1e-30 (or empty) has d = 0 and q = 0; a block with a
+// non-finite value has d = NaN and q = 0; otherwise d = amax / 127, id = 1 / d and
+// q = round-half-even(x * id), which lies in [-127, 127].
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace qwen35::kernels {
+
+enum class ActFormat : uint8_t { kF32, kQ8x32, kQ8x256 };
+
+// The activation format a weight dtype's kernels read (kF32 for the plain float types).
+ActFormat act_format_for(DType weight);
+inline int64_t act_block(ActFormat f) { return f == ActFormat::kQ8x256 ? 256 : 32; }
+
+struct ActLayout {
+  size_t q = 0, d = 0, s32 = 0, s16 = 0;  // section offsets within a row
+  size_t row_bytes = 0;
+};
+// n must be a multiple of act_block(fmt).
+ActLayout act_layout(ActFormat fmt, int64_t n);
+
+// T quantized rows, row_bytes apart.
+struct ActRows {
+  ActFormat fmt = ActFormat::kQ8x32;
+  int64_t T = 0, n = 0;
+  const uint8_t* data = nullptr;
+  ActLayout layout;
+
+  const uint8_t* row(int64_t t) const { return data + size_t(t) * layout.row_bytes; }
+  const int8_t* q(int64_t t) const { return reinterpret_cast<const int8_t*>(row(t) + layout.q); }
+  const float* d(int64_t t) const { return reinterpret_cast<const float*>(row(t) + layout.d); }
+  const int32_t* s32(int64_t t) const { return reinterpret_cast<const int32_t*>(row(t) + layout.s32); }
+  const int16_t* s16(int64_t t) const { return reinterpret_cast<const int16_t*>(row(t) + layout.s16); }
+};
+
+// The exact quantization above, scalar (the oracle; tables provide faster twins).
+void quantize_act_ref(ActFormat fmt, const float* x, int64_t T, int64_t x_stride, int64_t n, uint8_t* out);
+
+}  // namespace qwen35::kernels
