@@ -35,12 +35,19 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::run_chunks(uint64_t generation) {
   for (;;) {
-    const uint64_t claim = next_chunk_.fetch_add(1, std::memory_order_acq_rel);
-    if ((claim >> 32) != (generation & 0xffffffffu)) return;  // that job is over
-    const size_t c = size_t(claim & 0xffffffffu);
+    // Claim the next chunk of this generation's job, or stop: a claim only ever succeeds for a
+    // chunk that exists, so a late worker never consumes a chunk of a newer job.
+    uint64_t cur = next_chunk_.load(std::memory_order_acquire);
+    size_t c;
+    for (;;) {
+      if ((cur >> 32) != (generation & 0xffffffffu)) return;  // that job is over
+      c = size_t(cur & 0xffffu);
+      if (c >= size_t((cur >> 16) & 0xffffu)) return;  // every chunk taken
+      if (next_chunk_.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel)) break;
+    }
+    // The job cannot finish before this chunk does, so its fields are stable now.
     const auto* fn = job_;
     const size_t n = job_n_, chunks = job_chunks_;
-    if (c >= chunks) return;
     const size_t begin = n * c / chunks, end = n * (c + 1) / chunks;
     try {
       (*fn)(begin, end);
@@ -80,7 +87,7 @@ void ThreadPool::parallel_for(size_t n, size_t grain, const std::function<void(s
   if (n == 0) return;
   grain = std::max<size_t>(grain, 1);
   if (max_chunks == 0) max_chunks = size_t(size());
-  const size_t chunks = std::min<size_t>(max_chunks, (n + grain - 1) / grain);
+  const size_t chunks = std::min<size_t>({max_chunks, (n + grain - 1) / grain, size_t(0xffff)});
   if (chunks <= 1 || workers_.empty()) {
     fn(0, n);
     return;
@@ -92,7 +99,7 @@ void ThreadPool::parallel_for(size_t n, size_t grain, const std::function<void(s
   job_chunks_ = chunks;
   chunks_done_.store(0, std::memory_order_relaxed);
   const uint64_t generation = generation_.load(std::memory_order_relaxed) + 1;
-  next_chunk_.store((generation & 0xffffffffu) << 32, std::memory_order_release);
+  next_chunk_.store(((generation & 0xffffffffu) << 32) | (uint64_t(chunks) << 16), std::memory_order_release);
   generation_.store(generation);  // seq_cst: ordered against the sleepers_ check below
   if (sleepers_.load() > 0) {
     std::lock_guard<std::mutex> lock(sleep_mu_);  // pairs with the sleepers' predicate check

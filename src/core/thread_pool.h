@@ -52,7 +52,8 @@ class ThreadPool {
   const std::function<void(size_t, size_t)>* job_ = nullptr;
   size_t job_n_ = 0;
   size_t job_chunks_ = 0;
-  // (generation << 32) | next chunk index: a late worker's claim of an older job fails.
+  // (generation << 32) | (chunks << 16) | next chunk index: a late worker's claim of an older
+  // job fails without touching the newer one.
   std::atomic<uint64_t> next_chunk_{0};
   std::atomic<size_t> chunks_done_{0};
   std::atomic<uint64_t> generation_{0};
