@@ -5,14 +5,17 @@
 // Matching ggml byte for byte means doing the same float operations in the same order: every
 // accumulation here is sequential over the elements, products are formed left to right as ggml
 // writes them ((w * x) * l, not w * (x * l)), and rounding is ggml's 1.5 * 2^23 trick. The
-// "_ref" functions are the literal one-candidate-at-a-time searches (the oracle); the others
-// evaluate all candidate scales side by side, one array lane per candidate, which reorders no
-// float operation and so returns the same bits (tests/kernels/scale_search_test.cpp holds them
-// to that on random inputs).
+// "_ref" functions are the literal one-candidate-at-a-time searches (the oracle); the ISA
+// variants evaluate the candidate scales side by side, one vector lane per candidate, which
+// reorders no float operation and so returns the same bits (tests/kernels/scale_search_test.cpp
+// holds every variant the CPU supports to that on random inputs). The plain-named functions use
+// the active variant.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+#include <string_view>
+#include <vector>
 
 namespace qwen35::kernels::quant {
 
@@ -69,5 +72,19 @@ int iq4_nearest_index(float x);
 // (k + values[0]) / max for k = -ntry..ntry, keeping the one that maximises
 // (sum w q x)^2 / sum w q^2. Returns the sub-block scale (0 below kGroupMaxEps).
 float fit_iq4_scale(int n, const float* x, int ntry);
+float fit_iq4_scale_ref(int n, const float* x, int ntry);
+
+// One implementation of the three searches. "ref" is the oracle; the ISA ones put one candidate
+// in each vector lane (scale_search_lanes.h) and return the same bits.
+struct ScaleSearchTable {
+  std::string_view name;
+  float (*fit_signed_scale)(int n, int nmax, const float* x, int8_t* L);
+  AffineFit (*fit_scale_and_min)(int n, const float* x, const float* w, const AffineGrid& grid, uint8_t* L);
+  float (*fit_iq4_scale)(int n, const float* x, int ntry);
+};
+// The implementations this CPU can run, ref first.
+std::vector<const ScaleSearchTable*> supported_scale_searches();
+// The one the functions above use: the active kernel table's ISA (QWEN35_ISA applies).
+const ScaleSearchTable& active_scale_search();
 
 }  // namespace qwen35::kernels::quant
