@@ -41,7 +41,19 @@ std::vector<float> group(int n, int kind, std::mt19937& rng) {
   return x;
 }
 
-constexpr int kGroupsPerKind = 1000;
+// Batches of 1..9 groups (tails of every lockstep width), each group of a random shape, so the
+// groups of one batch finish their searches at different times.
+constexpr int kBatches = 1500;
+
+std::vector<float> batch(int groups, int n, std::mt19937& rng) {
+  std::vector<float> x;
+  std::uniform_int_distribution<int> kind(0, 9);
+  for (int j = 0; j < groups; ++j) {
+    const std::vector<float> g = group(n, kind(rng), rng);
+    x.insert(x.end(), g.begin(), g.end());
+  }
+  return x;
+}
 
 TEST(ScaleSearch, RefIsAlwaysSupportedAndFirst) {
   const auto all = supported_scale_searches();
@@ -50,57 +62,71 @@ TEST(ScaleSearch, RefIsAlwaysSupportedAndFirst) {
 }
 
 TEST(ScaleSearch, SignedScaleVariantsMatchRef) {
-  const ScaleSearchTable& ref = *supported_scale_searches().front();
   for (const ScaleSearchTable* t : supported_scale_searches()) {
     std::mt19937 rng(11);
-    for (int kind = 0; kind < 10; ++kind)
-      for (int it = 0; it < kGroupsPerKind; ++it) {
-        const std::vector<float> x = group(16, kind, rng);
-        int8_t want[16], got[16];
-        const float s_want = ref.fit_signed_scale(16, 32, x.data(), want);
-        const float s_got = t->fit_signed_scale(16, 32, x.data(), got);
-        ASSERT_EQ(bits(s_got), bits(s_want)) << t->name << " kind " << kind << " it " << it;
-        ASSERT_EQ(0, std::memcmp(got, want, 16)) << t->name << " kind " << kind << " it " << it;
+    for (int it = 0; it < kBatches; ++it) {
+      const int groups = 1 + it % 9;
+      const std::vector<float> x = batch(groups, 16, rng);
+      std::vector<int8_t> got(x.size());
+      std::vector<float> scales(static_cast<size_t>(groups));
+      t->fit_signed_scales(groups, 16, 32, x.data(), got.data(), scales.data());
+      for (int j = 0; j < groups; ++j) {
+        int8_t want[16];
+        const float s_want = fit_signed_scale_ref(16, 32, x.data() + 16 * j, want);
+        ASSERT_EQ(bits(scales[j]), bits(s_want)) << t->name << " batch " << it << " group " << j;
+        ASSERT_EQ(0, std::memcmp(got.data() + 16 * j, want, 16)) << t->name << " batch " << it << " group " << j;
       }
+    }
   }
 }
 
 TEST(ScaleSearch, AffineVariantsMatchRef) {
   // The grids of Q4_K, Q5_K (weights rms + |x|) and Q2_K (weights |x|, absolute error).
   const AffineGrid grids[] = {{15, -1.0f, 0.1f, 20, false}, {31, -0.5f, 0.1f, 15, false}, {3, -0.5f, 0.1f, 15, true}};
-  const ScaleSearchTable& ref = *supported_scale_searches().front();
   for (const ScaleSearchTable* t : supported_scale_searches())
     for (const AffineGrid& g : grids) {
       const int n = g.nmax == 3 ? 16 : 32;
       std::mt19937 rng(12);
-      for (int kind = 0; kind < 10; ++kind)
-        for (int it = 0; it < kGroupsPerKind; ++it) {
-          const std::vector<float> x = group(n, kind, rng);
-          std::vector<float> w(static_cast<size_t>(n));
+      for (int it = 0; it < kBatches; ++it) {
+        const int groups = 1 + it % 9;
+        const std::vector<float> x = batch(groups, n, rng);
+        std::vector<float> w(x.size());
+        for (int j = 0; j < groups; ++j) {
           float sum_x2 = 0;
-          for (float v : x) sum_x2 += v * v;
-          for (int i = 0; i < n; ++i) w[i] = g.abs_error ? std::fabs(x[i]) : std::sqrt(sum_x2 / n) + std::fabs(x[i]);
-          uint8_t want[32], got[32];
-          const AffineFit f_want = ref.fit_scale_and_min(n, x.data(), w.data(), g, want);
-          const AffineFit f_got = t->fit_scale_and_min(n, x.data(), w.data(), g, got);
-          ASSERT_EQ(bits(f_got.scale), bits(f_want.scale)) << t->name << " nmax " << g.nmax << " kind " << kind;
-          ASSERT_EQ(bits(f_got.neg_min), bits(f_want.neg_min)) << t->name << " nmax " << g.nmax << " kind " << kind;
-          ASSERT_EQ(0, std::memcmp(got, want, size_t(n))) << t->name << " nmax " << g.nmax << " kind " << kind;
+          for (int i = 0; i < n; ++i) sum_x2 += x[size_t(j * n + i)] * x[size_t(j * n + i)];
+          for (int i = 0; i < n; ++i) {
+            const float v = std::fabs(x[size_t(j * n + i)]);
+            w[size_t(j * n + i)] = g.abs_error ? v : std::sqrt(sum_x2 / float(n)) + v;
+          }
         }
+        std::vector<uint8_t> got(x.size());
+        std::vector<AffineFit> fits(static_cast<size_t>(groups));
+        t->fit_scales_and_mins(groups, n, x.data(), w.data(), g, got.data(), fits.data());
+        for (int j = 0; j < groups; ++j) {
+          uint8_t want[32];
+          const AffineFit f = fit_scale_and_min_ref(n, x.data() + j * n, w.data() + j * n, g, want);
+          ASSERT_EQ(bits(fits[j].scale), bits(f.scale)) << t->name << " nmax " << g.nmax << " batch " << it << " group " << j;
+          ASSERT_EQ(bits(fits[j].neg_min), bits(f.neg_min)) << t->name << " nmax " << g.nmax << " batch " << it;
+          ASSERT_EQ(0, std::memcmp(got.data() + j * n, want, size_t(n))) << t->name << " nmax " << g.nmax << " batch " << it;
+        }
+      }
     }
 }
 
 TEST(ScaleSearch, Iq4VariantsMatchRef) {
-  const ScaleSearchTable& ref = *supported_scale_searches().front();
-  for (const ScaleSearchTable* t : supported_scale_searches()) {
-    std::mt19937 rng(13);
-    for (int kind = 0; kind < 10; ++kind)
-      for (int it = 0; it < kGroupsPerKind; ++it) {
-        const std::vector<float> x = group(32, kind, rng);
-        ASSERT_EQ(bits(t->fit_iq4_scale(32, x.data(), 7)), bits(ref.fit_iq4_scale(32, x.data(), 7)))
-            << t->name << " kind " << kind << " it " << it;
+  for (const ScaleSearchTable* t : supported_scale_searches())
+    for (int ntry : {7, 3}) {  // 7: the lanes; 3: the reference fallback
+      std::mt19937 rng(13);
+      for (int it = 0; it < kBatches; ++it) {
+        const int groups = 1 + it % 9;
+        const std::vector<float> x = batch(groups, 32, rng);
+        std::vector<float> scales(static_cast<size_t>(groups));
+        t->fit_iq4_scales(groups, 32, x.data(), ntry, scales.data());
+        for (int j = 0; j < groups; ++j)
+          ASSERT_EQ(bits(scales[j]), bits(fit_iq4_scale_ref(32, x.data() + 32 * j, ntry)))
+              << t->name << " ntry " << ntry << " batch " << it << " group " << j;
       }
-  }
+    }
 }
 
 TEST(ScaleSearch, Iq4NearestIndexFollowsTheCodeBook) {

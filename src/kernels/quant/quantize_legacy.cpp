@@ -61,6 +61,15 @@ void affine_block(const float* x, int qmax, uint16_t& d16, uint16_t& m16, uint8_
   }
 }
 
+// roundf (ties away from zero) followed by the x86 conversion, without a libm call. Below 2^23
+// the truncation and the remainder are exact; from 2^23 on (and for NaN) roundf changes nothing.
+int32_t round_away_like_x86(float v) {
+  if (!(std::fabs(v) < 8388608.0f)) return truncate_like_x86(v);
+  const int32_t t = int32_t(v);
+  const float frac = v - float(t);
+  return frac >= 0.5f ? t + 1 : (frac <= -0.5f ? t - 1 : t);
+}
+
 // Low nibbles: elements 0..15; high nibbles: elements 16..31. The 4-bit formats OR the quants
 // in unmasked, as ggml does (they are <= 15 for every finite input).
 void pack_nibbles(const uint8_t* q, uint8_t* qs) {
@@ -87,8 +96,8 @@ void quantize_q8_0(const float* x, void* out, int64_t nblocks) {
     const float d = amax / 127.0f;
     const float id = d != 0 ? 1.0f / d : 0.0f;
     y[b].d = f32_to_f16(d);
-    // Ties round away from zero here (roundf), unlike the activation quantizer.
-    for (int j = 0; j < kQK; ++j) y[b].qs[j] = int8_t(truncate_like_x86(std::roundf(x[j] * id)));
+    // Ties round away from zero here (ggml's roundf), unlike the activation quantizer.
+    for (int j = 0; j < kQK; ++j) y[b].qs[j] = int8_t(round_away_like_x86(x[j] * id));
   }
 }
 

@@ -218,8 +218,23 @@ float fit_iq4_scale_ref(int n, const float* x, int ntry) {
 const ScaleSearchTable& avx2_scale_search_unchecked();
 const ScaleSearchTable& avx512_scale_search_unchecked();
 
+namespace {
+
+void ref_signed_scales(int groups, int n, int nmax, const float* x, int8_t* L, float* scales) {
+  for (int j = 0; j < groups; ++j) scales[j] = fit_signed_scale_ref(n, nmax, x + j * n, L + j * n);
+}
+void ref_scales_and_mins(int groups, int n, const float* x, const float* w, const AffineGrid& grid, uint8_t* L,
+                         AffineFit* fits) {
+  for (int j = 0; j < groups; ++j) fits[j] = fit_scale_and_min_ref(n, x + j * n, w + j * n, grid, L + j * n);
+}
+void ref_iq4_scales(int groups, int n, const float* x, int ntry, float* scales) {
+  for (int j = 0; j < groups; ++j) scales[j] = fit_iq4_scale_ref(n, x + j * n, ntry);
+}
+
+}  // namespace
+
 const ScaleSearchTable& ref_scale_search() {
-  static const ScaleSearchTable table{"ref", fit_signed_scale_ref, fit_scale_and_min_ref, fit_iq4_scale_ref};
+  static const ScaleSearchTable table{"ref", ref_signed_scales, ref_scales_and_mins, ref_iq4_scales};
   return table;
 }
 
@@ -243,12 +258,15 @@ const ScaleSearchTable& active_scale_search() {
   return *chosen;
 }
 
-float fit_signed_scale(int n, int nmax, const float* x, int8_t* L) {
-  return active_scale_search().fit_signed_scale(n, nmax, x, L);
+void fit_signed_scales(int groups, int n, int nmax, const float* x, int8_t* L, float* scales) {
+  active_scale_search().fit_signed_scales(groups, n, nmax, x, L, scales);
 }
-AffineFit fit_scale_and_min(int n, const float* x, const float* w, const AffineGrid& grid, uint8_t* L) {
-  return active_scale_search().fit_scale_and_min(n, x, w, grid, L);
+void fit_scales_and_mins(int groups, int n, const float* x, const float* w, const AffineGrid& grid, uint8_t* L,
+                         AffineFit* fits) {
+  active_scale_search().fit_scales_and_mins(groups, n, x, w, grid, L, fits);
 }
-float fit_iq4_scale(int n, const float* x, int ntry) { return active_scale_search().fit_iq4_scale(n, x, ntry); }
+void fit_iq4_scales(int groups, int n, const float* x, int ntry, float* scales) {
+  active_scale_search().fit_iq4_scales(groups, n, x, ntry, scales);
+}
 
 }  // namespace qwen35::kernels::quant

@@ -5,8 +5,8 @@
 namespace qwen35::kernels::quant {
 
 const ScaleSearchTable& avx2_scale_search_unchecked() {
-  static const ScaleSearchTable table{"avx2", lanes::fit_signed_scale<8>, lanes::fit_scale_and_min<8>,
-                                      lanes::fit_iq4_scale<8>};
+  static const ScaleSearchTable table{"avx2", lanes::fit_signed_scales<8>, lanes::fit_scales_and_mins<8>,
+                                      lanes::fit_iq4_scales<8>};
   return table;
 }
 

@@ -34,11 +34,12 @@ inline typename V<W>::F rounded(typename V<W>::F v) {
   const I bits = reinterpret_cast<I>(v + 12582912.0f);
   return __builtin_convertvector((bits & 0x007fffff) - 0x00400000, F);
 }
+// v is never NaN here (it comes from rounded), so this is exactly the scalar clamp; written as
+// max/min of splatted bounds so that it compiles to two instructions.
 template <int W>
-inline typename V<W>::F clamp(typename V<W>::F v, float lo, float hi) {
-  using F = typename V<W>::F;
-  v = v < lo ? F{} + lo : v;
-  return v > hi ? F{} + hi : v;
+inline typename V<W>::F clamp(typename V<W>::F v, typename V<W>::F lo, typename V<W>::F hi) {
+  v = v > lo ? v : lo;
+  return v < hi ? v : hi;
 }
 template <int W>
 inline typename V<W>::F absolute(typename V<W>::F v) {
@@ -62,35 +63,37 @@ inline float signed_absmax(int n, const float* x, float* absmax) {
 }
 
 template <int W>
-float fit_signed_scale(int n, int nmax, const float* x, int8_t* L) {
+void fit_signed_scale(int n, int nmax, const float* x, int8_t* L, float* scale_out) {
   using F = typename V<W>::F;
   float amax;
   const float max = signed_absmax(n, x, &amax);
   if (amax < kGroupMaxEps) {
     std::fill(L, L + n, int8_t(0));
-    return 0;
+    *scale_out = 0;
+    return;
   }
-  // The 19 candidates k = -9..9 in lanes 0..18; they share no state, so only the final in-order
-  // selection is sequential (k = 0, the plain fit, first; then ascending k, strictly better).
-  constexpr int kCandidates = 19, kCenter = 9, kGroups = (kCandidates + W - 1) / W;
-  float inv[kGroups * W], wxl[kGroups * W], wll[kGroups * W];
-  for (int c = 0; c < kGroups * W; ++c) {
+  // The 19 candidates k = -9..9 in lanes 0..18 of G vectors; they share no state, so only the
+  // final in-order selection is sequential (k = 0, the plain fit, first; then ascending k).
+  constexpr int kCandidates = 19, kCenter = 9, G = (kCandidates + W - 1) / W;
+  float inv[G * W];
+  for (int c = 0; c < G * W; ++c) {
     const int k = std::min(c, kCandidates - 1) - kCenter;
     inv[c] = k == 0 ? float(-nmax) / max : -(float(nmax) + 0.1f * float(k)) / max;
   }
-  const float lo = float(-nmax), hi = float(nmax - 1);
-  for (int g = 0; g < kGroups; ++g) {
-    F vinv, sxl = {}, sll = {};
-    std::memcpy(&vinv, inv + g * W, sizeof vinv);
-    for (int i = 0; i < n; ++i) {
-      const float w = x[i] * x[i];
-      const F l = clamp<W>(rounded<W>(vinv * x[i]), lo, hi);
-      sxl += w * x[i] * l;
-      sll += w * l * l;
+  F vinv[G], sxl[G] = {}, sll[G] = {};
+  for (int g = 0; g < G; ++g) std::memcpy(&vinv[g], inv + g * W, sizeof(F));
+  const F lo = F{} + float(-nmax), hi = F{} + float(nmax - 1);
+  for (int i = 0; i < n; ++i) {
+    const float w = x[i] * x[i], wx = w * x[i];
+    for (int g = 0; g < G; ++g) {
+      const F l = clamp<W>(rounded<W>(vinv[g] * x[i]), lo, hi);
+      sxl[g] += wx * l;
+      sll[g] += w * l * l;
     }
-    std::memcpy(wxl + g * W, &sxl, sizeof sxl);
-    std::memcpy(wll + g * W, &sll, sizeof sll);
   }
+  float wxl[G * W], wll[G * W];
+  std::memcpy(wxl, sxl, sizeof sxl);
+  std::memcpy(wll, sll, sizeof sll);
   int pick = kCenter;
   float scale = wll[kCenter] != 0 ? wxl[kCenter] / wll[kCenter] : 0.0f;
   float best = scale * wxl[kCenter];
@@ -102,11 +105,18 @@ float fit_signed_scale(int n, int nmax, const float* x, int8_t* L) {
       pick = c;
     }
   }
-  for (int i = 0; i < n; ++i)
-    L[i] = int8_t(nmax + std::max(-nmax, std::min(nmax - 1, round_nearest(inv[pick] * x[i]))));
-  return scale;
+  for (int i = 0; i < n; ++i) L[i] = int8_t(nmax + std::max(-nmax, std::min(nmax - 1, round_nearest(inv[pick] * x[i]))));
+  *scale_out = scale;
 }
 
+template <int W>
+void fit_signed_scales(int groups, int n, int nmax, const float* x, int8_t* L, float* scales) {
+  for (int j = 0; j < groups; ++j) fit_signed_scale<W>(n, nmax, x + j * n, L + j * n, scales + j);
+}
+
+// The affine search: the plain min/max fit, then the grid's candidates in chunks of W, all
+// computed with the current minimum. Accepting a candidate moves the minimum, which invalidates
+// the lanes after it; the next chunk then starts right after the accepted candidate.
 template <int W>
 AffineFit fit_scale_and_min(int n, const float* x, const float* w, const AffineGrid& g, uint8_t* L) {
   using F = typename V<W>::F;
@@ -136,16 +146,16 @@ AffineFit fit_scale_and_min(int n, const float* x, const float* w, const AffineG
   }
   if (g.nstep < 1) return {scale, -min};
 
-  // Candidates go in chunks of W, all computed with the current minimum. Accepting a candidate
-  // moves the minimum, which invalidates the lanes after it; the next chunk then starts right
-  // after the accepted candidate.
+  F lane_k;  // 0, 1, .., W - 1
+  for (int c = 0; c < W; ++c) lane_k[c] = float(c);
+  const F zero_v = {}, top_v = F{} + top;
   F q[32];
   for (int k0 = 0; k0 <= g.nstep;) {
-    F vinv;
-    for (int c = 0; c < W; ++c) vinv[c] = (g.rmin + g.rdelta * float(k0 + c) + top) / (max - min);
+    // (rmin + rdelta k + nmax) / (max - min) in every lane, as the scalar search forms it.
+    const F vinv = (g.rmin + g.rdelta * (lane_k + float(k0)) + top) / (max - min);
     F sl = {}, sl2 = {}, sxl = {};
     for (int i = 0; i < n; ++i) {
-      const F l = clamp<W>(rounded<W>(vinv * (x[i] - min)), 0.0f, top);
+      const F l = clamp<W>(rounded<W>(vinv * (x[i] - min)), zero_v, top_v);
       q[i] = l;
       sl += w[i] * l;
       sl2 += w[i] * l * l;
@@ -182,6 +192,12 @@ AffineFit fit_scale_and_min(int n, const float* x, const float* w, const AffineG
   return {scale, -min};
 }
 
+template <int W>
+void fit_scales_and_mins(int groups, int n, const float* x, const float* w, const AffineGrid& g, uint8_t* L,
+                         AffineFit* fits) {
+  for (int j = 0; j < groups; ++j) fits[j] = fit_scale_and_min<W>(n, x + j * n, w + j * n, g, L + j * n);
+}
+
 // The code book value nearest to v in every lane, with iq4_nearest_index's tie and NaN rules:
 // lo/hi bracket v (lo = the largest entry not above it), then the nearer one wins, hi on a tie.
 template <int W>
@@ -196,33 +212,37 @@ inline typename V<W>::F iq4_nearest_value(typename V<W>::F v) {
   return v - lo < hi - v ? lo : hi;
 }
 
+// The lanes take the 7 tries the quantizers use; any other count runs the reference scan.
+constexpr int kIq4Tries = 7;
+
+// Lane 0: the first fit from d = -max / values[0]; lanes 1 .. 2 ntry + 1: k = -ntry..ntry. No
+// state is shared between candidates.
 template <int W>
-float fit_iq4_scale(int n, const float* x, int ntry) {
+float fit_iq4_scale(int n, const float* x) {
   using F = typename V<W>::F;
+  constexpr int ntry = kIq4Tries, candidates = 2 * ntry + 2, G = (candidates + W - 1) / W;
   float amax;
   const float max = signed_absmax(n, x, &amax);
   if (amax < kGroupMaxEps) return 0;
-  // Lane 0: the first fit from d = -max / values[0]; lanes 1..2 ntry + 1: k = -ntry..ntry.
-  const int candidates = 2 * ntry + 2;
-  const int groups = (candidates + W - 1) / W;
-  float inv[64], qx[64] = {}, qq[64] = {};
-  const float d0 = ntry > 0 ? -max / float(kIQ4Values[0]) : max / float(kIQ4Values[0]);
-  for (int c = 0; c < groups * W; ++c) {
+  const float d0 = -max / float(kIQ4Values[0]);
+  float inv[G * W];
+  for (int c = 0; c < G * W; ++c) {
     const int k = std::min(c, candidates - 1) - 1 - ntry;
     inv[c] = c == 0 ? 1 / d0 : float(k + kIQ4Values[0]) / max;
   }
-  for (int gr = 0; gr < groups; ++gr) {
-    F vinv, sqx = {}, sqq = {};
-    std::memcpy(&vinv, inv + gr * W, sizeof vinv);
-    for (int i = 0; i < n; ++i) {
-      const float w = x[i] * x[i];
-      const F q = iq4_nearest_value<W>(vinv * x[i]);
-      sqx += w * q * x[i];
-      sqq += w * q * q;
+  F vinv[G], sqx[G] = {}, sqq[G] = {};
+  for (int g = 0; g < G; ++g) std::memcpy(&vinv[g], inv + g * W, sizeof(F));
+  for (int i = 0; i < n; ++i) {
+    const float w = x[i] * x[i];
+    for (int g = 0; g < G; ++g) {
+      const F q = iq4_nearest_value<W>(vinv[g] * x[i]);
+      sqx[g] += w * q * x[i];
+      sqq[g] += w * q * q;
     }
-    std::memcpy(qx + gr * W, &sqx, sizeof sqx);
-    std::memcpy(qq + gr * W, &sqq, sizeof sqq);
   }
+  float qx[G * W], qq[G * W];
+  std::memcpy(qx, sqx, sizeof sqx);
+  std::memcpy(qq, sqq, sizeof sqq);
   float d = qq[0] > 0 ? qx[0] / qq[0] : 0.0f;
   float best = d * qx[0];
   for (int c = 1; c < candidates; ++c)
@@ -231,6 +251,12 @@ float fit_iq4_scale(int n, const float* x, int ntry) {
       best = d * qx[c];
     }
   return d;
+}
+
+template <int W>
+void fit_iq4_scales(int groups, int n, const float* x, int ntry, float* scales) {
+  for (int j = 0; j < groups; ++j)
+    scales[j] = ntry == kIq4Tries ? fit_iq4_scale<W>(n, x + j * n) : fit_iq4_scale_ref(n, x + j * n, ntry);
 }
 
 }  // namespace qwen35::kernels::quant::lanes
