@@ -1,7 +1,7 @@
 // Every scale-search variant this CPU runs returns exactly what the one-candidate-at-a-time
 // reference returns (scales, mins and quants, bit for bit), on inputs chosen to hit the search's
 // corners: acceptances that move the minimum, rounding ties, all-positive and all-zero groups,
-// tiny and huge magnitudes.
+// tiny and huge magnitudes, and non-finite values (where the result is garbage, the same garbage).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,7 +26,7 @@ std::vector<float> group(int n, int kind, std::mt19937& rng) {
   std::uniform_int_distribution<int> small_int(-40, 40);
   std::vector<float> x(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
-    switch (kind % 9) {
+    switch (kind % 13) {
       case 0: x[i] = normal(rng); break;
       case 1: x[i] = normal(rng) * 0.02f; break;                    // weight-sized
       case 2: x[i] = std::fabs(normal(rng)) + 0.1f; break;          // all positive: min clamps to 0
@@ -35,6 +35,10 @@ std::vector<float> group(int n, int kind, std::mt19937& rng) {
       case 5: x[i] = normal(rng) * 1e-12f; break;                   // near kGroupMaxEps
       case 6: x[i] = normal(rng) * 3e4f; break;                     // huge
       case 7: x[i] = i == 3 ? 50.0f : normal(rng); break;            // one outlier
+      case 8: x[i] = i == 5 ? INFINITY : normal(rng); break;        // non-finite: ggml's garbage, bit for bit
+      case 9: x[i] = i == 7 ? NAN : normal(rng); break;
+      case 10: x[i] = (i % 2 ? 3e38f : -3e38f) * (0.5f + 0.01f * float(i)); break;  // range overflows
+      case 11: x[i] = normal(rng) * 1e-39f; break;                  // subnormal: reciprocals overflow
       default: x[i] = kind % 2 ? 0.0f : 0.75f; break;               // zero or constant
     }
   }
@@ -47,7 +51,7 @@ constexpr int kBatches = 1500;
 
 std::vector<float> batch(int groups, int n, std::mt19937& rng) {
   std::vector<float> x;
-  std::uniform_int_distribution<int> kind(0, 9);
+  std::uniform_int_distribution<int> kind(0, 13);
   for (int j = 0; j < groups; ++j) {
     const std::vector<float> g = group(n, kind(rng), rng);
     x.insert(x.end(), g.begin(), g.end());
