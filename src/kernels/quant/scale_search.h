@@ -71,9 +71,9 @@ int iq4_nearest_index(float x);
 // (sum w q x)^2 / sum w q^2. Returns the sub-block scale (0 below kGroupMaxEps).
 float fit_iq4_scale_ref(int n, const float* x, int ntry);
 
-// Batches: `groups` consecutive groups of n elements (group j at x + j * n, its weights at
-// w + j * n, its quants at L + j * n), each fitted exactly as the single-group function does.
-// The lane variants run several groups in lockstep so that their sequential sums overlap.
+// Batches: `groups` consecutive groups of n <= 32 elements (group j at x + j * n, its weights at
+// w + j * n, its quants at L + j * n, its result at [j]), each fitted exactly as the single-group
+// function does. One call covers a super-block's sub-blocks, or a run of IQ4_NL blocks.
 void fit_signed_scales(int groups, int n, int nmax, const float* x, int8_t* L, float* scales);
 void fit_scales_and_mins(int groups, int n, const float* x, const float* w, const AffineGrid& grid, uint8_t* L,
                          AffineFit* fits);
