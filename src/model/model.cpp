@@ -61,24 +61,57 @@ std::unique_ptr<Model> Model::load(const std::string& model_dir, const ModelLoad
   if (has_vision) vision_weights = VisionWeights::bind(*m->checkpoint_, m->config_.vision);
 
   // Prepare the weights for the kernels. The embedding is read by rows and stays in plain rows;
-  // a tied LM head gets the embedding's (prepared) rows and then its own packed copy. Without an
-  // output tensor llama-quantize gives the embedding the output's type, hence its name here.
+  // a tied LM head gets the embedding's prepared rows and then a packed copy of its own. The
+  // preset's types come from the text decoder's tensors as one list (llama-quantize's counters
+  // run over the whole model; without output.weight the embedding gets the output's type); the
+  // vision tower, a separate projector file in llama.cpp, gets Q8_0 under any quantized preset.
   std::unique_ptr<ThreadPool> own_pool;
   WeightPrepOptions prep;
-  prep.rule = weight_type_rule(options.weights);
   prep.table = options.table;
   prep.pool = options.pool;
   if (!prep.pool) prep.pool = (own_pool = std::make_unique<ThreadPool>(0)).get();
   prep.release_sources = true;
-  prep.progress = options.on_prepare_progress;
   TextWeights& t = m->text_;
-  const bool tied = m->config_.text.tie_word_embeddings;
-  prepare_weights({NamedMatrix{tied ? "output.weight" : "token_embd.weight", &t.embed, true}}, m->store_, prep);
-  std::vector<NamedMatrix> rest;
-  if (tied) t.lm_head = t.embed;
-  rest.push_back(NamedMatrix{"output.weight", &t.lm_head, false});
-  for (NamedMatrix& nm : named_matrices(t, has_vision ? &vision_weights : nullptr)) rest.push_back(nm);
-  prepare_weights(rest, m->store_, prep);
+  const TextConfig& tc = m->config_.text;
+  const bool tied = tc.tie_word_embeddings;
+  std::vector<NamedMatrix> text = named_matrices(t, nullptr);
+  text.insert(text.begin(), NamedMatrix{"token_embd.weight", &t.embed, true});
+  if (!tied) text.insert(text.begin() + 1, NamedMatrix{"output.weight", &t.lm_head, false});
+  WeightModelShape shape;
+  shape.n_layers = tc.num_layers;
+  shape.n_gqa = tc.num_kv_heads > 0 ? tc.num_heads / tc.num_kv_heads : 1;
+  shape.tied_embeddings = tied;
+  std::vector<DType> types = choose_weight_types(options.weights, text, shape);
+  std::vector<NamedMatrix> vision_mats;
+  std::vector<DType> vision_types;
+  if (has_vision) {
+    for (NamedMatrix& nm : named_matrices(t, &vision_weights))
+      if (nm.name.rfind("v.", 0) == 0 || nm.name.rfind("mm.", 0) == 0) vision_mats.push_back(nm);
+    vision_types = vision_weight_types(options.weights, vision_mats);
+  }
+  double total = 0, done = 0;
+  for (const auto* list : {&text, &vision_mats})
+    for (const NamedMatrix& nm : *list) total += double(nm.w->rows) * double(nm.w->cols);
+  auto stage = [&](const std::vector<NamedMatrix>& mats, const std::vector<DType>& ty) {
+    double size = 0;
+    for (const NamedMatrix& nm : mats) size += double(nm.w->rows) * double(nm.w->cols);
+    prep.progress = [&, size](double f) {
+      if (options.on_prepare_progress) options.on_prepare_progress(total > 0 ? (done + f * size) / total : 1.0);
+    };
+    prepare_weights(mats, ty, m->store_, prep);
+    done += size;
+  };
+  stage({text[0]}, {types[0]});
+  if (tied) {
+    t.lm_head = t.embed;
+    text[0] = NamedMatrix{"output.weight", &t.lm_head, false};  // same type as the embedding now has
+    types[0] = t.embed.dtype;
+  } else {
+    text.erase(text.begin());
+    types.erase(types.begin());
+  }
+  stage(text, types);
+  if (has_vision) stage(vision_mats, vision_types);
 
   m->weight_bytes_ = matrix_bytes(t.embed) + (tied && t.lm_head.data == t.embed.data ? 0 : matrix_bytes(t.lm_head));
   for (NamedMatrix& nm : named_matrices(t, has_vision ? &vision_weights : nullptr)) m->weight_bytes_ += matrix_bytes(*nm.w);

@@ -9,6 +9,7 @@
 #include "core/half.h"
 #include "kernels/compute.h"
 #include "kernels/quant/quantize.h"
+#include "model/quant_mix.h"
 
 namespace qwen35 {
 namespace {
@@ -20,14 +21,6 @@ std::string lower(std::string s) {
 
 // Whether a matrix can be stored as `t`: its rows must split into whole blocks.
 bool fits(DType t, int64_t cols) { return cols % int64_t(dtype_info(t).block_elems) == 0; }
-
-// A uniform preset: every float matrix to `t` when its shape allows, else kept.
-WeightTypeRule uniform(DType t) {
-  return [t](const std::string&, DType stored, int64_t, int64_t cols) {
-    if (!dtype_info(stored).is_float) return stored;
-    return fits(t, cols) ? t : stored;
-  };
-}
 
 void convert_row(DType t, const float* x, uint8_t* out, int64_t n) {
   switch (t) {
@@ -50,17 +43,54 @@ void convert_row(DType t, const float* x, uint8_t* out, int64_t n) {
 
 }  // namespace
 
-std::string weight_type_names() { return "auto, f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs"; }
+std::string weight_type_names() {
+  std::string names = "auto";
+  for (QuantPreset p : all_quant_presets()) names += ", " + lower(std::string(preset_name(p)));
+  return names;
+}
 
-WeightTypeRule weight_type_rule(const std::string& weights) {
+std::vector<DType> choose_weight_types(const std::string& weights, const std::vector<NamedMatrix>& matrices,
+                                       const WeightModelShape& shape) {
+  std::vector<DType> types;
+  for (const NamedMatrix& m : matrices) types.push_back(m.w->dtype);
   const std::string w = lower(weights);
-  if (w.empty() || w == "auto") return {};
-  if (auto t = dtype_from_name(w)) {
-    if (*t == DType::F32 || *t == DType::F16 || *t == DType::BF16 ||
-        (is_block_format(*t) && kernels::quant::can_quantize(*t)))
-      return uniform(*t);
+  if (w.empty() || w == "auto") return types;
+  const std::optional<QuantPreset> preset = parse_quant_preset(w);
+  if (!preset) fail("--weights ", weights, ": unknown weight type (expected one of: ", weight_type_names(), ")");
+  std::vector<GgufTensorShape> shapes;
+  for (const NamedMatrix& m : matrices) shapes.push_back(GgufTensorShape{m.name, {m.w->cols, m.w->rows}});
+  const std::vector<DType> mix = preset_tensor_types(*preset, shapes, shape.n_layers, shape.n_gqa);
+  const bool to_float = *preset == QuantPreset::F32 || *preset == QuantPreset::F16 || *preset == QuantPreset::BF16;
+  for (size_t i = 0; i < matrices.size(); ++i) {
+    if (!dtype_info(types[i]).is_float) continue;  // already a block format: GGUF weights stay as they are
+    // Tensors llama-quantize never quantizes come back as F32 (the converter's type): keep ours.
+    if (!to_float && !tensor_allows_quantization(matrices[i].name, 2)) continue;
+    types[i] = mix[i];
   }
-  fail("--weights ", weights, ": unknown weight type (expected one of: ", weight_type_names(), ")");
+  return types;
+}
+
+std::vector<DType> vision_weight_types(const std::string& weights, const std::vector<NamedMatrix>& matrices) {
+  std::vector<DType> types;
+  for (const NamedMatrix& m : matrices) types.push_back(m.w->dtype);
+  const std::string w = lower(weights);
+  if (w.empty() || w == "auto") return types;
+  const std::optional<QuantPreset> preset = parse_quant_preset(w);
+  if (!preset) fail("--weights ", weights, ": unknown weight type (expected one of: ", weight_type_names(), ")");
+  const DType def = preset_default_type(*preset);
+  const DType target = is_block_format(def) ? DType::Q8_0 : def;
+  for (size_t i = 0; i < matrices.size(); ++i) {
+    if (!dtype_info(types[i]).is_float || matrices[i].name.find("patch_embd") != std::string::npos) continue;
+    if (fits(target, matrices[i].w->cols)) types[i] = target;
+  }
+  return types;
+}
+
+bool WeightStore::owns(const void* p) const {
+  const uint8_t* q = static_cast<const uint8_t*>(p);
+  for (const PageBuffer& b : buffers_)
+    if (q >= b.data() && q < b.data() + b.size()) return true;
+  return false;
 }
 
 uint8_t* WeightStore::allocate(size_t bytes) {
@@ -69,15 +99,18 @@ uint8_t* WeightStore::allocate(size_t bytes) {
   return buffers_.back().data();
 }
 
-void prepare_weights(const std::vector<NamedMatrix>& matrices, WeightStore& store, const WeightPrepOptions& o) {
+void prepare_weights(const std::vector<NamedMatrix>& matrices, const std::vector<DType>& types, WeightStore& store,
+                     const WeightPrepOptions& o) {
+  if (types.size() != matrices.size()) fail("prepare_weights: ", types.size(), " types for ", matrices.size(), " matrices");
   const kernels::KernelTable& table = o.table ? *o.table : kernels::active_table();
   const kernels::PackedFormat& pf = table.packing;
   double total = 0, done = 0;
   for (const NamedMatrix& m : matrices) total += double(m.w->rows) * double(m.w->cols);
-  for (const NamedMatrix& m : matrices) {
+  for (size_t i = 0; i < matrices.size(); ++i) {
+    const NamedMatrix& m = matrices[i];
     kernels::WeightMatrix& w = *m.w;
     if (w.layout != 0) fail("weight '", m.name, "' is already packed");
-    const DType target = o.rule ? o.rule(m.name, w.dtype, w.rows, w.cols) : w.dtype;
+    const DType target = types[i];
     if (!fits(target, w.cols)) fail("weight '", m.name, "': ", w.cols, " columns do not split into ", dtype_name(target), " blocks");
     const bool pack = !m.row_lookup && pf.layout != 0 && is_block_format(target) && pf.group_bytes(target, w.cols) != 0;
     if (target == w.dtype && !pack) {
@@ -112,7 +145,8 @@ void prepare_weights(const std::vector<NamedMatrix>& matrices, WeightStore& stor
         }
       }
     });
-    if (o.release_sources) drop_pages(src.data, src.row_bytes * size_t(src.rows));
+    // Our own memory (a tied head copied from the prepared embedding) is still in use.
+    if (o.release_sources && !store.owns(src.data)) drop_pages(src.data, src.row_bytes * size_t(src.rows));
     if (pack) w = kernels::WeightMatrix{target, dst, src.rows, src.cols, 0, pf.layout, unit_bytes};
     else w = kernels::WeightMatrix{target, dst, src.rows, src.cols, plain_row};
     done += double(w.rows) * double(w.cols);

@@ -26,15 +26,24 @@ struct NamedMatrix {
   bool row_lookup = false;  // read by row (the embedding table): kept in plain rows, never repacked
 };
 
-// The type each matrix gets: from its GGUF name, stored type and shape. Returning the stored
-// type keeps it.
-using WeightTypeRule = std::function<DType(const std::string& name, DType stored, int64_t rows, int64_t cols)>;
-
-// The rule of a `--weights` value: the checkpoint's own types ("" or "auto"), a plain float type
-// ("bf16", "f16", "f32", applied to float matrices only), or a llama-quantize preset ("q8_0",
-// "q4_0", "q4_k_m", ...). Throws qwen35::Error naming the accepted values for anything else.
-WeightTypeRule weight_type_rule(const std::string& weights);
-// The names weight_type_rule accepts, for help texts and errors.
+// The dtype each matrix gets under a `--weights` value: the checkpoint's own ("" or "auto"), a
+// float type ("f32", "f16", "bf16": float matrices only), or a llama-quantize preset ("q8_0",
+// "q4_0", "q4_k_m", "q6_k", "iq4_xs", ...) with llama-quantize's per-tensor rules (quant_mix.h;
+// tensors it never quantizes keep their stored type). Block-format matrices (GGUF) keep theirs.
+// `matrices` must be the whole model in any order; n_layers counts MTP layers; n_gqa = heads /
+// KV heads. Throws qwen35::Error naming the accepted values for an unknown value.
+struct WeightModelShape {
+  int n_layers = 0;
+  int n_gqa = 1;
+  bool tied_embeddings = false;
+};
+std::vector<DType> choose_weight_types(const std::string& weights, const std::vector<NamedMatrix>& matrices,
+                                       const WeightModelShape& shape);
+// The vision tower's dtypes under a `--weights` value: Q8_0 (where rows split into its blocks)
+// for any quantized preset, the preset's float type for f32/f16/bf16, else the stored types.
+// The patch embedding keeps its type, as llama-quantize leaves it.
+std::vector<DType> vision_weight_types(const std::string& weights, const std::vector<NamedMatrix>& matrices);
+// The values choose_weight_types accepts, for help texts and errors.
 std::string weight_type_names();
 
 // Engine-owned weight memory: one page buffer per prepared matrix.
@@ -42,6 +51,8 @@ class WeightStore {
  public:
   uint8_t* allocate(size_t bytes);
   size_t bytes() const { return bytes_; }
+  // Whether p points into memory of this store.
+  bool owns(const void* p) const;
 
  private:
   std::vector<PageBuffer> buffers_;
@@ -49,14 +60,15 @@ class WeightStore {
 };
 
 struct WeightPrepOptions {
-  WeightTypeRule rule;                          // empty: keep every stored type
   const kernels::KernelTable* table = nullptr;  // repack for this table (nullptr: the active one)
   ThreadPool* pool = nullptr;                   // required
-  bool release_sources = false;                 // the views point into mapped files: drop their pages when done
+  bool release_sources = false;                 // views into mapped files: drop their pages when done
   std::function<void(double fraction)> progress;
 };
 
-// Prepares every matrix in `matrices` in place (their views then point into `store`).
-void prepare_weights(const std::vector<NamedMatrix>& matrices, WeightStore& store, const WeightPrepOptions& options);
+// Prepares every matrix in `matrices` in place, converting matrix i to types[i] (their views then
+// point into `store`).
+void prepare_weights(const std::vector<NamedMatrix>& matrices, const std::vector<DType>& types, WeightStore& store,
+                     const WeightPrepOptions& options);
 
 }  // namespace qwen35
