@@ -60,9 +60,10 @@ using DeltaRecurrentFn = void (*)(const DeltaRuleHead& h, int64_t T, int dk, int
 // delta_chunk_work_floats(dk, dv) floats.
 using DeltaChunkFn = void (*)(const DeltaRuleHead& h, int64_t n, int dk, int dv, float* S, float* work);
 constexpr int64_t kDeltaChunk = 64;
+// Enough for every table; the 16 spare floats let a table align its buffers to 64 bytes.
 inline size_t delta_chunk_work_floats(int dk, int dv) {
   const size_t C = size_t(kDeltaChunk);
-  return 3 * C * C + C + C * size_t(dk) + 2 * C * size_t(dv);
+  return 3 * C * C + C + C * size_t(dk) + 2 * C * size_t(dv) + 16;
 }
 
 // Block-format weights against quantized activations (a.fmt == act_format_for(w.dtype)):

@@ -12,6 +12,7 @@
 namespace qwen35::kernels {
 
 void install_avx512_quant(KernelTable& k);  // avx512_quant.cpp
+void install_avx512_delta(KernelTable& k);  // avx512_delta.cpp
 
 namespace {
 
@@ -294,6 +295,7 @@ KernelTable make_avx512() {
   k.axpy = axpy_avx512;
   k.packing = interleave16::format();
   install_avx512_quant(k);
+  install_avx512_delta(k);
   return k;
 }
 
