@@ -9,8 +9,9 @@
 //   the passes.
 // - Chunk: no explicit inverse. (I + A) V~ = diag(beta) V - diag(beta e^gamma) K S0 is solved by
 //   forward substitution (spec 4.3 steps 3-5 in one), and everything of order C d or d^2 is a
-//   GEMM. The cumulative decays and every factor e^{gamma_r - gamma_s} are computed exactly as
-//   the ref computes them: in double, scalar, only for s <= r.
+//   GEMM. The cumulative decays are summed in double as in the ref, and every factor
+//   e^{gamma_r - gamma_s} (s <= r only) is exponentiated in double and rounded to float, by a
+//   vector exp (V::exp_to_float) whose floats are the ref's libm ones except at rounding ties.
 // A token's recurrent step is one fixed sequence of operations, so T tokens in one call give the
 // same bits as T calls of one token.
 #pragma once
@@ -119,19 +120,6 @@ void scale_add(float a, const float* x, float b, const float* y, float* out, int
   }
 }
 
-// out = a * x
-template <class V>
-void scale(float a, const float* x, float* out, int n) {
-  constexpr int W = V::kLanes;
-  const auto av = V::set1(a);
-  int i = 0;
-  for (; i + W <= n; i += W) V::store(out + i, V::mul(av, V::load(x + i)));
-  if (i < n) {
-    const auto m = V::mask(n - i);
-    V::store(out + i, m, V::mul(av, V::load(x + i, m)));
-  }
-}
-
 // y += a * x
 template <class V>
 void axpy_simd(float a, const float* x, float* y, int n) {
@@ -160,24 +148,33 @@ void delta_chunk_simd(const DeltaRuleHead& h, int64_t n, int dk, int dv, float* 
   auto k = [&](int64_t r) { return h.k + r * h.qk_stride; };
   auto beta = [&](int64_t r) { return h.beta[r * h.gate_stride]; };
 
-  // Decays exactly as the ref: cumulative sums in double, only differences s <= r exponentiated.
+  // Decays as the ref computes them: cumulative sums in double, only differences s <= r
+  // exponentiated, in double, rounded to float.
   double acc = 0;
   for (int64_t r = 0; r < n; ++r) {
     acc += double(h.g[r * h.gate_stride]);
     gam[r] = acc;
-    eg[r] = float(std::exp(acc));
   }
+  V::exp_to_float(gam, eg, n);
   for (int64_t r = 0; r < n; ++r) {
-    for (int64_t s = 0; s < r; ++s) D[r * C + s] = float(std::exp(gam[r] - gam[s]));
+    double diff[kDeltaChunk];
+    for (int64_t s = 0; s < r; ++s) diff[s] = gam[r] - gam[s];
+    V::exp_to_float(diff, D + r * C, r);
     D[r * C + r] = 1.0f;
   }
 
+  // K^T, by blocks of lanes x lanes.
+  constexpr int W = V::kLanes;
+  const int64_t n_full = n - n % W;
+  const int dk_full = dk - dk % W;
+  for (int64_t s0 = 0; s0 < n_full; s0 += W)
+    for (int i0 = 0; i0 < dk_full; i0 += W) V::transpose(k(s0) + i0, h.qk_stride, Kt + i0 * C + s0, C);
   for (int64_t s = 0; s < n; ++s)
-    for (int i = 0; i < dk; ++i) Kt[i * C + s] = k(s)[i];
+    for (int i = s < n_full ? dk_full : 0; i < dk; ++i) Kt[i * C + s] = k(s)[i];
 
   // K K^T and Q K^T, lower triangles.
-  gemm<V>(n, n, dk, h.k, h.qk_stride, Kt, C, G, C, Tri::kCols, false);
-  gemm<V>(n, n, dk, h.q, h.qk_stride, Kt, C, G + C * C, C, Tri::kCols, false);
+  gemm<V>(n, n, dk, h.k, h.qk_stride, Kt, C, G, C, Tri::kCols);
+  gemm<V>(n, n, dk, h.q, h.qk_stride, Kt, C, G + C * C, C, Tri::kCols);
   for (int64_t r = 0; r < n; ++r) {
     float* a = G + r * C;
     float* p = G + (C + r) * C;
@@ -189,8 +186,8 @@ void delta_chunk_simd(const DeltaRuleHead& h, int64_t n, int dk, int dv, float* 
   }
 
   // K S0 and Q S0.
-  gemm<V>(n, dv, dk, h.k, h.qk_stride, S, dv, Vt, dv, Tri::kNone, false);
-  gemm<V>(n, dv, dk, h.q, h.qk_stride, S, dv, QS, dv, Tri::kNone, false);
+  gemm<V>(n, dv, dk, h.k, h.qk_stride, S, dv, Vt, dv, Tri::kNone);
+  gemm<V>(n, dv, dk, h.q, h.qk_stride, S, dv, QS, dv, Tri::kNone);
 
   // (I + A) V~ = beta (v - e^gamma K S0), forward substitution: for each micro-tile of rows the
   // earlier rows' terms as a GEMM, then the tile's own triangle. Every row sums its terms s < r
@@ -201,20 +198,19 @@ void delta_chunk_simd(const DeltaRuleHead& h, int64_t n, int dk, int dv, float* 
   }
   for (int64_t i0 = 0; i0 < n; i0 += MR) {
     const int64_t i1 = i0 + MR < n ? i0 + MR : n;
-    if (i0 > 0) gemm<V>(i1 - i0, dv, i0, G + i0 * C, C, Vt, dv, Vt + i0 * dv, dv, Tri::kNone, true);
+    if (i0 > 0) gemm<V>(i1 - i0, dv, i0, G + i0 * C, C, Vt, dv, Vt + i0 * dv, dv, Tri::kNone, {Vt + i0 * dv, dv});
     for (int64_t r = i0 + 1; r < i1; ++r)
       for (int64_t s = i0; s < r; ++s) axpy_simd<V>(G[r * C + s], Vt + s * dv, Vt + r * dv, dv);
   }
 
   // O = diag(e^gamma) Q S0 + (M o Q K^T) V~
-  for (int64_t r = 0; r < n; ++r) scale<V>(eg[r], QS + r * dv, h.o + r * h.o_stride, dv);
-  gemm<V>(n, dv, n, G + C * C, C, Vt, dv, h.o, h.o_stride, Tri::kDepth, true);
+  gemm<V>(n, dv, n, G + C * C, C, Vt, dv, h.o, h.o_stride, Tri::kDepth, {QS, dv, eg});
 
   // S = e^{gamma_n} S0 + (diag(e^{gamma_n - gamma}) K)^T V~
   const float* dn = D + (n - 1) * C;
   for (int i = 0; i < dk; ++i)
     for (int64_t s = 0; s < n; ++s) Kt[i * C + s] *= dn[s];
-  gemm<V>(dk, dv, n, Kt, C, Vt, dv, S, dv, Tri::kNone, true, eg[n - 1]);
+  gemm<V>(dk, dv, n, Kt, C, Vt, dv, S, dv, Tri::kNone, {S, dv, nullptr, eg[n - 1]});
 }
 
 }  // namespace

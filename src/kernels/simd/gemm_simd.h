@@ -27,37 +27,59 @@ struct GemmTile {
   int64_t k;
   float* c;  // C[i, j] = c[i * ldc + j]
   int64_t ldc;
-  int ncols;     // columns of this tile, (NV - 1) * lanes < ncols <= NV * lanes
-  bool load_c;   // start from c_scale * C instead of zero
+  int ncols;  // columns of this tile, (NV - 1) * lanes < ncols <= NV * lanes
+  // The start: zero, or X[i, j] = x[i * ldx + j] times row_scale[i] (or c_scale if no row_scale).
+  const float* x;
+  int64_t ldx;
+  const float* row_scale;
   float c_scale;
 };
 
-template <class V, int MR, int NV>
+template <class V, int MR, int NV, bool kTail>
 void gemm_tile(const GemmTile& t) {
   using F = typename V::F;
   constexpr int W = V::kLanes;
+  // Locals, so that the stores through c cannot make the compiler reload them (or spill acc).
+  const float* const a = t.a;
+  const float* const b = t.b;
+  float* const c = t.c;
+  const int64_t lda = t.lda, ldb = t.ldb, ldc = t.ldc, k = t.k;
   const auto last = V::mask(t.ncols - (NV - 1) * W);
-  const bool tail = t.ncols < NV * W;
-  auto ld = [&](const float* p, int v) { return v == NV - 1 && tail ? V::load(p, last) : V::load(p); };
   F acc[MR][NV];
-  const F cs = V::set1(t.c_scale);
-  for (int i = 0; i < MR; ++i)
-    for (int v = 0; v < NV; ++v) acc[i][v] = t.load_c ? V::mul(cs, ld(t.c + i * t.ldc + v * W, v)) : V::zero();
-  for (int64_t p = 0; p < t.k; ++p) {
-    F bv[NV];
-    for (int v = 0; v < NV; ++v) bv[v] = ld(t.b + p * t.ldb + v * W, v);
+  if (t.x) {
+#pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
-      const F ai = V::set1(t.a[i * t.lda + p]);
+      const F cs = V::set1(t.row_scale ? t.row_scale[i] : t.c_scale);
+      const float* x = t.x + i * t.ldx;
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[i][v] = V::mul(cs, kTail && v == NV - 1 ? V::load(x + v * W, last) : V::load(x + v * W));
+    }
+  } else {
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[i][v] = V::zero();
+  }
+  for (int64_t p = 0; p < k; ++p) {
+    F bv[NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v)
+      bv[v] = kTail && v == NV - 1 ? V::load(b + p * ldb + v * W, last) : V::load(b + p * ldb + v * W);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const F ai = V::set1(a[i * lda + p]);
+#pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) acc[i][v] = V::fma(ai, bv[v], acc[i][v]);
     }
   }
+#pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) {
-      float* p = t.c + i * t.ldc + v * W;
-      if (v == NV - 1 && tail)
-        V::store(p, last, acc[i][v]);
+      if (kTail && v == NV - 1)
+        V::store(c + i * ldc + v * W, last, acc[i][v]);
       else
-        V::store(p, acc[i][v]);
+        V::store(c + i * ldc + v * W, acc[i][v]);
     }
 }
 
@@ -65,7 +87,10 @@ template <class V, int MR, int NV = V::kGemmVecs>
 void gemm_tile_vecs(int nv, const GemmTile& t) {
   if constexpr (NV > 1)
     if (nv < NV) return gemm_tile_vecs<V, MR, NV - 1>(nv, t);
-  gemm_tile<V, MR, NV>(t);
+  if (t.ncols < NV * V::kLanes)
+    gemm_tile<V, MR, NV, true>(t);
+  else
+    gemm_tile<V, MR, NV, false>(t);
 }
 
 template <class V, int MR = V::kGemmRows>
@@ -75,21 +100,32 @@ void gemm_tile_rows(int mr, int nv, const GemmTile& t) {
   gemm_tile_vecs<V, MR>(nv, t);
 }
 
-// C[m, n] = (load_c ? c_scale * C : 0) + A[m, k] B[k, n], restricted as `tri` says.
+// Where a GEMM's C starts from: zero, or X scaled per row or by one factor (X may be C itself).
+struct GemmInit {
+  const float* x = nullptr;
+  int64_t ldx = 0;
+  const float* row_scale = nullptr;
+  float scale = 1.0f;
+};
+
+// C[m, n] = X + A[m, k] B[k, n] (X from `init`), restricted as `tri` says. Column panels outside,
+// row tiles inside, so a panel of B stays in L1 while every row tile passes over it.
 template <class V>
 void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-          int64_t ldc, Tri tri, bool load_c, float c_scale = 1.0f) {
+          int64_t ldc, Tri tri, GemmInit init = {}) {
   constexpr int64_t MR = V::kGemmRows, W = V::kLanes, NW = V::kGemmVecs * V::kLanes;
-  for (int64_t i0 = 0; i0 < m; i0 += MR) {
-    const int64_t mr = m - i0 < MR ? m - i0 : MR;
-    const int64_t ni = tri == Tri::kCols && i0 + mr < n ? i0 + mr : n;
-    const int64_t ki = tri == Tri::kDepth && i0 + mr < k ? i0 + mr : k;
-    for (int64_t j0 = 0; j0 < ni; j0 += NW) {
+  for (int64_t j0 = 0; j0 < n; j0 += NW)
+    for (int64_t i0 = 0; i0 < m; i0 += MR) {
+      const int64_t mr = m - i0 < MR ? m - i0 : MR;
+      const int64_t ni = tri == Tri::kCols && i0 + mr < n ? i0 + mr : n;
+      const int64_t ki = tri == Tri::kDepth && i0 + mr < k ? i0 + mr : k;
+      if (j0 >= ni) continue;
       const int64_t nc = ni - j0 < NW ? ni - j0 : NW;
-      const GemmTile t{a + i0 * lda, lda, b + j0, ldb, ki, c + i0 * ldc + j0, ldc, int(nc), load_c, c_scale};
+      const GemmTile t{a + i0 * lda, lda, b + j0, ldb, ki, c + i0 * ldc + j0, ldc, int(nc),
+                       init.x ? init.x + i0 * init.ldx + j0 : nullptr, init.ldx,
+                       init.row_scale ? init.row_scale + i0 : nullptr, init.scale};
       gemm_tile_rows<V>(int(mr), int((nc + W - 1) / W), t);
     }
-  }
 }
 
 }  // namespace

@@ -45,6 +45,7 @@ struct VecAvx2 {
   static F select(M m, F a, F b) { return _mm256_blendv_ps(b, a, _mm256_castsi256_ps(m)); }  // m ? a : b
   static M less(F a, F b) { return _mm256_castps_si256(_mm256_cmp_ps(a, b, _CMP_LT_OQ)); }
 
+  static float lane0(F v) { return _mm256_cvtss_f32(v); }
   static float hsum(F v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -93,6 +94,64 @@ struct VecAvx2 {
     const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_andnot_ps(tiny, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
   }
+
+  // out[i] = float(e^x[i]) for i < n, x[i] <= 0, with e^x evaluated in double (Taylor to degree 13
+  // after reduction by ln 2, ~1 ulp of double): the float result is the correctly rounded one, as
+  // float(std::exp(x)) gives, except within ~1e-16 of a rounding tie.
+  static void exp_to_float(const double* x, float* out, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) _mm_storeu_ps(out + i, _mm256_cvtpd_ps(exp_f64(_mm256_loadu_pd(x + i))));
+    if (i < n) {
+      double xs[4] = {0, 0, 0, 0};
+      float ys[4];
+      for (int64_t j = i; j < n; ++j) xs[j - i] = x[j];
+      _mm_storeu_ps(ys, _mm256_cvtpd_ps(exp_f64(_mm256_loadu_pd(xs))));
+      for (int64_t j = i; j < n; ++j) out[j] = ys[j - i];
+    }
+  }
+  static __m256d exp_f64(__m256d x) {
+    x = _mm256_max_pd(x, _mm256_set1_pd(-708.0));  // below, e^x is 0 in float anyway; 2^n stays normal
+    const __m256d n = _mm256_round_pd(_mm256_mul_pd(x, _mm256_set1_pd(1.4426950408889634)),
+                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256d r = _mm256_fnmadd_pd(n, _mm256_set1_pd(6.93147180369123816490e-01), x);  // ln 2, high part
+    r = _mm256_fnmadd_pd(n, _mm256_set1_pd(1.90821492927058770002e-10), r);          // low part
+    __m256d p = _mm256_set1_pd(1.0 / 6227020800.0);  // 1/13!
+    constexpr double kTaylor[12] = {1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0,
+                                    1.0 / 40320.0,     1.0 / 5040.0,     1.0 / 720.0,     1.0 / 120.0,
+                                    1.0 / 24.0,        1.0 / 6.0,        0.5,             1.0};
+    for (double c : kTaylor) p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(c));
+    p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0));
+    // 2^n from its bits: n + 1.5 * 2^52 holds n in the low mantissa bits.
+    const __m256i magic = _mm256_castpd_si256(_mm256_set1_pd(6755399441055744.0));
+    const __m256i ni = _mm256_sub_epi64(_mm256_castpd_si256(_mm256_add_pd(n, _mm256_set1_pd(6755399441055744.0))), magic);
+    const __m256i bits = _mm256_slli_epi64(_mm256_add_epi64(ni, _mm256_set1_epi64x(1023)), 52);
+    return _mm256_mul_pd(p, _mm256_castsi256_pd(bits));
+  }
+
+  // dst[c * ldd + r] = src[r * lds + c] for an 8 x 8 block.
+  static void transpose(const float* src, int64_t lds, float* dst, int64_t ldd) {
+    F a[8], b[8], c[8];
+    for (int r = 0; r < 8; ++r) a[r] = _mm256_loadu_ps(src + r * lds);
+    for (int k = 0; k < 4; ++k) {
+      b[2 * k] = _mm256_unpacklo_ps(a[2 * k], a[2 * k + 1]);
+      b[2 * k + 1] = _mm256_unpackhi_ps(a[2 * k], a[2 * k + 1]);
+    }
+    for (int k = 0; k < 2; ++k) {  // c[4k + m], 128-bit half L: column 4L + m of rows 4k .. 4k + 3
+      const __m256d b0 = _mm256_castps_pd(b[4 * k]), b1 = _mm256_castps_pd(b[4 * k + 1]);
+      const __m256d b2 = _mm256_castps_pd(b[4 * k + 2]), b3 = _mm256_castps_pd(b[4 * k + 3]);
+      c[4 * k] = _mm256_castpd_ps(_mm256_unpacklo_pd(b0, b2));
+      c[4 * k + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(b0, b2));
+      c[4 * k + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(b1, b3));
+      c[4 * k + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(b1, b3));
+    }
+    for (int m = 0; m < 4; ++m) {
+      _mm256_storeu_ps(dst + m * ldd, _mm256_permute2f128_ps(c[m], c[4 + m], 0x20));
+      _mm256_storeu_ps(dst + (4 + m) * ldd, _mm256_permute2f128_ps(c[m], c[4 + m], 0x31));
+    }
+  }
+
+  // Stops the compiler from folding the load that made v into every instruction that uses it.
+  static void keep_in_register(F& v) { __asm__("" : "+v"(v)); }
 
   static void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 };
