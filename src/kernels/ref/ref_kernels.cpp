@@ -68,6 +68,7 @@ KernelTable make_ref() {
   k.axpy = ref_axpy;
   k.delta_recurrent = ref::delta_recurrent;
   k.delta_chunk = ref::delta_chunk;
+  k.attention = ref::attention;
   return k;
 }
 

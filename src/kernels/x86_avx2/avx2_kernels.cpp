@@ -7,6 +7,7 @@
 namespace qwen35::kernels {
 
 void install_avx2_delta(KernelTable& k);  // avx2_delta.cpp
+void install_avx2_attention(KernelTable& k);  // avx2_attention.cpp
 
 namespace {
 
@@ -100,6 +101,7 @@ KernelTable make_avx2() {
   k.dot = dot_avx2;
   k.axpy = axpy_avx2;
   install_avx2_delta(k);
+  install_avx2_attention(k);
   return k;
 }
 
