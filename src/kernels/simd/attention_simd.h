@@ -220,19 +220,26 @@ void attn_pv_rows(int nr, float* const* o, const float* const* w, const KvRows<F
   attn_pv<V, F16, NR>(o, w, values, hd, ja, jb, j0);
 }
 
+// Rows go through the keys in batches of up to kAttnBatchRows (8 groups of V::kAttnRows for
+// AVX-512): for each tile of keys, every group of the batch takes its scores while the tile's
+// keys are in L1, then every group its weighted values, so a tile comes from L2 once per batch.
+constexpr int kAttnBatchRows = 64;
+
 template <class V, bool F16>
 void attention_rows(const AttnArgs& a) {
-  constexpr int R = V::kAttnRows;
+  constexpr int R = V::kAttnRows, B = kAttnBatchRows;
   const int hd = a.head_dim;
   const int64_t rows = a.n_q * a.group;  // row (t, g) is number t * group + g
-  for (int64_t r0 = 0; r0 < rows; r0 += R) {
-    const int nr = rows - r0 < R ? int(rows - r0) : R;
-    const float* q[R];
-    float* o[R];
-    int64_t n[R];  // visible keys, non-decreasing over the rows
-    float m[R], l[R];
-    for (int i = 0; i < nr; ++i) {
-      const int64_t t = (r0 + i) / a.group, g = (r0 + i) % a.group;
+  const KvElem<F16>* const kbase = static_cast<const KvElem<F16>*>(a.k);
+  const KvElem<F16>* const vbase = static_cast<const KvElem<F16>*>(a.v);
+  for (int64_t b0 = 0; b0 < rows; b0 += B) {
+    const int nb = rows - b0 < B ? int(rows - b0) : B;
+    const float* q[B];
+    float* o[B];
+    int64_t n[B];  // visible keys, non-decreasing over the rows
+    float m[B], l[B];
+    for (int i = 0; i < nb; ++i) {
+      const int64_t t = (b0 + i) / a.group, g = (b0 + i) % a.group;
       q[i] = a.q + t * a.q_stride + g * hd;
       o[i] = a.o + t * a.o_stride + g * hd;
       n[i] = a.causal ? a.n_kv0 + t : a.n_kv0;
@@ -240,31 +247,40 @@ void attention_rows(const AttnArgs& a) {
       l[i] = 0.0f;
       for (int d = 0; d < hd; ++d) o[i][d] = 0.0f;
     }
-    const int64_t n_max = a.causal ? a.n_kv0 + (r0 + nr - 1) / a.group : a.n_kv0;  // = n[nr - 1]
-    const KvRows<F16> keys{static_cast<const KvElem<F16>*>(a.k), a.kv_stride, n_max};
-    const KvRows<F16> values{static_cast<const KvElem<F16>*>(a.v), a.kv_stride, n_max};
-    for (int64_t j0 = 0; j0 < n_max; j0 += kAttnTile) {
-      const int64_t nk = n_max - j0 < kAttnTile ? n_max - j0 : kAttnTile;
-      alignas(64) float s[R][kAttnTile];
-      attn_scores_rows<V, F16>(nr, q, keys, hd, a.scale, j0, nk, s);
-      const float* p[R];
-      int64_t end[R];  // row i takes keys [j0, end[i]) of this tile
-      for (int i = 0; i < nr; ++i) {
+    const int64_t n_last = a.causal ? a.n_kv0 + (b0 + nb - 1) / a.group : a.n_kv0;  // = n[nb - 1]
+    for (int64_t j0 = 0; j0 < n_last; j0 += kAttnTile) {
+      alignas(64) float s[B][kAttnTile];
+      // Scores, group by group; a group's keys end at its last row's.
+      for (int g0 = 0; g0 < nb; g0 += R) {
+        const int nr = nb - g0 < R ? nb - g0 : R;
+        const int64_t n_group = n[g0 + nr - 1];
+        if (n_group <= j0) continue;
+        const int64_t nk = n_group - j0 < kAttnTile ? n_group - j0 : kAttnTile;
+        attn_scores_rows<V, F16>(nr, q + g0, KvRows<F16>{kbase, a.kv_stride, n_group}, hd, a.scale, j0, nk, s + g0);
+      }
+      const float* p[B];
+      int64_t end[B];  // row i takes keys [j0, end[i]) of this tile
+      for (int i = 0; i < nb; ++i) {
         p[i] = s[i];
-        end[i] = n[i] < j0 + nk ? n[i] : j0 + nk;
+        end[i] = n[i] < j0 + kAttnTile ? n[i] : j0 + kAttnTile;
         if (end[i] <= j0) continue;
         const float alpha = softmax_tile<V>(s[i], end[i] - j0, m[i], l[i]);
         if (alpha != 1.0f) scale_row<V>(alpha, o[i], hd);
       }
-      // Rows share the keys they all see; the later rows' extra keys follow, still in order.
-      int64_t j = j0;
-      for (int i = 0; i < nr; ++i)
-        if (end[i] > j) {
-          attn_pv_rows<V, F16>(nr - i, o + i, p + i, values, hd, j, end[i], j0);
-          j = end[i];
-        }
+      // Weighted values, group by group: the rows of a group share the keys they all see; the
+      // later rows' extra keys follow, still in order.
+      for (int g0 = 0; g0 < nb; g0 += R) {
+        const int g1 = nb - g0 < R ? nb : g0 + R;
+        const KvRows<F16> values{vbase, a.kv_stride, n[g1 - 1]};
+        int64_t j = j0;
+        for (int i = g0; i < g1; ++i)
+          if (end[i] > j) {
+            attn_pv_rows<V, F16>(g1 - i, o + i, p + i, values, hd, j, end[i], j0);
+            j = end[i];
+          }
+      }
     }
-    for (int i = 0; i < nr; ++i) scale_row<V>(l[i] > 0.0f ? 1.0f / l[i] : 0.0f, o[i], hd);
+    for (int i = 0; i < nb; ++i) scale_row<V>(l[i] > 0.0f ? 1.0f / l[i] : 0.0f, o[i], hd);
   }
 }
 
