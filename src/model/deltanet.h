@@ -25,10 +25,16 @@ struct DeltaNetScratch {
   std::vector<float> q;      // [T, Hk*dk] normalised and scaled
   std::vector<float> k;      // [T, Hk*dk] normalised
   std::vector<float> core;   // [T, Hv*dv] delta-rule output, then gated-normed
+  kernels::Activations in;       // the layer input, when the caller passes plain rows
+  kernels::Activations core_in;  // core, input of the output projection
   void reserve(const TextConfig& cfg, int64_t tokens);
 };
 
-// out[T, H] = DeltaNet(a[T, H]), advancing `state` by T tokens.
+// out[T, H] = DeltaNet(a[T, H]), advancing `state` by T tokens. `a` may already hold quantized
+// forms of its rows.
+void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
+                      kernels::Activations& a, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode,
+                      float* out);
 void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* a,
                       int64_t T, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode, float* out);
 

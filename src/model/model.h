@@ -38,8 +38,10 @@ class Model {
   const TextWeights& text_weights() const { return text_; }
   // The vision tower; nullptr for a text-only checkpoint (no vision_config or no model.visual.*).
   const VisionTower* vision() const { return vision_.get(); }
-  // Bytes of the weights as the kernels read them (prepared copies and the mapped views in use).
+  // Bytes of the weights as the kernels read them (prepared copies and the mapped views in use),
+  // and the vision tower's share of them.
   size_t weight_bytes() const { return weight_bytes_; }
+  size_t vision_weight_bytes() const { return vision_weight_bytes_; }
 
  private:
   Model() = default;
@@ -51,6 +53,7 @@ class Model {
   std::unique_ptr<TextDecoder> decoder_;
   std::unique_ptr<VisionTower> vision_;
   size_t weight_bytes_ = 0;
+  size_t vision_weight_bytes_ = 0;
 };
 
 // Every matrix of the text decoder (and of the vision tower when given), GGUF-named, in
