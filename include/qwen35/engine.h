@@ -178,6 +178,7 @@ class PrefixCache;
 class Session;
 class Snapshot;
 class Generation;
+class PreparedChat;
 struct EngineImpl;
 
 class Engine {
@@ -195,6 +196,11 @@ class Engine {
   std::string detokenize(const std::vector<int32_t>& ids, bool skip_special = false) const;
   // Renders a chat exactly as the model's template (with the generation prompt).
   Status render_chat(const ChatRequest& request, std::string* prompt) const;
+  // Does the session-independent part of starting a chat: renders, tokenizes, decodes and
+  // preprocesses the images, checks the prompt fits the context. Safe on any thread, so a server
+  // can keep this off the thread that drives its sessions. nullptr with *status set
+  // (kInvalidArgument, kContextOverflow) for a request that cannot run.
+  std::unique_ptr<PreparedChat> prepare_chat(const ChatRequest& request, Status* status) const;
 
   const EngineImpl& impl() const { return *impl_; }
 
@@ -246,6 +252,9 @@ class Session {
   // The work happens in Generation::step(), so a caller can interleave several sessions.
   std::unique_ptr<Generation> start_chat(const ChatRequest& request, const SamplingParams& params,
                                          EventCallback on_event, Status* status);
+  // Starts a prepared chat; `chat` is consumed (empty afterwards).
+  std::unique_ptr<Generation> start_prepared(PreparedChat&& chat, const SamplingParams& params, EventCallback on_event,
+                                             Status* status);
   // Same for a raw prompt (ids used as they are; no template).
   std::unique_ptr<Generation> start_completion(const std::vector<int32_t>& prompt, const SamplingParams& params,
                                                EventCallback on_event, Status* status);
@@ -266,6 +275,24 @@ class Session {
   struct Impl;
   Impl& impl() { return *impl_; }
   explicit Session(std::unique_ptr<Impl> impl);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// A chat ready to start on any session of its engine (Engine::prepare_chat). Holds the prompt's
+// tokens and the images' pixel arrays; starting it moves them into the generation.
+class PreparedChat {
+ public:
+  ~PreparedChat();
+  PreparedChat(PreparedChat&&) noexcept;
+  PreparedChat& operator=(PreparedChat&&) noexcept;
+  // The prompt's tokens, images expanded to their placeholder tokens.
+  const std::vector<int32_t>& tokens() const;
+
+  struct Impl;
+  explicit PreparedChat(std::unique_ptr<Impl> impl);
+  Impl& impl() { return *impl_; }
 
  private:
   std::unique_ptr<Impl> impl_;

@@ -135,6 +135,26 @@ std::string Engine::detokenize(const std::vector<int32_t>& ids, bool skip_specia
   return impl_->tokenizer->decode(ids, skip_special);
 }
 
+std::unique_ptr<PreparedChat> Engine::prepare_chat(const ChatRequest& request, Status* status) const {
+  try {
+    auto impl = std::make_unique<PreparedChat::Impl>();
+    impl->plan = plan_chat(*impl_, request);
+    if (impl->plan.size() + 1 > impl_->context_size) {
+      *status = Status::Error(StatusCode::kContextOverflow, "the prompt has " + std::to_string(impl->plan.size()) +
+                                                                " tokens but the context is " +
+                                                                std::to_string(impl_->context_size) + " tokens");
+      return nullptr;
+    }
+    *status = Status::Ok();
+    return std::make_unique<PreparedChat>(std::move(impl));
+  } catch (const ContextOverflow& e) {
+    *status = Status::Error(StatusCode::kContextOverflow, e.what());
+  } catch (const std::exception& e) {
+    *status = Status::Error(StatusCode::kInvalidArgument, e.what());
+  }
+  return nullptr;
+}
+
 Status Engine::render_chat(const ChatRequest& request, std::string* prompt) const {
   try {
     *prompt = render_request(*impl_, request);

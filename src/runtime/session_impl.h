@@ -34,6 +34,10 @@ struct Snapshot::Impl {
   std::shared_ptr<const SnapshotData> data;
 };
 
+struct PreparedChat::Impl {
+  PromptPlan plan;
+};
+
 struct Generation::Impl {
   Impl(Session::Impl& session, PromptPlan plan, const SamplingParams& params, EventCallback on_event);
 
