@@ -132,11 +132,11 @@ TEST(HttpServer, UnknownRoutesAre404Objects) {
   auto c = s.client();
   expect_error(c.Get("/v1/nothing"), 404, "not_found");
   expect_error(c.Post("/v1/nothing", "{}", "application/json"), 404, "not_found");
-  expect_error(c.Post("/", "{}", "application/json"), 404, "not_found");
+  expect_error(c.Post("/", "{}", "application/json"), 405, "method_not_allowed");  // "/" is the UI: GET only
   expect_error(c.Get("/no-such-file.js"), 404, "not_found");
   expect_error(c.Get("/../../etc/passwd"), 404);
   expect_error(c.Get("/%2e%2e/%2e%2e/etc/passwd"), 404);
-  expect_error(c.Get("/v1/chat/completions"), 404);
+  expect_error(c.Get("/v1/chat/completions"), 405, "method_not_allowed");  // a known route: 405, not 404
 }
 
 TEST(HttpServer, ServesTheEmbeddedUi) {

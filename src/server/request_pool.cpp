@@ -1,0 +1,48 @@
+#include "server/request_pool.h"
+
+#include <algorithm>
+
+namespace qwen35::server {
+
+RequestPool::RequestPool(int threads, size_t max_waiting) : max_waiting_(max_waiting) {
+  for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { run(); });
+}
+
+RequestPool::~RequestPool() { stop(); }
+
+bool RequestPool::submit(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || tasks_.size() >= max_waiting_) return false;
+    tasks_.push_back(std::move(task));
+  }
+  cv_.notify_one();
+  return true;
+}
+
+void RequestPool::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ && threads_.empty()) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+}
+
+void RequestPool::run() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+    }
+    task();  // tasks catch their own errors (they answer through their responder)
+  }
+}
+
+}  // namespace qwen35::server
