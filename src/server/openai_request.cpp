@@ -184,7 +184,9 @@ void parse_tools(const json& body, ChatRequest& chat, json& offered) {
 json parse_json_body(const std::string& body) {
   json doc;
   try {
-    doc = parse_json_limited<json>(body);
+    JsonLimits limits;
+    limits.max_values = kMaxBodyValues;
+    doc = parse_json_limited<json>(body, limits);
   } catch (const Error& e) {
     throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what(), "invalid_request_error", "",
                    "invalid_json");

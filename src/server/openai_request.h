@@ -39,8 +39,13 @@ struct CompletionRequest {
   bool echo = false;                // prepend the prompt text to the answer
 };
 
+// Values (of any kind) a request body may hold: a long conversation or a prompt of token ids
+// fits many times over; what a body costs in memory after parsing stays a small multiple of it.
+constexpr size_t kMaxBodyValues = size_t(1) << 20;
+
 // Parses a request body as JSON with key order kept (tool arguments reach the template as
-// written); throws 400 "invalid_json" when it is not a JSON object.
+// written), in time linear in its size, nested at most 64 deep, at most 4096 keys per object
+// and kMaxBodyValues values; throws 400 "invalid_json" otherwise or when it is not an object.
 nlohmann::ordered_json parse_json_body(const std::string& body);
 
 // Throws 404 "model_not_found" unless `model` is absent, null, "" or the served id.

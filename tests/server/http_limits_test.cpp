@@ -249,6 +249,24 @@ TEST(HttpLimits, AHalfClosedClientStillGetsItsAnswer) {
   }
 }
 
+// Finding 3: 100k keys in one object (1.5 MB) used to hold a thread for seconds in a quadratic
+// insertion before the request was even looked at; now the parse is linear and the object is
+// refused by its key count.
+TEST(HttpLimits, AnObjectWithTooManyKeysIsRefused) {
+  ServedTiny s;
+  std::string body = R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":1)";
+  for (int i = 0; i < 100000; ++i) body += ",\"k" + std::to_string(i) + "\":0";
+  body += "}";
+  const RawResponse r = raw_exchange(s.port(), post_request("/v1/chat/completions", body), 10s);
+  expect_json_error(r, 400, "invalid_json");
+  EXPECT_NE(r.body.find("more than 4096 keys"), std::string::npos) << r.body;
+  // The same shape within the limit is an ordinary request.
+  std::string fine = R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":1)";
+  for (int i = 0; i < 4000; ++i) fine += ",\"k" + std::to_string(i) + "\":0";
+  const RawResponse ok = raw_exchange(s.port(), post_request("/v1/chat/completions", fine + "}"), 30s);
+  EXPECT_EQ(ok.status, 200) << ok.body;
+}
+
 // Keep-alive still works: several requests on one connection, in order.
 TEST(HttpLimits, KeepAliveAndPipelining) {
   ServedTiny s;
