@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "model/image_processor.h"
+#include "model/vision.h"
 #include "qwen35/engine.h"
 #include "runtime/engine_impl.h"
 
@@ -18,7 +20,8 @@ struct PromptImage {
   int64_t count = 0;   // its pad tokens
   uint64_t hash = 0;   // content hash (with the preprocessing settings)
   ProcessedImage processed;
-  std::vector<float> embeddings;  // [count, H], computed on demand
+  std::shared_ptr<VisionRun> vision;  // the vision tower's run while it is in progress
+  std::vector<float> embeddings;      // [count, H], computed on demand
 };
 
 struct PromptPlan {

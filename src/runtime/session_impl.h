@@ -49,7 +49,9 @@ struct Generation::Impl {
   bool handle_token(int32_t token, TokenLogprob* logprob);
   void finish(StopReason reason);
   bool emit(std::vector<OutputPiece>& pieces, std::vector<TokenLogprob>* logprobs);
-  void compute_image_embeddings(int64_t from, int64_t to);
+  // One slice of vision for the first image of [from, to) still without embeddings; false
+  // when every image there has them.
+  bool vision_slice(int64_t from, int64_t to);
 
   Session::Impl& session;
   const EngineImpl& engine;
