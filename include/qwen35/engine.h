@@ -156,6 +156,7 @@ struct EngineOptions {
   int image_size = 0;            // > 0: resize images to this square size (multiple of 32) first
   int64_t image_min_pixels = 0;  // 0: from preprocessor_config.json
   int64_t image_max_pixels = 0;  // 0: from preprocessor_config.json
+  int64_t image_max_tokens = 0;  // > 0: larger images are resized down to at most this many tokens
   // Progress while loading: stage name and fraction in [0, 1].
   std::function<void(const std::string& stage, double fraction)> on_progress;
 };

@@ -65,6 +65,14 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     e.image_config = ImageProcessorConfig::load(options.model_dir);
     if (options.image_min_pixels > 0) e.image_config.min_pixels = options.image_min_pixels;
     if (options.image_max_pixels > 0) e.image_config.max_pixels = options.image_max_pixels;
+    if (options.image_max_tokens < 0) fail("image max tokens must be positive (0: no limit)");
+    if (options.image_max_tokens > 0) {
+      // A token covers factor x factor pixels; smart_resize keeps the area within max_pixels.
+      ImageProcessorConfig& p = e.image_config;
+      const int64_t per_token = int64_t(p.factor()) * p.factor();
+      p.max_pixels = std::min(p.max_pixels, std::max<int64_t>(1, options.image_max_tokens) * per_token);
+      p.min_pixels = std::min(p.min_pixels, p.max_pixels);
+    }
     if (const VisionConfig& v = e.model->config().vision; v.present) {
       // The processor expands and positions image tokens with its own patch and merge sizes;
       // the vision tower produces tokens with the config's. They must agree.
