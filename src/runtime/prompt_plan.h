@@ -50,7 +50,10 @@ class ContextOverflow : public Error {
 PromptPlan plan_chat(const EngineImpl& engine, const ChatRequest& request);
 // A raw prompt of ids (no template, no images).
 PromptPlan plan_completion(const EngineImpl& engine, const std::vector<int32_t>& ids);
-// The rendered prompt text of a chat request (the template only).
-std::string render_request(const EngineImpl& engine, const ChatRequest& request);
+// The rendered prompt text of a chat request (the template only). An assistant message last is
+// continued (its turn is left open). With `from_request`, the byte ranges of the text that came
+// from the request (see render_chat).
+std::string render_request(const EngineImpl& engine, const ChatRequest& request,
+                           std::vector<std::pair<size_t, size_t>>* from_request = nullptr);
 
 }  // namespace qwen35
