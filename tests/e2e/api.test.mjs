@@ -422,6 +422,14 @@ describe('API key', () => {
     assert.ok(r.choices[0]);
     assert.equal((await fetch(keyed.url + 'health')).status, 200);
   });
+
+  test('/metrics needs the key too; the page itself does not', async () => {
+    assert.equal((await fetch(keyed.url + 'metrics')).status, 401);
+    const m = await fetch(keyed.url + 'metrics', { headers: { Authorization: 'Bearer test-key-123' } });
+    assert.equal(m.status, 200);
+    assert.match(await m.text(), /qwen35_model_loaded 1/);
+    assert.equal((await fetch(keyed.url)).status, 200);
+  });
 });
 
 describe('server without -m', () => {
