@@ -13,7 +13,6 @@
 
 #include "server/api_error.h"
 #include "server/http_connection.h"
-#include "server/openai_response.h"
 
 namespace qwen35::server {
 namespace {
@@ -44,7 +43,7 @@ size_t connection_cap(size_t wanted) {
 HttpResponse json_error_response(int status, const std::string& message, const std::string& code) {
   HttpResponse r;
   r.status = status;
-  r.body = dump_json(error_json(status, message, "", "", code));
+  r.body = error_json(status, message, "", "", code).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   r.set_header("Content-Type", "application/json");
   if (status == 503) r.set_header("Retry-After", "1");
   return r;
