@@ -53,6 +53,16 @@ size_t TransportState::size() const {
   return live.size();
 }
 
+std::shared_ptr<const void> TransportState::reserve_body(size_t bytes) {
+  size_t used = body_bytes.load();
+  do {
+    if (used + bytes > limits.max_body_bytes_in_flight && used > 0) return nullptr;
+  } while (!body_bytes.compare_exchange_weak(used, used + bytes));
+  // Released when the last holder (the connection, then the request) lets go.
+  auto self = shared_from_this();
+  return std::shared_ptr<const void>(static_cast<const void*>(this), [self, bytes](const void*) { self->body_bytes -= bytes; });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Exchange: the Responder of one request. Every call hops to the connection's strand; once the
 // connection has moved on to another request (or closed), calls for this one do nothing.
@@ -193,6 +203,7 @@ void Connection::read_request() {
   parser_->header_limit(uint32_t(std::min<size_t>(state_->limits.max_header_bytes, UINT32_MAX)));
   parser_->body_limit(uint64_t(state_->limits.max_body_bytes));
   request_ = HttpRequest{};
+  body_share_.reset();
   screened_ = timed_out_ = head_request_ = false;
   status_ = 0;
   recorded_ = true;
@@ -224,7 +235,9 @@ void Connection::parse_and_read() {
   const size_t room = buffer_.max_size() - buffer_.size();
   if (room == 0) return on_parse_error(http::error::header_limit);
   reading_ = true;
-  socket_.async_read_some(buffer_.prepare(std::min<size_t>(room, 65536)),
+  // Small reads first, growing with what arrives: an idle or slow connection holds a few KiB.
+  const size_t want = std::min<size_t>({room, 65536, std::max<size_t>(4096, buffer_.size())});
+  socket_.async_read_some(buffer_.prepare(want),
                           [self = shared_from_this()](error_code ec, size_t n) { self->on_read(ec, n); });
 }
 
@@ -282,6 +295,13 @@ void Connection::on_header() {
       return send_whole(std::move(*refusal));
     }
   }
+  // The body's share of the memory for bodies in progress, held until the request is dropped.
+  const uint64_t body = parser_->content_length().value_or(parser_->chunked() ? state_->limits.max_body_bytes : 0);
+  if (body > 0 && !parser_->is_done()) {
+    body_share_ = state_->reserve_body(size_t(body));
+    if (!body_share_)
+      return answer_error(503, "too many large requests are arriving at once; try again shortly", "server_busy");
+  }
   arm(state_->limits.body_timeout);
   if (request_.version >= 11 && has_token(request_.header("Expect"), "100-continue") && !parser_->is_done())
     enqueue("HTTP/1.1 100 Continue\r\n\r\n");
@@ -290,15 +310,15 @@ void Connection::on_header() {
 void Connection::on_request() {
   ++deadline_gen_;  // no deadline while the answer is being made
   deadline_.cancel();
-  request_.body = std::move(parser_->get().body());
+  HttpRequest request = request_;  // the head; the connection keeps its own for framing and logging
+  request.body = std::move(parser_->get().body());
+  request.hold = std::move(body_share_);
   parser_.reset();
   phase_ = Phase::kHandling;
   request_done_at_ = Clock::now();
   exchange_ = std::make_shared<Exchange>(shared_from_this(), socket_.get_executor());
   recorded_ = false;
   watch_client();
-  HttpRequest request = request_;  // keep the head for logging and framing decisions
-  request_.body.clear();
   if (state_->handlers.dispatch) state_->handlers.dispatch(std::move(request), exchange_);
   else exchange_->respond(json_error_response(404, "no route", "not_found"));
 }
@@ -536,6 +556,7 @@ void Connection::close_now() {
   write_deadline_.cancel();
   heartbeat_.cancel();
   release_exchange();
+  body_share_.reset();
   out_.clear();
   out_bytes_ = 0;
   if (registered_) {

@@ -27,7 +27,7 @@ namespace qwen35::server {
 class Connection;
 
 // What the acceptor and all connections share; outlives every connection.
-struct TransportState {
+struct TransportState : std::enable_shared_from_this<TransportState> {
   HttpLimits limits;
   HttpTransport::Handlers handlers;
   std::atomic<bool> stopping{false};
@@ -38,6 +38,12 @@ struct TransportState {
   std::list<std::weak_ptr<Connection>>::iterator add(const std::shared_ptr<Connection>& c);
   void remove(std::list<std::weak_ptr<Connection>>::iterator it);
   size_t size() const;
+
+  // A share of the memory for request bodies in progress (limits.max_body_bytes_in_flight);
+  // nullptr when it is spent (a body larger than the budget still gets it when nothing else
+  // holds any). Released when the returned handle is.
+  std::shared_ptr<const void> reserve_body(size_t bytes);
+  std::atomic<size_t> body_bytes{0};
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -112,6 +118,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool resume_after_read_ = false;  // the answer is done: go on once the watch read ends
   bool screened_ = false;
   HttpRequest request_;             // head (and body once complete) of the request in progress
+  std::shared_ptr<const void> body_share_;  // its body's share of the memory budget
   bool head_request_ = false;       // HEAD: answers carry no body
   bool close_after_ = false;        // close once the answer is written
   bool peer_done_ = false;          // the client half-closed after its request

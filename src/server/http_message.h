@@ -22,6 +22,9 @@ struct HttpRequest {
   int version = 11;     // 10 or 11
   std::vector<std::pair<std::string, std::string>> headers;  // in order, names as sent
   std::string body;
+  // Keeps the body's share of the transport's budget for bodies in memory until the request
+  // (and so its body) is dropped.
+  std::shared_ptr<const void> hold;
 
   // The first value of a header (names compare case-insensitively); "" when absent.
   std::string header(std::string_view name) const;

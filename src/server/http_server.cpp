@@ -43,6 +43,7 @@ HttpLimits limits_of(const ServerOptions& o) {
   HttpLimits l;
   l.max_header_bytes = o.max_header_bytes;
   l.max_body_bytes = o.max_body_bytes;
+  l.max_body_bytes_in_flight = o.max_body_bytes_in_flight ? o.max_body_bytes_in_flight : 4 * o.max_body_bytes;
   l.header_timeout = o.header_timeout;
   l.body_timeout = o.body_timeout;
   l.idle_timeout = o.idle_timeout;

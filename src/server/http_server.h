@@ -45,6 +45,7 @@ struct ServerOptions {
   std::vector<std::string> cors_origins;           // origins whose pages may call the API ("*": any)
   WorkerOptions worker;
   size_t max_body_bytes = size_t(32) << 20;
+  size_t max_body_bytes_in_flight = 0;             // bodies arriving or waiting, together; 0: 4 x max_body_bytes
   size_t max_header_bytes = size_t(32) << 10;      // request line and headers together
   size_t max_image_bytes = size_t(20) << 20;       // one encoded image file
   size_t max_images = 16;                          // per request

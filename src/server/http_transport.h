@@ -36,6 +36,9 @@ namespace qwen35::server {
 struct HttpLimits {
   size_t max_header_bytes = size_t(32) << 10;  // request line and headers together
   size_t max_body_bytes = size_t(32) << 20;
+  // Bodies being received or waiting to be parsed, all connections together; a request that
+  // would go over gets 503 before its body is read.
+  size_t max_body_bytes_in_flight = size_t(128) << 20;
   std::chrono::milliseconds header_timeout{10'000};  // from a request's first byte to its last header
   std::chrono::milliseconds body_timeout{120'000};   // the whole body
   std::chrono::milliseconds idle_timeout{10'000};    // waiting for a connection's next request

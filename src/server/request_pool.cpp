@@ -1,8 +1,15 @@
 #include "server/request_pool.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 
 namespace qwen35::server {
+namespace {
+constexpr int kNiceness = 10;
+}  // namespace
 
 RequestPool::RequestPool(int threads, size_t max_waiting) : max_waiting_(max_waiting) {
   for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { run(); });
@@ -32,6 +39,9 @@ void RequestPool::stop() {
 }
 
 void RequestPool::run() {
+  // Preparing a request (decoding a large image, say) must not slow the streams the worker is
+  // generating: these threads yield the CPU to it.
+  setpriority(PRIO_PROCESS, pid_t(syscall(SYS_gettid)), kNiceness);
   for (;;) {
     std::function<void()> task;
     {

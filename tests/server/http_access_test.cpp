@@ -169,5 +169,34 @@ TEST(HttpAccess, TheConnectionCapEvictsIdleConnections) {
   EXPECT_GE(closed, 40);  // all but the newest ones were evicted
 }
 
+// Bodies in memory are bounded all together: beyond the budget a request is refused from its
+// headers (503) before any of its body is read; the budget comes back when a request is done.
+TEST(HttpAccess, BodiesInMemoryAreBoundedTogether) {
+  ServerOptions o = ServedTiny::defaults();
+  o.max_body_bytes = 1 << 20;
+  o.max_body_bytes_in_flight = 3 << 20;
+  ServedTiny s(o);
+  auto head = [](size_t n) {
+    return "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+           std::to_string(n) + "\r\n\r\n";
+  };
+  std::vector<std::unique_ptr<RawConnection>> uploads;
+  for (int i = 0; i < 3; ++i) {
+    uploads.push_back(std::make_unique<RawConnection>(s.port()));
+    uploads.back()->send(head(1 << 20) + "{");  // a megabyte announced, a byte sent
+  }
+  std::this_thread::sleep_for(200ms);
+  RawResponse r = raw_exchange(s.port(), head(1 << 20) + "{");
+  EXPECT_EQ(r.status, 503) << r.raw;
+  EXPECT_EQ(error_code_of(r), "server_busy");
+  // Requests without a body are not affected.
+  EXPECT_EQ(raw_exchange(s.port(), get("/health")).status, 200);
+  uploads.pop_back();  // a client gives up: its share comes back
+  std::this_thread::sleep_for(200ms);
+  const std::string hello = R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":2})";
+  r = raw_exchange(s.port(), post_request("/v1/chat/completions", hello), 30s);
+  EXPECT_EQ(r.status, 200) << r.raw << r.body;
+}
+
 }  // namespace
 }  // namespace qwen35::server
