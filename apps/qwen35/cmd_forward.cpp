@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "apps/qwen35/args.h"
+#include "apps/qwen35/engine_options.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "io/image.h"
@@ -108,10 +109,9 @@ int run_forward(int argc, char** argv) {
   const std::string dump = args.get_or("--dump", "");
   const bool dump_hidden = dump.find("hidden") != std::string::npos;
   const bool dump_cache = dump.find("cache") != std::string::npos;
-  const int64_t block = args.get_int("--block", 512);
-  if (block <= 0) fail("--block must be positive");
+  const int64_t block = args.get_int_in("--block", 512, 1, 65536);
   const DeltaRuleMode mode = parse_mode(args.get_or("--delta-rule", "auto"));
-  ThreadPool pool(int(args.get_int("--threads", 0)));
+  ThreadPool pool(int(args.get_int_in("--threads", 0, 0, max_threads())));
   kernels::Compute c{&kernels::active_table(), &pool};
 
   std::unique_ptr<Model> model = Model::load(model_dir);
@@ -120,7 +120,7 @@ int run_forward(int argc, char** argv) {
 
   // Images: processor, vision tower, expansion of each <|image_pad|>, MRoPE positions.
   const std::vector<std::string> image_files = args.get_all("--image");
-  const int image_size = int(args.get_int("--image-size", 0));
+  const int image_size = int(args.get_int_in("--image-size", 0, 0, 8192));
   std::vector<ImageGrid> grids;
   std::vector<float> pixel_values, image_embeds;
   int64_t patch_dim = 0;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/qwen35/args.h"
+#include "apps/qwen35/input_files.h"
 #include "core/error.h"
 #include "text/chat_format.h"
 #include "text/chat_template_check.h"
@@ -43,12 +44,11 @@ struct UsageError : Error {
 };
 
 std::string read_input(const std::string& path) {
-  if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(str("cannot read ", path));
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
+  try {
+    return read_capped(path, kMaxInputFileBytes, "input");
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
 }
 
 json parse_json(const std::string& text, const std::string& what) {

@@ -72,6 +72,14 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     e.image_config = ImageProcessorConfig::load(options.model_dir);
     if (options.image_min_pixels > 0) e.image_config.min_pixels = options.image_min_pixels;
     if (options.image_max_pixels > 0) e.image_config.max_pixels = options.image_max_pixels;
+    if (options.image_max_tokens < 0) fail("image max tokens must be positive (0: no limit)");
+    if (options.image_max_tokens > 0) {
+      // A token covers factor x factor pixels; smart_resize keeps the area within max_pixels.
+      ImageProcessorConfig& p = e.image_config;
+      const int64_t per_token = int64_t(p.factor()) * p.factor();
+      p.max_pixels = std::min(p.max_pixels, std::max<int64_t>(1, options.image_max_tokens) * per_token);
+      p.min_pixels = std::min(p.min_pixels, p.max_pixels);
+    }
     if (const VisionConfig& v = e.model->config().vision; v.present) {
       // The processor expands and positions image tokens with its own patch and merge sizes;
       // the vision tower produces tokens with the config's. They must agree.
@@ -138,6 +146,26 @@ std::vector<int32_t> Engine::tokenize(const std::string& text) const { return im
 
 std::string Engine::detokenize(const std::vector<int32_t>& ids, bool skip_special) const {
   return impl_->tokenizer->decode(ids, skip_special);
+}
+
+std::unique_ptr<PreparedChat> Engine::prepare_chat(const ChatRequest& request, Status* status) const {
+  try {
+    auto impl = std::make_unique<PreparedChat::Impl>();
+    impl->plan = plan_chat(*impl_, request);
+    if (impl->plan.size() + 1 > impl_->context_size) {
+      *status = Status::Error(StatusCode::kContextOverflow, "the prompt has " + std::to_string(impl->plan.size()) +
+                                                                " tokens but the context is " +
+                                                                std::to_string(impl_->context_size) + " tokens");
+      return nullptr;
+    }
+    *status = Status::Ok();
+    return std::make_unique<PreparedChat>(std::move(impl));
+  } catch (const ContextOverflow& e) {
+    *status = Status::Error(StatusCode::kContextOverflow, e.what());
+  } catch (const std::exception& e) {
+    *status = Status::Error(StatusCode::kInvalidArgument, e.what());
+  }
+  return nullptr;
 }
 
 Status Engine::render_chat(const ChatRequest& request, std::string* prompt) const {
