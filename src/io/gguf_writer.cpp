@@ -13,8 +13,9 @@ namespace qwen35 {
 namespace {
 
 void put_bytes(std::vector<uint8_t>& out, const void* p, size_t n) {
-  const auto* b = static_cast<const uint8_t*>(p);
-  out.insert(out.end(), b, b + n);
+  const size_t at = out.size();
+  out.resize(at + n);
+  if (n) std::memcpy(out.data() + at, p, n);
 }
 template <typename T>
 void put(std::vector<uint8_t>& out, T v) {
