@@ -93,14 +93,15 @@ void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const De
     }
   }
 
-  // Value head h reads key head h / (Hv / Hk) (consecutive value heads share a key head).
+  // Value head h reads key head h / (Hv / Hk) in HF's grouped order (consecutive value heads share
+  // a key head), h % Hk in llama.cpp's tiled order (GGUF weights).
   const int64_t group = Hv / Hk;
   const bool chunked = mode == DeltaRuleMode::kChunked || (mode == DeltaRuleMode::kAuto && T > 1);
   c.pool->parallel_for(size_t(Hv), 1, [&](size_t hb, size_t he) {
     thread_local std::vector<float> work;
     work.resize(kernels::delta_chunk_work_floats(dk, dv));
     for (size_t hv = hb; hv < he; ++hv) {
-      const int64_t h = int64_t(hv), kh = h / group;
+      const int64_t h = int64_t(hv), kh = w.v_heads_tiled ? h % Hk : h / group;
       kernels::DeltaRuleHead head;
       head.q = s.q.data() + kh * dk;
       head.k = s.k.data() + kh * dk;

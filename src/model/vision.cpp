@@ -9,7 +9,6 @@
 namespace qwen35 {
 namespace {
 
-constexpr float kLayerNormEps = 1e-6f;
 constexpr double kRopeTheta = 10000.0;  // hard-coded in the reference vision rotary (spec 1.4)
 
 // ---- Small row-wise operations ------------------------------------------------------------------
@@ -17,7 +16,7 @@ constexpr double kRopeTheta = 10000.0;  // hard-coded in the reference vision ro
 // y = (x - mean) / sqrt(var + eps) * w + b over rows of n, biased variance; rows split over the pool.
 // The statistics are summed in double: cheap here, and closer to exact than the reference's fp32.
 void layer_norm_rows(const kernels::Compute& c, const float* x, const LayerNormWeights& w, int64_t rows, int64_t n,
-                     float* y) {
+                     double eps, float* y) {
   const float* g = w.weight.data();
   const float* b = w.bias.data();
   c.pool->parallel_for(size_t(rows), 16, [&](size_t r0, size_t r1) {
@@ -29,7 +28,7 @@ void layer_norm_rows(const kernels::Compute& c, const float* x, const LayerNormW
       const float mean = float(sum / double(n));
       double ss = 0;
       for (int64_t i = 0; i < n; ++i) ss += double(xr[i] - mean) * double(xr[i] - mean);
-      const float inv = float(1.0 / std::sqrt(ss / double(n) + double(kLayerNormEps)));
+      const float inv = float(1.0 / std::sqrt(ss / double(n) + eps));
       for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - mean) * inv * g[i] + b[i];
     }
   });
@@ -173,7 +172,7 @@ void block_forward(const kernels::Compute& c, const VisionConfig& cfg, const Vis
   const int64_t Np = s.Np, D = cfg.hidden_size;
   const int heads = cfg.num_heads, hd = int(D / heads), half = hd / 2;
 
-  layer_norm_rows(c, s.x.data(), b.norm1, Np, D, s.normed.data());
+  layer_norm_rows(c, s.x.data(), b.norm1, Np, D, cfg.layer_norm_eps, s.normed.data());
   for (int64_t r0 = 0; r0 < Np; r0 += kRowChunk) {
     const int64_t n = std::min(kRowChunk, Np - r0);
     linear_bias(c, s.normed.data() + r0 * D, n, b.qkv, s.wide.data());  // [n, q | k | v], each heads x hd
@@ -198,7 +197,7 @@ void block_forward(const kernels::Compute& c, const VisionConfig& cfg, const Vis
   linear_bias(c, s.attn.data(), Np, b.proj, s.mixed.data());
   add_inplace(s.x.data(), s.mixed.data(), Np * D);
 
-  layer_norm_rows(c, s.x.data(), b.norm2, Np, D, s.normed.data());
+  layer_norm_rows(c, s.x.data(), b.norm2, Np, D, cfg.layer_norm_eps, s.normed.data());
   for (int64_t r0 = 0; r0 < Np; r0 += kRowChunk) {
     const int64_t n = std::min(kRowChunk, Np - r0);
     linear_bias(c, s.normed.data() + r0 * D, n, b.fc1, s.wide.data());  // [n, I]
@@ -327,7 +326,7 @@ void VisionTower::forward(const kernels::Compute& c, const float* pixel_values, 
   // 4. Patch merger: LN per patch; the m*m consecutive patches of a block are adjacent rows, so
   // [Np, D] read as [Np/m2, D*m2] is already their concatenation.
   const int64_t T = Np / m2;
-  layer_norm_rows(c, s.x.data(), w_.merger_norm, Np, D, s.normed.data());
+  layer_norm_rows(c, s.x.data(), w_.merger_norm, Np, D, cfg_.layer_norm_eps, s.normed.data());
   float* hidden = s.mixed.data();  // [T, D*m2], the same size as [Np, D]
   linear_bias(c, s.normed.data(), T, w_.merger_fc1, hidden);
   map_inplace(c, hidden, T * D * m2, gelu_erf);

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/gguf.h"
 
 namespace qwen35 {
 
@@ -102,6 +103,12 @@ bool is_qwen35_chat_template(std::string_view text) {
 }
 
 std::optional<ModelChatTemplate> read_model_chat_template(const std::string& model_dir) {
+  if (is_gguf_file(model_dir)) {
+    auto f = GgufFile::open(model_dir);
+    const auto text = f->get_string_opt("tokenizer.chat_template");
+    if (!text) return std::nullopt;
+    return ModelChatTemplate{std::string(*text), model_dir + " (tokenizer.chat_template)"};
+  }
   const std::filesystem::path dir(model_dir);
   if (std::filesystem::is_regular_file(dir / "chat_template.jinja")) {
     const std::filesystem::path path = dir / "chat_template.jinja";
