@@ -10,12 +10,16 @@ namespace qwen35::app {
 
 const std::set<std::string>& engine_option_names() {
   static const std::set<std::string> names = {"-m",          "--model",         "--threads",         "--ctx",
-                                                "--image-size", "--prefill-block", "--image-min-pixels", "--image-max-pixels"};
+                                                "--image-size", "--prefill-block", "--image-min-pixels", "--image-max-pixels",
+                                                "--mmproj",     "--mtp"};
   return names;
 }
 
 const char* kEngineOptionsHelp =
-    "  -m, --model DIR       Hugging Face model folder (config.json, safetensors, tokenizer.json)\n"
+    "  -m, --model PATH      Hugging Face model folder (config.json, safetensors, tokenizer.json)\n"
+    "                        or a GGUF file (any part of a split one)\n"
+    "  --mmproj FILE         GGUF vision projector (default: an mmproj*.gguf beside the model; 'none': text only)\n"
+    "  --mtp FILE            GGUF MTP-only sidecar (the MTP head's weights)\n"
     "  --threads N           worker threads (default: all cores)\n"
     "  --ctx N               context size in tokens (default: min(model maximum, 32768))\n"
     "  --image-size N        resize images to N x N first (multiple of 32); default: native size\n"
@@ -47,7 +51,11 @@ EngineOptions engine_options_from(const Args& args, bool bundled_fallback) {
                  "        its weights are random, so its answers are gibberish; use -m MODEL_DIR for a real model\n",
                  o.model_dir.c_str());
   }
-  if (!std::filesystem::is_directory(o.model_dir)) fail("model folder '", o.model_dir, "' does not exist");
+  std::error_code ec;
+  if (!std::filesystem::exists(o.model_dir, ec)) fail("model '", o.model_dir, "' does not exist");
+  o.mmproj_path = args.get_or("--mmproj", "");
+  if (o.mmproj_path == "none") o.mmproj_path.clear(), o.no_mmproj = true;
+  o.mtp_path = args.get_or("--mtp", "");
   o.threads = int(args.get_int("--threads", 0));
   o.context_size = args.get_int("--ctx", 0);
   o.image_size = int(args.get_int("--image-size", 0));
@@ -66,6 +74,7 @@ std::unique_ptr<Engine> load_engine(const EngineOptions& options) {
   Status st;
   std::unique_ptr<Engine> engine = Engine::load(options, &st);
   if (!engine) fail(st.message);
+  for (const std::string& w : engine->info().warnings) std::fprintf(stderr, "qwen35: warning: %s\n", w.c_str());
   return engine;
 }
 

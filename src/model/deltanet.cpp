@@ -64,6 +64,21 @@ void l2_normalize(const float* x, int64_t n, float scale, float* y) {
 
 }  // namespace
 
+void deltanet_state_hf_order(const TextConfig& cfg, const DeltaNetWeights& w, const DeltaNetState& state,
+                             std::vector<float>& conv, std::vector<float>& recurrent) {
+  conv = state.conv;
+  recurrent = state.recurrent;
+  if (!w.v_heads_tiled) return;
+  const int64_t Hk = cfg.linear_key_heads, Hv = cfg.linear_value_heads, r = Hv / Hk;
+  const int64_t K = cfg.conv_kernel, dv = cfg.linear_value_dim, S = int64_t(cfg.linear_key_dim) * dv;
+  const int64_t v0 = 2 * Hk * cfg.linear_key_dim;  // first V channel of the conv
+  for (int64_t p = 0; p < Hv; ++p) {  // tiled position p holds HF head (p % Hk) * r + p / Hk
+    const int64_t hf = (p % Hk) * r + p / Hk;
+    std::copy_n(state.conv.data() + (v0 + p * dv) * K, dv * K, conv.data() + (v0 + hf * dv) * K);
+    std::copy_n(state.recurrent.data() + p * S, S, recurrent.data() + hf * S);
+  }
+}
+
 void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* a,
                       int64_t T, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode, float* out) {
   s.reserve(cfg, T);

@@ -8,6 +8,7 @@
 
 #include "server/api_error.h"
 #include "server/api_handlers.h"
+#include "server/model_card.h"
 #include "server/connection_watch.h"
 #include "server/openai_response.h"
 #include "server/remote_image.h"
@@ -229,19 +230,13 @@ void HttpServer::setup_routes() {
 
   auto model_json = [this] {
     const ModelInfo& info = engine_->info();
+    json meta = model_meta(info);
+    meta["parallel"] = options_.worker.parallel;
     return json{{"id", info.name},
                 {"object", "model"},
                 {"created", created_},
                 {"owned_by", "qwen35"},
-                {"meta",
-                 {{"context_size", info.context_size},
-                  {"has_vision", info.has_vision},
-                  {"vocab_size", info.vocab_size},
-                  {"num_layers", info.num_layers},
-                  {"hidden_size", info.hidden_size},
-                  {"weight_bytes", info.weight_bytes},
-                  {"kernels", info.kernels},
-                  {"parallel", options_.worker.parallel}}}};
+                {"meta", std::move(meta)}};
   };
   s.Get("/v1/models", [model_json](const Request&, Response& res) {
     send_json(res, 200, json{{"object", "list"}, {"data", json::array({model_json()})}});

@@ -102,6 +102,44 @@ bool is_qwen35_chat_template(std::string_view text) {
   return sha256_hex(normalized) == kQwen35ChatTemplateSha256;
 }
 
+std::string_view qwen35_chat_template() {
+  static constexpr std::string_view kText =
+#include "text/qwen35_chat_template.inc"
+      ;
+  return kText;
+}
+
+std::string describe_template_difference(std::string_view text) {
+  const std::string_view official = qwen35_chat_template();
+  auto cut = [](std::string_view line) {
+    std::string s(line.substr(0, 80));
+    if (line.size() > 80) s += "...";
+    return s;
+  };
+  size_t a = 0, b = 0;
+  for (int line = 1;; ++line) {
+    const size_t ea = std::min(text.find('\n', a), text.size()), eb = std::min(official.find('\n', b), official.size());
+    std::string_view la = text.substr(a, ea - a), lb = official.substr(b, eb - b);
+    if (!la.empty() && la.back() == '\r') la.remove_suffix(1);
+    if (la != lb || (ea == text.size()) != (eb == official.size())) {
+      if (a >= text.size()) return "it ends at line " + std::to_string(line) + " where the official template goes on with '" + cut(lb) + "'";
+      if (b >= official.size()) return "line " + std::to_string(line) + " '" + cut(la) + "' is past the end of the official template";
+      return "line " + std::to_string(line) + " has '" + cut(la) + "' where the official template has '" + cut(lb) + "'";
+    }
+    if (ea == text.size()) return "";
+    a = ea + 1;
+    b = eb + 1;
+  }
+}
+
+std::string chat_template_warning(const std::string& model_path) {
+  const std::optional<ModelChatTemplate> t = read_model_chat_template(model_path);
+  if (!t) return model_path + " has no chat template; prompts use the built-in Qwen3.5 chat format";
+  if (is_qwen35_chat_template(t->text)) return "";
+  return "the chat template of " + t->source + " is not the official Qwen3.5 template (sha256 " + sha256_hex(t->text) +
+         "; " + describe_template_difference(t->text) + "); prompts use the official Qwen3.5 format, not this template";
+}
+
 std::optional<ModelChatTemplate> read_model_chat_template(const std::string& model_dir) {
   if (is_gguf_file(model_dir)) {
     auto f = GgufFile::open(model_dir);
