@@ -79,7 +79,10 @@ int cmd_convert(int argc, char** argv) {
   GgufExportOptions o;
   o.mtp = !args.has("--no-mtp");
   o.pool = &pool;
-  o.name = std::filesystem::path(input).filename().replace_extension().string();
+  // general.name: the folder's or the file's name ("Qwen3.5-9B"), as llama.cpp's converter names it.
+  std::filesystem::path named = std::filesystem::path(input).lexically_normal();
+  if (named.filename().empty()) named = named.parent_path();
+  o.name = from_gguf ? named.stem().string() : named.filename().string();
   o.file_type = preset.ftype;
   o.matrix_type = preset.chooser(model->config().text, o.mtp);
   GgufWriter w;
