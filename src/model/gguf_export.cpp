@@ -42,17 +42,49 @@ void encode_row(DType t, const float* x, uint8_t* out, int64_t n) {
   }
 }
 
+// Collects the tensors first, so the type plan can see all of them, then adds them to the writer.
 class Exporter {
  public:
   Exporter(GgufWriter& w, const GgufExportOptions& o) : w_(w), o_(o) {}
 
   // A tensor of `shape` (outermost first) whose last dim is the row; `matrix` says whether it is
-  // a quantizable matrix (else F32).
+  // a quantizable matrix (else F32, or `forced`).
   void add(const std::string& name, const Shape& shape, Rows src, bool matrix, std::optional<DType> forced = {}) {
     if (src.rows * src.cols != shape.numel()) fail("export: '", name, "' rows do not cover its shape");
-    DType type = DType::F32;
-    if (forced) type = *forced;
-    else if (matrix && o_.matrix_type) type = o_.matrix_type(name, src.rows, src.cols);
+    ExportTensor t{name, {}, matrix && !forced};
+    for (int d = shape.ndim - 1; d >= 0; --d) t.ne.push_back(shape[d]);
+    pending_.push_back({std::move(t), shape, std::move(src), forced});
+  }
+
+  // Chooses every type and hands the tensors to the writer.
+  void finish() {
+    std::vector<ExportTensor> list;
+    for (const Pending& p : pending_) list.push_back(p.info);
+    std::vector<DType> planned;
+    if (o_.plan_types) {
+      planned = o_.plan_types(list);
+      if (planned.size() != list.size()) fail("export: the type plan has ", planned.size(), " entries for ", list.size(), " tensors");
+    }
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      Pending& p = pending_[i];
+      DType type = DType::F32;
+      if (p.forced) type = *p.forced;
+      else if (p.info.quantizable && o_.plan_types) type = planned[i];
+      else if (p.info.quantizable && o_.matrix_type) type = o_.matrix_type(p.info.name, p.src.rows, p.src.cols);
+      write(p.info.name, p.shape, std::move(p.src), type);
+    }
+    pending_.clear();
+  }
+
+ private:
+  struct Pending {
+    ExportTensor info;
+    Shape shape;
+    Rows src;
+    std::optional<DType> forced;
+  };
+
+  void write(const std::string& name, const Shape& shape, Rows src, DType type) {
     const size_t row_bytes = dtype_bytes(type, size_t(src.cols));
     ThreadPool* pool = o_.pool;
     w_.add_tensor(name, type, shape, [src = std::move(src), type, row_bytes, pool](uint8_t* out) {
@@ -72,9 +104,9 @@ class Exporter {
     });
   }
 
- private:
   GgufWriter& w_;
   const GgufExportOptions& o_;
+  std::vector<Pending> pending_;
 };
 
 // Output row r of a matrix reads source row perm[r] (identity when empty), with the column blocks
@@ -165,6 +197,9 @@ void write_schedule(const TextConfig& c, int block_count, GgufWriter& w) {
   for (int i = 0; i < c.num_layers; ++i) recurrent[size_t(i)] = c.layer_kinds[size_t(i)] == LayerKind::kDeltaNet;
   w.set_array_bool("qwen35.attention.recurrent_layers", recurrent);
 }
+
+// The MTP block as blk.<n>.*: from HF's mtp.* (norms get + 1) or the GGUF one loaded.
+void export_mtp(const Model& model, const Checkpoint* ck, bool hf_mtp, int n, Exporter& ex);
 
 }  // namespace
 
@@ -257,9 +292,14 @@ void export_text_gguf(const Model& model, const GgufExportOptions& o, GgufWriter
     ex.add(blk(i, "ffn_up.weight"), Shape{I, H}, matrix_rows(L.mlp.up), true);
     ex.add(blk(i, "ffn_down.weight"), Shape{H, I}, matrix_rows(L.mlp.down), true);
   }
-  if (!mtp) return;
+  if (mtp) export_mtp(model, ck, hf_mtp, c.num_layers, ex);
+  ex.finish();
+}
 
-  const int n = c.num_layers;
+namespace {
+
+void export_mtp(const Model& model, const Checkpoint* ck, bool hf_mtp, int n, Exporter& ex) {
+
   // GGUF name (without blk.n.) -> HF name under mtp., and whether the HF value gets + 1.
   struct MtpName {
     const char* gguf;
@@ -301,6 +341,8 @@ void export_text_gguf(const Model& model, const GgufExportOptions& o, GgufWriter
     ex.add(blk(n, m.gguf), v.shape, view_rows(v, cols, plus_one), v.shape.ndim >= 2 && !m.norm);
   }
 }
+
+}  // namespace
 
 void export_mmproj_gguf(const Model& model, const GgufExportOptions& o, const std::array<double, 3>& image_mean,
                         const std::array<double, 3>& image_std, GgufWriter& w) {
@@ -369,6 +411,7 @@ void export_mmproj_gguf(const Model& model, const GgufExportOptions& o, const st
   norm("v.post_ln", vw.merger_norm);
   linear("mm.0", vw.merger_fc1);
   linear("mm.2", vw.merger_fc2);
+  ex.finish();
 }
 
 }  // namespace qwen35

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "core/thread_pool.h"
 #include "io/gguf_writer.h"
@@ -19,11 +20,21 @@
 
 namespace qwen35 {
 
+// A tensor about to be written: GGUF name, ggml shape (ne[0] = row length) and whether it is a
+// matrix that may be quantized (2-D, name ending in ".weight", not a norm or ssm_conv1d).
+struct ExportTensor {
+  std::string name;
+  std::vector<int64_t> ne;
+  bool quantizable = false;
+};
+
 struct GgufExportOptions {
-  // The type of a quantizable matrix (2-D, name ending in ".weight", not a norm or ssm_conv1d):
-  // llama-quantize's per-tensor choice for a preset, keyed by the GGUF name. The other tensors
-  // are F32 whatever this says.
+  // The type of a quantizable matrix: llama-quantize's per-tensor choice for a preset, keyed by
+  // the GGUF name. The other tensors are F32 whatever this says.
   std::function<DType(const std::string& gguf_name, int64_t rows, int64_t cols)> matrix_type;
+  // Alternatively the types of all tensors at once (llama-quantize's rules count tensors of a kind
+  // over the whole model); used instead of matrix_type when set. One entry per tensor, in order.
+  std::function<std::vector<DType>(const std::vector<ExportTensor>& tensors)> plan_types;
   int64_t file_type = 0;     // general.file_type (llama_ftype)
   bool mtp = true;           // write the MTP block when the model has one
   std::string name;          // general.name; empty: none
