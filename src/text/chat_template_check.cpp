@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -110,26 +111,31 @@ std::string_view qwen35_chat_template() {
 }
 
 std::string describe_template_difference(std::string_view text) {
-  const std::string_view official = qwen35_chat_template();
+  auto lines = [](std::string_view t) {
+    std::vector<std::string_view> out;
+    for (size_t a = 0; a <= t.size();) {
+      const size_t e = std::min(t.find('\n', a), t.size());
+      std::string_view l = t.substr(a, e - a);
+      if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+      out.push_back(l);
+      a = e + 1;
+    }
+    return out;
+  };
   auto cut = [](std::string_view line) {
     std::string s(line.substr(0, 80));
     if (line.size() > 80) s += "...";
     return s;
   };
-  size_t a = 0, b = 0;
-  for (int line = 1;; ++line) {
-    const size_t ea = std::min(text.find('\n', a), text.size()), eb = std::min(official.find('\n', b), official.size());
-    std::string_view la = text.substr(a, ea - a), lb = official.substr(b, eb - b);
-    if (!la.empty() && la.back() == '\r') la.remove_suffix(1);
-    if (la != lb || (ea == text.size()) != (eb == official.size())) {
-      if (a >= text.size()) return "it ends at line " + std::to_string(line) + " where the official template goes on with '" + cut(lb) + "'";
-      if (b >= official.size()) return "line " + std::to_string(line) + " '" + cut(la) + "' is past the end of the official template";
-      return "line " + std::to_string(line) + " has '" + cut(la) + "' where the official template has '" + cut(lb) + "'";
-    }
-    if (ea == text.size()) return "";
-    a = ea + 1;
-    b = eb + 1;
+  const std::vector<std::string_view> mine = lines(text), official = lines(qwen35_chat_template());
+  for (size_t i = 0; i < std::max(mine.size(), official.size()); ++i) {
+    const std::string n = std::to_string(i + 1);
+    if (i >= mine.size()) return "it ends at line " + n + " where the official template goes on with '" + cut(official[i]) + "'";
+    if (i >= official.size()) return "line " + n + " '" + cut(mine[i]) + "' is past the end of the official template";
+    if (mine[i] != official[i])
+      return "line " + n + " has '" + cut(mine[i]) + "' where the official template has '" + cut(official[i]) + "'";
   }
+  return "";
 }
 
 std::string chat_template_warning(const std::string& model_path) {
