@@ -173,6 +173,37 @@ TEST(GgufModel, WithoutMtpAndTheCountsOfLlamaCpp) {
       EXPECT_EQ(t.ggml_type, 0) << t.name << " must be F32";
 }
 
+TEST(GgufModel, MtpSidecarIsLoadedWithMtp) {
+  // A main file without MTP plus an MTP-only sidecar (block_count 9, only token_embd, output_norm
+  // and blk.8.*, as llama.cpp's converter writes it with --mtp), and the main file with MTP bundled.
+  const Converted& c = converted(DType::F32);
+  const GgufFile& full = *c.model->gguf();
+  GgufWriter main_w, side_w;
+  for (const auto& [k, v] : full.metadata()) {
+    side_w.set_value(k, v);
+    if (k == "qwen35.block_count") main_w.set_u32(k, 8);
+    else if (k != "qwen35.nextn_predict_layers") main_w.set_value(k, v);
+  }
+  for (const GgufTensor& t : full.tensors()) {
+    const bool mtp = t.name.rfind("blk.8.", 0) == 0;
+    if (!mtp) main_w.add_tensor_bytes(t.name, *t.dtype, t.shape(), t.data, size_t(t.nbytes));
+    if (mtp || t.name.find("blk.") == std::string::npos)
+      side_w.add_tensor_bytes(t.name, *t.dtype, t.shape(), t.data, size_t(t.nbytes));
+  }
+  const std::string dir = temp_dir("gguf_mtp");
+  main_w.write(dir + "/main.gguf");
+  side_w.write(dir + "/mtp-main.gguf");
+  auto plain = Model::load(dir + "/main.gguf");
+  EXPECT_TRUE(plain->nextn().empty());
+  auto with = Model::load(dir + "/main.gguf", ModelFiles{.mtp = dir + "/mtp-main.gguf"});
+  ASSERT_FALSE(with->nextn().empty());
+  EXPECT_EQ(with->nextn().layer, 8);
+  EXPECT_EQ(with->nextn().source, dir + "/mtp-main.gguf");
+  EXPECT_EQ(with->nextn().tensors.size(), c.model->nextn().tensors.size());
+  EXPECT_THROW(Model::load(dir + "/mtp-main.gguf"), Error);  // a sidecar alone is no model
+  EXPECT_THROW(Model::load(c.text, ModelFiles{.mtp = dir + "/mtp-main.gguf"}), Error);  // MTP twice
+}
+
 class GgufVisionGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GgufVisionGolden, MmprojGivesTheOfficialImageEmbeddings) {
