@@ -173,6 +173,44 @@ TEST(GgufModel, WithoutMtpAndTheCountsOfLlamaCpp) {
       EXPECT_EQ(t.ggml_type, 0) << t.name << " must be F32";
 }
 
+std::string load_error(const std::string& path, const ModelFiles& files = {}) {
+  try {
+    Model::load(path, files);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(GgufModel, LayerScheduleAndPerLayerKeysAsLlamaModelSaverWritesThem) {
+  // llama-model-saver writes attention.recurrent_layers (per block, MTP included) instead of
+  // full_attention_interval, and per-layer arrays for head counts and feed-forward sizes.
+  const Converted& c = converted(DType::F32);
+  const GgufFile& src = *c.model->gguf();
+  GgufWriter w;
+  w.set_array_bool("qwen35.attention.recurrent_layers", {true, true, true, false, true, true, true, false, false});
+  w.set_array_i32("qwen35.feed_forward_length", std::vector<int32_t>(9, 128));
+  w.set_array_i32("qwen35.attention.head_count_kv", std::vector<int32_t>(9, 2));
+  for (const auto& [k, v] : src.metadata())
+    if (!w.has(k) && k != "qwen35.full_attention_interval") w.set_value(k, v);
+  for (const GgufTensor& t : src.tensors()) w.add_tensor_bytes(t.name, *t.dtype, t.shape(), t.data, size_t(t.nbytes));
+  const std::string path = temp_dir("gguf_saver") + "/saver.gguf";
+  w.write(path);
+  auto m = Model::load(path, ModelFiles{.no_mmproj = true});
+  EXPECT_EQ(m->config().text.layer_kinds, c.model->config().text.layer_kinds);
+  const std::vector<int64_t> ids = {248045, 846, 198, 3710, 369};
+  DecoderState a = DecoderState::create(m->config().text), b = a;
+  EXPECT_EQ(run_tokens(*m, ids, a, 8).logits, run_tokens(*c.model, ids, b, 8).logits);
+  // A flag array of the wrong length is refused.
+  GgufWriter bad;
+  bad.set_array_bool("qwen35.attention.recurrent_layers", {true, false});
+  for (const auto& [k, v] : src.metadata())
+    if (!bad.has(k)) bad.set_value(k, v);
+  for (const GgufTensor& t : src.tensors()) bad.add_tensor_bytes(t.name, *t.dtype, t.shape(), t.data, size_t(t.nbytes));
+  bad.write(path);
+  EXPECT_THAT(load_error(path, ModelFiles{.no_mmproj = true}), HasSubstr("recurrent_layers' has 2 entries but block_count is 9"));
+}
+
 TEST(GgufModel, MtpSidecarIsLoadedWithMtp) {
   // A main file without MTP plus an MTP-only sidecar (block_count 9, only token_embd, output_norm
   // and blk.8.*, as llama.cpp's converter writes it with --mtp), and the main file with MTP bundled.
@@ -237,15 +275,6 @@ TEST(GgufModel, MmprojMetadataAndPatchKernels) {
   const float* k1 = converted(DType::F32).model->mmproj()->get_tensor("v.patch_embd.weight.1").view().as<float>();
   const int64_t PP = 256;
   EXPECT_EQ(k1[(5 * 3 + 2) * PP + 17], read_float(conv, ((5 * 3 + 2) * 2 + 1) * PP + 17));
-}
-
-std::string load_error(const std::string& path, const ModelFiles& files = {}) {
-  try {
-    Model::load(path, files);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 // A copy of the F32 file with one tensor's type or one key changed.
