@@ -128,6 +128,16 @@ TEST(Quantize, ClosedFormFormatsAreIdempotent) {
     EXPECT_EQ(quantized(t, round_trip(t, x)), quantized(t, x)) << dtype_name(t);
 }
 
+TEST(Quantize, Q8_0RoundsHalfAwayFromZeroLikeRoundf) {
+  // A block whose scale is exactly 1 (amax 127), so the quants are roundf of the inputs.
+  std::vector<float> x(32);
+  const float values[] = {0.5f, -0.5f, 1.5f, -2.5f, 0.49999997f, -0.49999997f, 126.5f, 2.5000002f};
+  for (int j = 0; j < 32; ++j) x[size_t(j)] = j < 8 ? values[j] : (j == 31 ? 127.0f : 0.25f * float(j - 16));
+  const std::vector<uint8_t> q = quantized(DType::Q8_0, x);
+  ASSERT_EQ(f16_to_f32(uint16_t(q[0] | (q[1] << 8))), 1.0f);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(int8_t(q[size_t(2 + j)]), int8_t(std::roundf(x[size_t(j)]))) << "x=" << x[size_t(j)];
+}
+
 TEST(Quantize, RowsAreIndependentOfNeighboursAndAlignment) {
   std::mt19937 rng(4);
   const int64_t rows = 5, cols = 768;

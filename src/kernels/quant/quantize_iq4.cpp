@@ -25,11 +25,18 @@ void pack_indices32(const float* x, float inv_scale, uint8_t* qs) {
 
 void quantize_iq4_nl(const float* x, void* out, int64_t nblocks) {
   auto* y = static_cast<BlockIQ4_NL*>(out);
-  for (int64_t b = 0; b < nblocks; ++b, x += kQK) {
-    // The indices come from the f32 scale; only the stored scale is rounded to f16.
-    const float d = fit_iq4_scale(kQK, x, kScaleTries);
-    y[b].d = f32_to_f16(d);
-    pack_indices32(x, d != 0 ? 1 / d : 0.0f, y[b].qs);
+  // Each block has its own scale; fit them a batch of blocks at a time.
+  constexpr int64_t kBatch = 64;
+  float scale[kBatch];
+  for (int64_t b0 = 0; b0 < nblocks; b0 += kBatch) {
+    const int64_t count = std::min(kBatch, nblocks - b0);
+    fit_iq4_scales(int(count), kQK, x + b0 * kQK, kScaleTries, scale);
+    for (int64_t b = 0; b < count; ++b) {
+      // The indices come from the f32 scale; only the stored scale is rounded to f16.
+      const float d = scale[b];
+      y[b0 + b].d = f32_to_f16(d);
+      pack_indices32(x + (b0 + b) * kQK, d != 0 ? 1 / d : 0.0f, y[b0 + b].qs);
+    }
   }
 }
 
@@ -37,9 +44,9 @@ void quantize_iq4_xs(const float* x, void* out, int64_t nblocks) {
   auto* y = static_cast<BlockIQ4_XS*>(out);
   float scale[8];
   for (int64_t b = 0; b < nblocks; ++b, x += kQK_K) {
+    fit_iq4_scales(8, 32, x, kScaleTries, scale);
     float max_scale = 0, max_abs = 0;
     for (int s = 0; s < 8; ++s) {
-      scale[s] = fit_iq4_scale(32, x + 32 * s, kScaleTries);
       if (std::fabs(scale[s]) > max_abs) {
         max_abs = std::fabs(scale[s]);
         max_scale = scale[s];

@@ -47,18 +47,22 @@ void pack_scales_mins_6bit(const uint8_t* ls, const uint8_t* lm, uint8_t* s) {
 // Steps 1-3 of Q4_K and Q5_K, which differ only in the quant range and the search grid.
 void quantize_scale_min_superblock(const float* x, const AffineGrid& grid, uint16_t& d16, uint16_t& dmin16,
                                    uint8_t* scales12, uint8_t* L) {
-  float scale[8], neg_min[8], w[32];
-  float max_scale = 0, max_min = 0;
+  // Weights: each sub-block's rms plus |x|, favouring large elements without ignoring small ones.
+  float w[256];
   for (int j = 0; j < 8; ++j) {
     const float* xs = x + 32 * j;
-    // Weights: the sub-block's rms plus |x|, favouring large elements without ignoring small ones.
     float sum_x2 = 0;
     for (int l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
     const float rms = std::sqrt(sum_x2 / 32);
-    for (int l = 0; l < 32; ++l) w[l] = rms + std::fabs(xs[l]);
-    const AffineFit fit = fit_scale_and_min(32, xs, w, grid, L + 32 * j);
-    scale[j] = fit.scale;
-    neg_min[j] = fit.neg_min;
+    for (int l = 0; l < 32; ++l) w[32 * j + l] = rms + std::fabs(xs[l]);
+  }
+  AffineFit fit[8];
+  fit_scales_and_mins(8, 32, x, w, grid, L, fit);
+  float scale[8], neg_min[8];
+  float max_scale = 0, max_min = 0;
+  for (int j = 0; j < 8; ++j) {
+    scale[j] = fit[j].scale;
+    neg_min[j] = fit[j].neg_min;
     if (scale[j] > max_scale) max_scale = scale[j];
     if (neg_min[j] > max_min) max_min = neg_min[j];
   }
@@ -91,14 +95,15 @@ void quantize_q2_k(const float* x, void* out, int64_t nblocks) {
   auto* y = static_cast<BlockQ2_K*>(out);
   constexpr AffineGrid kGrid{3, -0.5f, 0.1f, 15, true};
   uint8_t L[256];
-  float scale[16], neg_min[16], w[16];
+  float scale[16], neg_min[16], w[256];
+  AffineFit fit[16];
   for (int64_t b = 0; b < nblocks; ++b, x += kQK_K) {
+    for (int l = 0; l < 256; ++l) w[l] = std::fabs(x[l]);
+    fit_scales_and_mins(16, 16, x, w, kGrid, L, fit);
     float max_scale = 0, max_min = 0;
     for (int j = 0; j < 16; ++j) {
-      for (int l = 0; l < 16; ++l) w[l] = std::fabs(x[16 * j + l]);
-      const AffineFit fit = fit_scale_and_min(16, x + 16 * j, w, kGrid, L + 16 * j);
-      scale[j] = fit.scale;
-      neg_min[j] = fit.neg_min;
+      scale[j] = fit[j].scale;
+      neg_min[j] = fit[j].neg_min;
       if (scale[j] > max_scale) max_scale = scale[j];
       if (neg_min[j] > max_min) max_min = neg_min[j];
     }
@@ -214,9 +219,9 @@ void quantize_q6_k(const float* x, void* out, int64_t nblocks) {
   int8_t L[256];
   float scale[16];
   for (int64_t b = 0; b < nblocks; ++b, x += kQK_K) {
+    fit_signed_scales(16, 16, 32, x, L, scale);
     float max_scale = 0, max_abs = 0;
     for (int j = 0; j < 16; ++j) {
-      scale[j] = fit_signed_scale(16, 32, x + 16 * j, L + 16 * j);
       if (std::fabs(scale[j]) > max_abs) {
         max_abs = std::fabs(scale[j]);
         max_scale = scale[j];

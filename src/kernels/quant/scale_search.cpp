@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/quant/blocks.h"
+#include "kernels/kernels.h"
 
 namespace qwen35::kernels::quant {
 namespace {
@@ -72,8 +73,6 @@ float fit_signed_scale_ref(int n, int nmax, const float* x, int8_t* L) {
   }
   return scale;
 }
-
-float fit_signed_scale(int n, int nmax, const float* x, int8_t* L) { return fit_signed_scale_ref(n, nmax, x, L); }
 
 float fit_signed_scale_refined(int n, int nmax, const float* x, int8_t* L) {
   float amax;
@@ -176,10 +175,6 @@ AffineFit fit_scale_and_min_ref(int n, const float* x, const float* w, const Aff
   return {scale, -min};
 }
 
-AffineFit fit_scale_and_min(int n, const float* x, const float* w, const AffineGrid& g, uint8_t* L) {
-  return fit_scale_and_min_ref(n, x, w, g, L);
-}
-
 int iq4_nearest_index(float x) {
   const int8_t* v = kIQ4Values;
   if (x <= float(v[0])) return 0;
@@ -190,7 +185,7 @@ int iq4_nearest_index(float x) {
   return x - float(v[upper - 1]) < float(v[upper]) - x ? upper - 1 : upper;
 }
 
-float fit_iq4_scale(int n, const float* x, int ntry) {
+float fit_iq4_scale_ref(int n, const float* x, int ntry) {
   float amax;
   const float max = signed_absmax(n, x, &amax);
   if (amax < kGroupMaxEps) return 0;
@@ -217,6 +212,61 @@ float fit_iq4_scale(int n, const float* x, int ntry) {
     }
   }
   return d;
+}
+
+// Defined in the ISA files, compiled with their ISA's flags: use only after the feature check.
+const ScaleSearchTable& avx2_scale_search_unchecked();
+const ScaleSearchTable& avx512_scale_search_unchecked();
+
+namespace {
+
+void ref_signed_scales(int groups, int n, int nmax, const float* x, int8_t* L, float* scales) {
+  for (int j = 0; j < groups; ++j) scales[j] = fit_signed_scale_ref(n, nmax, x + j * n, L + j * n);
+}
+void ref_scales_and_mins(int groups, int n, const float* x, const float* w, const AffineGrid& grid, uint8_t* L,
+                         AffineFit* fits) {
+  for (int j = 0; j < groups; ++j) fits[j] = fit_scale_and_min_ref(n, x + j * n, w + j * n, grid, L + j * n);
+}
+void ref_iq4_scales(int groups, int n, const float* x, int ntry, float* scales) {
+  for (int j = 0; j < groups; ++j) scales[j] = fit_iq4_scale_ref(n, x + j * n, ntry);
+}
+
+}  // namespace
+
+const ScaleSearchTable& ref_scale_search() {
+  static const ScaleSearchTable table{"ref", ref_signed_scales, ref_scales_and_mins, ref_iq4_scales};
+  return table;
+}
+
+std::vector<const ScaleSearchTable*> supported_scale_searches() {
+  static const bool has_avx2 = __builtin_cpu_supports("avx2");
+  static const bool has_avx512 = has_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  std::vector<const ScaleSearchTable*> out{&ref_scale_search()};
+  if (has_avx2) out.push_back(&avx2_scale_search_unchecked());
+  if (has_avx512) out.push_back(&avx512_scale_search_unchecked());
+  return out;
+}
+
+const ScaleSearchTable& active_scale_search() {
+  // The kernel table's ISA (QWEN35_ISA=ref forces the one-candidate-at-a-time oracle).
+  static const ScaleSearchTable* chosen = [] {
+    const std::vector<const ScaleSearchTable*> all = supported_scale_searches();
+    for (const ScaleSearchTable* t : all)
+      if (t->name == active_table().name) return t;
+    return all.back();
+  }();
+  return *chosen;
+}
+
+void fit_signed_scales(int groups, int n, int nmax, const float* x, int8_t* L, float* scales) {
+  active_scale_search().fit_signed_scales(groups, n, nmax, x, L, scales);
+}
+void fit_scales_and_mins(int groups, int n, const float* x, const float* w, const AffineGrid& grid, uint8_t* L,
+                         AffineFit* fits) {
+  active_scale_search().fit_scales_and_mins(groups, n, x, w, grid, L, fits);
+}
+void fit_iq4_scales(int groups, int n, const float* x, int ntry, float* scales) {
+  active_scale_search().fit_iq4_scales(groups, n, x, ntry, scales);
 }
 
 }  // namespace qwen35::kernels::quant

@@ -5,14 +5,17 @@
 // Matching ggml byte for byte means doing the same float operations in the same order: every
 // accumulation here is sequential over the elements, products are formed left to right as ggml
 // writes them ((w * x) * l, not w * (x * l)), and rounding is ggml's 1.5 * 2^23 trick. The
-// "_ref" functions are the literal one-candidate-at-a-time searches (the oracle); the others
-// evaluate all candidate scales side by side, one array lane per candidate, which reorders no
-// float operation and so returns the same bits (tests/kernels/scale_search_test.cpp holds them
-// to that on random inputs).
+// "_ref" functions are the literal one-candidate-at-a-time searches (the oracle); the ISA
+// variants evaluate the candidate scales side by side, one vector lane per candidate, which
+// reorders no float operation and so returns the same bits (tests/kernels/scale_search_test.cpp
+// holds every variant the CPU supports to that on random inputs). The quantizers call the batch
+// functions, which use the active variant.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+#include <string_view>
+#include <vector>
 
 namespace qwen35::kernels::quant {
 
@@ -33,7 +36,6 @@ inline constexpr float kGroupMaxEps = 1e-15f;
 // such that x ~ s * (L - nmax) with L in [0, 2 nmax), trying the reciprocal scales
 // -(nmax + k/10) / max for k = -9..9 (max = the element of largest magnitude) and keeping the
 // one that maximises (sum w x l)^2 / sum w l^2. Writes L, returns s (0 for an all-zero group).
-float fit_signed_scale(int n, int nmax, const float* x, int8_t* L);
 float fit_signed_scale_ref(int n, int nmax, const float* x, int8_t* L);
 
 // Symmetric fit refined element by element (make_q3_quants with do_rmse): starts from the
@@ -57,7 +59,6 @@ struct AffineFit {
 // fit, then a weighted least-squares fit for every reciprocal scale on the grid, keeping the
 // lowest weighted error. A better fit moves the minimum, which changes the later candidates,
 // so the candidates are evaluated in grid order. Writes L.
-AffineFit fit_scale_and_min(int n, const float* x, const float* w, const AffineGrid& grid, uint8_t* L);
 AffineFit fit_scale_and_min_ref(int n, const float* x, const float* w, const AffineGrid& grid, uint8_t* L);
 
 // IQ4_NL code book search: the index of the entry of kIQ4Values nearest to x, ties to the
@@ -68,6 +69,29 @@ int iq4_nearest_index(float x);
 // a first fit from the reciprocal of d = max / 127, then the reciprocal scales
 // (k + values[0]) / max for k = -ntry..ntry, keeping the one that maximises
 // (sum w q x)^2 / sum w q^2. Returns the sub-block scale (0 below kGroupMaxEps).
-float fit_iq4_scale(int n, const float* x, int ntry);
+float fit_iq4_scale_ref(int n, const float* x, int ntry);
+
+// Batches: `groups` consecutive groups of n <= 32 elements (group j at x + j * n, its weights at
+// w + j * n, its quants at L + j * n, its result at [j]), each fitted exactly as the single-group
+// function does. One call covers a super-block's sub-blocks, or a run of IQ4_NL blocks.
+void fit_signed_scales(int groups, int n, int nmax, const float* x, int8_t* L, float* scales);
+void fit_scales_and_mins(int groups, int n, const float* x, const float* w, const AffineGrid& grid, uint8_t* L,
+                         AffineFit* fits);
+void fit_iq4_scales(int groups, int n, const float* x, int ntry, float* scales);
+
+// One implementation of the batches. "ref" loops over the one-candidate-at-a-time searches
+// (the oracle); the ISA ones put one candidate in each vector lane (scale_search_lanes.h) and
+// return the same bits.
+struct ScaleSearchTable {
+  std::string_view name;
+  void (*fit_signed_scales)(int groups, int n, int nmax, const float* x, int8_t* L, float* scales);
+  void (*fit_scales_and_mins)(int groups, int n, const float* x, const float* w, const AffineGrid& grid, uint8_t* L,
+                              AffineFit* fits);
+  void (*fit_iq4_scales)(int groups, int n, const float* x, int ntry, float* scales);
+};
+// The implementations this CPU can run, ref first.
+std::vector<const ScaleSearchTable*> supported_scale_searches();
+// The one the batch functions use: the active kernel table's ISA (QWEN35_ISA applies).
+const ScaleSearchTable& active_scale_search();
 
 }  // namespace qwen35::kernels::quant
