@@ -31,7 +31,7 @@ const char* kUsage =
     "  -m, --model PATH   Hugging Face folder, or a GGUF file (with its mmproj*.gguf next to it,\n"
     "                     or --mmproj-in FILE, for --mmproj)\n"
     "  --out FILE         the text model GGUF to write\n"
-    "  --type TYPE        f32, f16, bf16 (default for a folder), q8_0, or a llama-quantize preset:\n"
+    "  --type TYPE        bf16 (default for a folder) or another llama-quantize preset:\n"
     "                     %s\n"
     "  --mmproj FILE      also write the vision projector (clip mmproj)\n"
     "  --mmproj-type T    its matrices: f16 (default), bf16, f32 or q8_0\n"
@@ -67,7 +67,7 @@ int cmd_convert(int argc, char** argv) {
   const QuantPreset preset = find_preset(type_name);
   const std::string mmproj_out = args.get_or("--mmproj", "");
   const QuantPreset mmproj_preset = find_preset(args.get_or("--mmproj-type", "f16"));
-  if (!mmproj_preset.mmproj_ok) fail("--mmproj-type must be f16, bf16, f32 or q8_0");
+  if (!mmproj_preset_ok(mmproj_preset)) fail("--mmproj-type must be f16, bf16, f32 or q8_0");
   if (std::filesystem::absolute(out) == std::filesystem::absolute(input)) fail("--out must differ from the input");
 
   ModelFiles files;
@@ -83,8 +83,9 @@ int cmd_convert(int argc, char** argv) {
   std::filesystem::path named = std::filesystem::path(input).lexically_normal();
   if (named.filename().empty()) named = named.parent_path();
   o.name = from_gguf ? named.stem().string() : named.filename().string();
-  o.file_type = preset.ftype;
-  o.matrix_type = preset.chooser(model->config().text, o.mtp);
+  const TextConfig& tc = model->config().text;
+  o.file_type = preset_file_type(preset);
+  o.plan_types = preset_plan(preset, tc.num_heads / tc.num_kv_heads);
   GgufWriter w;
   export_text_gguf(*model, o, w);
   if (from_gguf) {
@@ -100,8 +101,8 @@ int cmd_convert(int argc, char** argv) {
     if (!model->vision())
       fail(input, " has no vision tower", from_gguf ? " (no mmproj next to it; give --mmproj-in FILE)" : "");
     GgufExportOptions v = o;
-    v.file_type = mmproj_preset.ftype;
-    v.matrix_type = mmproj_preset.chooser(model->config().text, false);
+    v.file_type = preset_file_type(mmproj_preset);
+    v.plan_types = preset_plan(mmproj_preset, 1);
     std::array<double, 3> mean{0.5, 0.5, 0.5}, stdev{0.5, 0.5, 0.5};
     if (from_gguf) {
       for (int i = 0; i < 3; ++i) {

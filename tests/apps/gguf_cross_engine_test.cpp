@@ -278,5 +278,29 @@ TEST(CrossEngine, QuantizersGiveLlamaQuantizesBytes) {
   EXPECT_GT(same, 0);
 }
 
+// `qwen35 convert --type <preset>` from the HF folder writes what llama-quantize wrote from the F32
+// file: the same tensors with the same types (the preset's mix) and the same bytes.
+TEST(CrossEngine, ConvertPresetsGiveLlamaQuantizesTensors) {
+  for (const auto& [file, sha] : manifest()["llama_quantize_sha256"].items()) {
+    const std::string name = file.substr(0, file.size() - 5);
+    const std::string model = name.substr(0, name.rfind('-')), preset = name.substr(name.rfind('-') + 1);
+    const std::string out = temp_dir("preset") + "/" + file;
+    ASSERT_EQ(run("convert -m " + data_path(kDir + "/" + model) + " --type " + preset + " --out " + out), 0) << file;
+    auto ours = GgufFile::open(out);
+    auto theirs = GgufFile::open(data_path(kDir + "/llama-quantize/" + file));
+    EXPECT_EQ(ours->get_int("general.file_type"), theirs->get_int("general.file_type")) << file;
+    EXPECT_EQ(ours->tensors().size(), theirs->tensors().size()) << file;
+    int identical = 0;
+    for (const GgufTensor& t : theirs->tensors()) {
+      const GgufTensor* o = ours->find_tensor(t.name);
+      ASSERT_NE(o, nullptr) << file << " " << t.name;
+      EXPECT_EQ(ggml_type_label(o->ggml_type), ggml_type_label(t.ggml_type)) << file << " " << t.name;
+      if (o->nbytes == t.nbytes && std::memcmp(o->data, t.data, size_t(t.nbytes)) == 0) ++identical;
+      else ADD_FAILURE() << file << " " << t.name << ": bytes differ from llama-quantize's";
+    }
+    std::printf("  %-20s %d/%zu tensors identical to llama-quantize's\n", file.c_str(), identical, theirs->tensors().size());
+  }
+}
+
 }  // namespace
 }  // namespace qwen35::test
