@@ -8,6 +8,7 @@
 #include "core/half.h"
 #include "kernels/compute.h"
 #include "kernels/quant/quantize.h"
+#include "model/tensor_names.h"
 
 namespace qwen35 {
 namespace {
@@ -299,46 +300,39 @@ void export_text_gguf(const Model& model, const GgufExportOptions& o, GgufWriter
 namespace {
 
 void export_mtp(const Model& model, const Checkpoint* ck, bool hf_mtp, int n, Exporter& ex) {
-
-  // GGUF name (without blk.n.) -> HF name under mtp., and whether the HF value gets + 1.
-  struct MtpName {
-    const char* gguf;
-    const char* hf;
-    bool norm;
+  // (GGUF name, view, + 1?) for every tensor of the block, named by the one HF <-> GGUF table.
+  struct Item {
+    std::string name;
+    TensorView view;
+    bool plus_one;
   };
-  static const MtpName names[] = {
-      {"nextn.eh_proj.weight", "fc.weight", false},
-      {"nextn.enorm.weight", "pre_fc_norm_embedding.weight", true},
-      {"nextn.hnorm.weight", "pre_fc_norm_hidden.weight", true},
-      {"nextn.shared_head_norm.weight", "norm.weight", true},
-      {"attn_norm.weight", "layers.0.input_layernorm.weight", true},
-      {"post_attention_norm.weight", "layers.0.post_attention_layernorm.weight", true},
-      {"attn_q.weight", "layers.0.self_attn.q_proj.weight", false},
-      {"attn_k.weight", "layers.0.self_attn.k_proj.weight", false},
-      {"attn_v.weight", "layers.0.self_attn.v_proj.weight", false},
-      {"attn_output.weight", "layers.0.self_attn.o_proj.weight", false},
-      {"attn_q_norm.weight", "layers.0.self_attn.q_norm.weight", true},
-      {"attn_k_norm.weight", "layers.0.self_attn.k_norm.weight", true},
-      {"ffn_gate.weight", "layers.0.mlp.gate_proj.weight", false},
-      {"ffn_up.weight", "layers.0.mlp.up_proj.weight", false},
-      {"ffn_down.weight", "layers.0.mlp.down_proj.weight", false},
-  };
-  for (const MtpName& m : names) {
-    TensorView v;
-    bool plus_one = false;
-    if (hf_mtp) {
-      const TensorView* t = ck->find(std::string("mtp.") + m.hf);
-      if (!t) fail("checkpoint has mtp.fc.weight but no mtp.", m.hf);
-      v = *t;
-      plus_one = m.norm;
-    } else {
-      const TensorView* t = model.nextn().find(m.gguf);
-      if (!t) continue;  // an optional one the file did not have
-      v = *t;
+  std::vector<Item> items;
+  if (hf_mtp) {
+    // HF's mtp.* in the order written (the GGUF names come from the table).
+    static const char* const kOrder[] = {
+        "fc.weight", "pre_fc_norm_embedding.weight", "pre_fc_norm_hidden.weight", "norm.weight",
+        "layers.0.input_layernorm.weight", "layers.0.post_attention_layernorm.weight",
+        "layers.0.self_attn.q_proj.weight", "layers.0.self_attn.k_proj.weight", "layers.0.self_attn.v_proj.weight",
+        "layers.0.self_attn.o_proj.weight", "layers.0.self_attn.q_norm.weight", "layers.0.self_attn.k_norm.weight",
+        "layers.0.mlp.gate_proj.weight", "layers.0.mlp.up_proj.weight", "layers.0.mlp.down_proj.weight"};
+    for (const char* suffix : kOrder) {
+      const std::string hf = std::string("mtp.") + suffix;
+      const TensorView* t = ck->find(hf);
+      if (!t) fail("checkpoint has mtp.fc.weight but no ", hf);
+      const std::optional<std::string> gguf = gguf_tensor_name(hf, n);
+      if (!gguf) fail("checkpoint tensor '", hf, "' has no GGUF name");
+      // The converter's rule, applied after renaming (so enorm/hnorm count): every *norm.weight
+      // gets + 1 (the MTP block has no linear_attn.norm, the one exception).
+      items.push_back({*gguf, *t, std::string_view(*gguf).ends_with("norm.weight")});
     }
-    if (!dtype_info(v.dtype).is_float && v.shape.ndim < 2) fail("MTP tensor ", m.gguf, " has an unsupported type");
+  } else {
+    for (const auto& [name, view] : model.nextn().tensors) items.push_back({blk(n, name), view, false});
+  }
+  for (const Item& it : items) {
+    const TensorView& v = it.view;
+    if (!dtype_info(v.dtype).is_float && v.shape.ndim < 2) fail("MTP tensor ", it.name, " has an unsupported type");
     const int64_t cols = v.shape[v.shape.ndim - 1];
-    ex.add(blk(n, m.gguf), v.shape, view_rows(v, cols, plus_one), v.shape.ndim >= 2 && !m.norm);
+    ex.add(it.name, v.shape, view_rows(v, cols, it.plus_one), v.shape.ndim >= 2);
   }
 }
 
