@@ -382,29 +382,30 @@ void export_mmproj_gguf(const Model& model, const GgufExportOptions& o, const st
     ex.add(frame ? "v.patch_embd.weight.1" : "v.patch_embd.weight", Shape{D, C, P, P}, matrix_rows(m, perm), false,
            patch_type);
   }
-  ex.add("v.patch_embd.bias", Shape{D}, vector_rows(vw.patch_embed.b, D), false);
-  ex.add("v.position_embd.weight", Shape{v.num_position_embeddings, D}, vector_rows(vw.pos_table, D), false);
-  auto linear = [&](const std::string& name, const LinearWeights& l) {
-    ex.add(name + ".weight", Shape{l.w.rows, l.w.cols}, matrix_rows(l.w), true);
-    ex.add(name + ".bias", Shape{l.w.rows}, vector_rows(l.b, l.w.rows), false);
+  auto name = [](const std::string& hf) { return *gguf_vision_tensor_name("model.visual." + hf); };
+  ex.add(name("patch_embed.proj.bias"), Shape{D}, vector_rows(vw.patch_embed.b, D), false);
+  ex.add(name("pos_embed.weight"), Shape{v.num_position_embeddings, D}, vector_rows(vw.pos_table, D), false);
+  auto linear = [&](const std::string& hf, const LinearWeights& l) {
+    ex.add(name(hf + ".weight"), Shape{l.w.rows, l.w.cols}, matrix_rows(l.w), true);
+    ex.add(name(hf + ".bias"), Shape{l.w.rows}, vector_rows(l.b, l.w.rows), false);
   };
-  auto norm = [&](const std::string& name, const LayerNormWeights& n) {
-    ex.add(name + ".weight", Shape{D}, vector_rows(n.weight, D), false);
-    ex.add(name + ".bias", Shape{D}, vector_rows(n.bias, D), false);
+  auto norm = [&](const std::string& hf, const LayerNormWeights& n) {
+    ex.add(name(hf + ".weight"), Shape{D}, vector_rows(n.weight, D), false);
+    ex.add(name(hf + ".bias"), Shape{D}, vector_rows(n.bias, D), false);
   };
   for (int j = 0; j < v.depth; ++j) {
     const VisionBlockWeights& b = vw.blocks[size_t(j)];
-    const std::string p = "v.blk." + std::to_string(j) + ".";
-    norm(p + "ln1", b.norm1);
-    linear(p + "attn_qkv", b.qkv);
-    linear(p + "attn_out", b.proj);
-    norm(p + "ln2", b.norm2);
-    linear(p + "ffn_up", b.fc1);
-    linear(p + "ffn_down", b.fc2);
+    const std::string p = "blocks." + std::to_string(j) + ".";
+    norm(p + "norm1", b.norm1);
+    linear(p + "attn.qkv", b.qkv);
+    linear(p + "attn.proj", b.proj);
+    norm(p + "norm2", b.norm2);
+    linear(p + "mlp.linear_fc1", b.fc1);
+    linear(p + "mlp.linear_fc2", b.fc2);
   }
-  norm("v.post_ln", vw.merger_norm);
-  linear("mm.0", vw.merger_fc1);
-  linear("mm.2", vw.merger_fc2);
+  norm("merger.norm", vw.merger_norm);
+  linear("merger.linear_fc1", vw.merger_fc1);
+  linear("merger.linear_fc2", vw.merger_fc2);
   ex.finish();
 }
 

@@ -23,6 +23,13 @@ std::optional<std::string> gguf_tensor_name(std::string_view hf_name, int num_la
 // GGUF -> HF (with the "model.language_model." prefix); nullopt for unknown names.
 std::optional<std::string> hf_tensor_name(std::string_view gguf_name, int num_layers);
 
+// The vision tower in an mmproj file (spec 11.3): HF "model.visual.<x>" (or "visual.<x>") <->
+// "v.*" / "mm.*". The Conv3d patch kernel is not in the table: it becomes two tensors,
+// v.patch_embd.weight and v.patch_embd.weight.1 (its time slices), see VisionWeights::bind_mmproj.
+std::optional<std::string> gguf_vision_tensor_name(std::string_view hf_name);
+// mmproj GGUF -> HF (with the "model.visual." prefix); nullopt for unknown names.
+std::optional<std::string> hf_vision_tensor_name(std::string_view gguf_name);
+
 // A tensor of the GGUF text model: its name and its shape in ggml order (ne[0] = the row length,
 // i.e. the reversed HF shape).
 struct GgufTensorShape {

@@ -2,18 +2,23 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "model/tensor_names.h"
 #include "model/text_weights.h"
 #include "model/vision_weights.h"
 
 namespace qwen35 {
 namespace {
 
-LayerNormWeights mmproj_layer_norm(const GgufFile& f, const std::string& name, int64_t n) {
-  return {gguf_vector(f, name + ".weight", Shape{n}), gguf_vector(f, name + ".bias", Shape{n})};
+// The mmproj name of an HF vision tensor ("blocks.0.norm1.weight" -> "v.blk.0.ln1.weight").
+std::string mmproj_name(const std::string& hf) { return *gguf_vision_tensor_name("model.visual." + hf); }
+
+// HF module names (their .weight / .bias), looked up under their mmproj names.
+LayerNormWeights mmproj_layer_norm(const GgufFile& f, const std::string& hf, int64_t n) {
+  return {gguf_vector(f, mmproj_name(hf + ".weight"), Shape{n}), gguf_vector(f, mmproj_name(hf + ".bias"), Shape{n})};
 }
 
-LinearWeights mmproj_linear(const GgufFile& f, const std::string& name, int64_t out, int64_t in) {
-  return {gguf_matrix(f, name + ".weight", out, in), gguf_vector(f, name + ".bias", Shape{out})};
+LinearWeights mmproj_linear(const GgufFile& f, const std::string& hf, int64_t out, int64_t in) {
+  return {gguf_matrix(f, mmproj_name(hf + ".weight"), out, in), gguf_vector(f, mmproj_name(hf + ".bias"), Shape{out})};
 }
 
 // v.patch_embd.weight and .weight.1, each [D, C, P, P] (ggml ne {P, P, C, D}), interleaved into
@@ -58,24 +63,24 @@ VisionWeights VisionWeights::bind_mmproj(const GgufFile& f, const VisionConfig& 
   const int64_t D = c.hidden_size, I = c.intermediate_size, m2 = int64_t(c.spatial_merge_size) * c.spatial_merge_size;
   VisionWeights w;
   w.patch_embed.w = patch_matrix(f, c, w.owned);
-  w.patch_embed.b = gguf_vector(f, "v.patch_embd.bias", Shape{D});
-  w.pos_table = gguf_vector(f, "v.position_embd.weight", Shape{c.num_position_embeddings, D});
+  w.patch_embed.b = gguf_vector(f, mmproj_name("patch_embed.proj.bias"), Shape{D});
+  w.pos_table = gguf_vector(f, mmproj_name("pos_embed.weight"), Shape{c.num_position_embeddings, D});
   for (int j = 0; j < c.depth; ++j) {
-    const std::string bp = "v.blk." + std::to_string(j) + ".";
+    const std::string bp = "blocks." + std::to_string(j) + ".";
     VisionBlockWeights b;
-    b.norm1 = mmproj_layer_norm(f, bp + "ln1", D);
-    b.qkv = mmproj_linear(f, bp + "attn_qkv", 3 * D, D);
-    b.proj = mmproj_linear(f, bp + "attn_out", D, D);
-    b.norm2 = mmproj_layer_norm(f, bp + "ln2", D);
-    b.fc1 = mmproj_linear(f, bp + "ffn_up", I, D);
-    b.fc2 = mmproj_linear(f, bp + "ffn_down", D, I);
+    b.norm1 = mmproj_layer_norm(f, bp + "norm1", D);
+    b.qkv = mmproj_linear(f, bp + "attn.qkv", 3 * D, D);
+    b.proj = mmproj_linear(f, bp + "attn.proj", D, D);
+    b.norm2 = mmproj_layer_norm(f, bp + "norm2", D);
+    b.fc1 = mmproj_linear(f, bp + "mlp.linear_fc1", I, D);
+    b.fc2 = mmproj_linear(f, bp + "mlp.linear_fc2", D, I);
     w.blocks.push_back(std::move(b));
   }
-  if (f.find_tensor("v.blk." + std::to_string(c.depth) + ".ln1.weight"))
+  if (f.find_tensor(mmproj_name("blocks." + std::to_string(c.depth) + ".norm1.weight")))
     fail(f.path(), ": has more vision blocks than clip.vision.block_count (", c.depth, ")");
-  w.merger_norm = mmproj_layer_norm(f, "v.post_ln", D);
-  w.merger_fc1 = mmproj_linear(f, "mm.0", D * m2, D * m2);
-  w.merger_fc2 = mmproj_linear(f, "mm.2", c.out_hidden_size, D * m2);
+  w.merger_norm = mmproj_layer_norm(f, "merger.norm", D);
+  w.merger_fc1 = mmproj_linear(f, "merger.linear_fc1", D * m2, D * m2);
+  w.merger_fc2 = mmproj_linear(f, "merger.linear_fc2", c.out_hidden_size, D * m2);
   return w;
 }
 

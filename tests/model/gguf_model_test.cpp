@@ -19,6 +19,7 @@
 #include "io/gguf_writer.h"
 #include "model/gguf_export.h"
 #include "model/image_processor.h"
+#include "model/tensor_names.h"
 #include "support/logit_checks.h"
 #include "support/test_data.h"
 
@@ -168,9 +169,30 @@ TEST(GgufModel, WithoutMtpAndTheCountsOfLlamaCpp) {
   EXPECT_FALSE(f->has("qwen35.nextn_predict_layers"));
   // gguf.md section 2: 14 tensors per DeltaNet layer, 11 per attention layer, token_embd, output_norm (tied).
   EXPECT_EQ(f->tensors().size(), size_t(6 * 14 + 2 * 11 + 2));
-  for (const GgufTensor& t : f->tensors())
-    if (t.n_dims == 1 || t.name.find("norm") != std::string::npos || t.name.find("ssm_conv1d") != std::string::npos)
+  for (const GgufTensor& t : f->tensors()) {
+    if (t.n_dims == 1 || t.name.find("norm") != std::string::npos || t.name.find("ssm_conv1d") != std::string::npos) {
       EXPECT_EQ(t.ggml_type, 0) << t.name << " must be F32";
+    }
+  }
+}
+
+TEST(GgufModel, VisionNamesRoundTripThroughTheTable) {
+  // Every mmproj tensor but the two patch kernels has one HF name, which maps back to it, and the
+  // HF tensor has the same values.
+  const GgufFile& m = *converted(DType::F32).model->mmproj();
+  const Checkpoint& ck = tiny_model().checkpoint();
+  for (const GgufTensor& t : m.tensors()) {
+    if (t.name.rfind("v.patch_embd.weight", 0) == 0) continue;
+    const std::optional<std::string> hf = hf_vision_tensor_name(t.name);
+    ASSERT_TRUE(hf) << t.name;
+    EXPECT_EQ(gguf_vision_tensor_name(*hf), t.name);
+    const TensorView& v = ck.get(*hf);
+    EXPECT_EQ(v.shape, t.shape()) << t.name;
+    EXPECT_EQ(read_float(v, v.numel() - 1), t.view().as<float>()[t.numel() - 1]) << t.name;
+  }
+  EXPECT_EQ(gguf_vision_tensor_name("visual.blocks.3.mlp.linear_fc2.bias"), "v.blk.3.ffn_down.bias");
+  EXPECT_FALSE(gguf_vision_tensor_name("model.visual.blocks.x.norm1.weight"));
+  EXPECT_FALSE(hf_vision_tensor_name("v.blk.0.nothing"));
 }
 
 std::string load_error(const std::string& path, const ModelFiles& files = {}) {
