@@ -185,6 +185,7 @@ std::vector<int64_t> head_rows(const std::vector<int64_t>& heads, int64_t before
 
 std::string blk(int i, const std::string& name) { return "blk." + std::to_string(i) + "." + name; }
 
+
 // The layer schedule as llama.cpp keys it: full_attention_interval when the layers follow one,
 // else the per-layer recurrent flags (which llama.cpp reads first, gguf.md D1).
 void write_schedule(const TextConfig& c, int block_count, GgufWriter& w) {
@@ -255,43 +256,43 @@ void export_text_gguf(const Model& model, const GgufExportOptions& o, GgufWriter
 
   Exporter ex(w, o);
   const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
-  ex.add("token_embd.weight", Shape{V, H}, matrix_rows(tw.embed), true);
-  ex.add("output_norm.weight", Shape{H}, vector_rows(tw.final_norm, H), false);
-  if (!c.tie_word_embeddings) ex.add("output.weight", Shape{V, H}, matrix_rows(tw.lm_head), true);
+  ex.add(gguf_global_tensor_name("embed_tokens.weight"), Shape{V, H}, matrix_rows(tw.embed), true);
+  ex.add(gguf_global_tensor_name("norm.weight"), Shape{H}, vector_rows(tw.final_norm, H), false);
+  if (!c.tie_word_embeddings) ex.add(gguf_global_tensor_name("lm_head.weight"), Shape{V, H}, matrix_rows(tw.lm_head), true);
 
   const int64_t Hk = c.linear_key_heads, Hv = c.linear_value_heads, dk = c.linear_key_dim, dv = c.linear_value_dim;
   for (int i = 0; i < c.num_layers; ++i) {
     const LayerWeights& L = tw.layers[size_t(i)];
-    ex.add(blk(i, "attn_norm.weight"), Shape{H}, vector_rows(L.input_norm, H), false);
-    ex.add(blk(i, "post_attention_norm.weight"), Shape{H}, vector_rows(L.post_norm, H), false);
+    ex.add(gguf_layer_tensor_name(i, "input_layernorm.weight"), Shape{H}, vector_rows(L.input_norm, H), false);
+    ex.add(gguf_layer_tensor_name(i, "post_attention_layernorm.weight"), Shape{H}, vector_rows(L.post_norm, H), false);
     if (L.kind == LayerKind::kDeltaNet) {
       const DeltaNetWeights& d = L.deltanet;
       // HF order is reordered to tiled; a GGUF source already is.
       const std::vector<int64_t> heads = d.v_heads_tiled || Hk == Hv ? std::vector<int64_t>() : tiled_heads(Hk, Hv);
       const int64_t C = c.conv_dim(), VS = c.deltanet_value_size();
-      ex.add(blk(i, "attn_qkv.weight"), Shape{C, H}, matrix_rows(d.in_qkv, head_rows(heads, 2 * Hk * dk, dv)), true);
-      ex.add(blk(i, "attn_gate.weight"), Shape{VS, H}, matrix_rows(d.in_z, head_rows(heads, 0, dv)), true);
-      ex.add(blk(i, "ssm_beta.weight"), Shape{Hv, H}, matrix_rows(d.in_b, head_rows(heads, 0, 1)), true);
-      ex.add(blk(i, "ssm_alpha.weight"), Shape{Hv, H}, matrix_rows(d.in_a, head_rows(heads, 0, 1)), true);
-      ex.add(blk(i, "ssm_conv1d.weight"), Shape{C, c.conv_kernel},
+      ex.add(gguf_layer_tensor_name(i, "linear_attn.in_proj_qkv.weight"), Shape{C, H}, matrix_rows(d.in_qkv, head_rows(heads, 2 * Hk * dk, dv)), true);
+      ex.add(gguf_layer_tensor_name(i, "linear_attn.in_proj_z.weight"), Shape{VS, H}, matrix_rows(d.in_z, head_rows(heads, 0, dv)), true);
+      ex.add(gguf_layer_tensor_name(i, "linear_attn.in_proj_b.weight"), Shape{Hv, H}, matrix_rows(d.in_b, head_rows(heads, 0, 1)), true);
+      ex.add(gguf_layer_tensor_name(i, "linear_attn.in_proj_a.weight"), Shape{Hv, H}, matrix_rows(d.in_a, head_rows(heads, 0, 1)), true);
+      ex.add(gguf_layer_tensor_name(i, "linear_attn.conv1d.weight"), Shape{C, c.conv_kernel},
              vector_rows(d.conv, c.conv_kernel, head_rows(heads, 2 * Hk * dk, dv)), false);
-      ex.add(blk(i, "ssm_dt.bias"), Shape{Hv}, vector_rows(d.dt_bias, 1, head_rows(heads, 0, 1)), false);
-      ex.add(blk(i, "ssm_a"), Shape{Hv}, vector_rows(d.neg_a, 1, head_rows(heads, 0, 1)), false);
-      ex.add(blk(i, "ssm_norm.weight"), Shape{dv}, vector_rows(d.norm, dv), false);
-      ex.add(blk(i, "ssm_out.weight"), Shape{H, VS}, matrix_rows(d.out, {}, heads, dv), true);
+      ex.add(gguf_layer_tensor_name(i, "linear_attn.dt_bias"), Shape{Hv}, vector_rows(d.dt_bias, 1, head_rows(heads, 0, 1)), false);
+      ex.add(gguf_layer_tensor_name(i, "linear_attn.A_log"), Shape{Hv}, vector_rows(d.neg_a, 1, head_rows(heads, 0, 1)), false);
+      ex.add(gguf_layer_tensor_name(i, "linear_attn.norm.weight"), Shape{dv}, vector_rows(d.norm, dv), false);
+      ex.add(gguf_layer_tensor_name(i, "linear_attn.out_proj.weight"), Shape{H, VS}, matrix_rows(d.out, {}, heads, dv), true);
     } else {
       const AttentionWeights& a = L.attention;
       const int64_t hd = c.head_dim;
-      ex.add(blk(i, "attn_q.weight"), Shape{a.q.rows, H}, matrix_rows(a.q), true);
-      ex.add(blk(i, "attn_k.weight"), Shape{a.k.rows, H}, matrix_rows(a.k), true);
-      ex.add(blk(i, "attn_v.weight"), Shape{a.v.rows, H}, matrix_rows(a.v), true);
-      ex.add(blk(i, "attn_output.weight"), Shape{H, a.o.cols}, matrix_rows(a.o), true);
-      ex.add(blk(i, "attn_q_norm.weight"), Shape{hd}, vector_rows(a.q_norm, hd), false);
-      ex.add(blk(i, "attn_k_norm.weight"), Shape{hd}, vector_rows(a.k_norm, hd), false);
+      ex.add(gguf_layer_tensor_name(i, "self_attn.q_proj.weight"), Shape{a.q.rows, H}, matrix_rows(a.q), true);
+      ex.add(gguf_layer_tensor_name(i, "self_attn.k_proj.weight"), Shape{a.k.rows, H}, matrix_rows(a.k), true);
+      ex.add(gguf_layer_tensor_name(i, "self_attn.v_proj.weight"), Shape{a.v.rows, H}, matrix_rows(a.v), true);
+      ex.add(gguf_layer_tensor_name(i, "self_attn.o_proj.weight"), Shape{H, a.o.cols}, matrix_rows(a.o), true);
+      ex.add(gguf_layer_tensor_name(i, "self_attn.q_norm.weight"), Shape{hd}, vector_rows(a.q_norm, hd), false);
+      ex.add(gguf_layer_tensor_name(i, "self_attn.k_norm.weight"), Shape{hd}, vector_rows(a.k_norm, hd), false);
     }
-    ex.add(blk(i, "ffn_gate.weight"), Shape{I, H}, matrix_rows(L.mlp.gate), true);
-    ex.add(blk(i, "ffn_up.weight"), Shape{I, H}, matrix_rows(L.mlp.up), true);
-    ex.add(blk(i, "ffn_down.weight"), Shape{H, I}, matrix_rows(L.mlp.down), true);
+    ex.add(gguf_layer_tensor_name(i, "mlp.gate_proj.weight"), Shape{I, H}, matrix_rows(L.mlp.gate), true);
+    ex.add(gguf_layer_tensor_name(i, "mlp.up_proj.weight"), Shape{I, H}, matrix_rows(L.mlp.up), true);
+    ex.add(gguf_layer_tensor_name(i, "mlp.down_proj.weight"), Shape{H, I}, matrix_rows(L.mlp.down), true);
   }
   if (mtp) export_mtp(model, ck, hf_mtp, c.num_layers, ex);
   ex.finish();

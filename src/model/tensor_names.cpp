@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <stdexcept>
 
 namespace qwen35 {
 namespace {
@@ -140,6 +141,20 @@ std::optional<std::string> hf_tensor_name(std::string_view gguf, int num_layers)
   const NamePair* p = find_gguf(kLayer, s);
   return p ? std::optional(std::string(kTextPrefix) + "layers." + std::to_string(*i) + "." + std::string(p->hf))
            : std::nullopt;
+}
+
+std::string gguf_layer_tensor_name(int layer, std::string_view hf) {
+  const std::optional<std::string> g =
+      gguf_tensor_name(std::string(kTextPrefix) + "layers." + std::to_string(layer) + "." + std::string(hf), layer + 1);
+  if (!g) throw std::invalid_argument("no GGUF name for layer tensor " + std::string(hf));
+  return *g;
+}
+
+std::string gguf_global_tensor_name(std::string_view hf) {
+  const std::optional<std::string> g =
+      gguf_tensor_name(hf == kLmHead.hf ? std::string(hf) : std::string(kTextPrefix) + std::string(hf), 0);
+  if (!g) throw std::invalid_argument("no GGUF name for tensor " + std::string(hf));
+  return *g;
 }
 
 std::optional<std::string> gguf_vision_tensor_name(std::string_view hf) {

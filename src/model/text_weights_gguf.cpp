@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "io/gguf.h"
 #include "model/nextn_tensors.h"
+#include "model/tensor_names.h"
 #include "model/text_weights.h"
 
 namespace qwen35 {
@@ -11,50 +12,51 @@ namespace {
 
 std::string blk(int i, const char* name) { return "blk." + std::to_string(i) + "." + name; }
 
+
 }  // namespace
 
 TextWeights TextWeights::bind_gguf(const GgufFile& f, const TextConfig& c) {
   const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
   TextWeights w;
-  w.embed = gguf_matrix(f, "token_embd.weight", V, H);
-  w.final_norm = gguf_vector(f, "output_norm.weight", Shape{H});  // stored as 1 + w
+  w.embed = gguf_matrix(f, gguf_global_tensor_name("embed_tokens.weight"), V, H);
+  w.final_norm = gguf_vector(f, gguf_global_tensor_name("norm.weight"), Shape{H});  // stored as 1 + w
   // No output.weight: tied to the embedding (the 0.8B-4B models; gguf.md D9).
-  w.lm_head = f.find_tensor("output.weight") ? gguf_matrix(f, "output.weight", V, H) : w.embed;
+  w.lm_head = f.find_tensor(gguf_global_tensor_name("lm_head.weight")) ? gguf_matrix(f, gguf_global_tensor_name("lm_head.weight"), V, H) : w.embed;
 
   for (int i = 0; i < c.num_layers; ++i) {
     LayerWeights L;
     L.kind = c.layer_kinds[size_t(i)];
-    L.input_norm = gguf_vector(f, blk(i, "attn_norm.weight"), Shape{H});
-    L.post_norm = gguf_vector(f, blk(i, "post_attention_norm.weight"), Shape{H});
-    L.mlp.gate = gguf_matrix(f, blk(i, "ffn_gate.weight"), I, H);
-    L.mlp.up = gguf_matrix(f, blk(i, "ffn_up.weight"), I, H);
-    L.mlp.down = gguf_matrix(f, blk(i, "ffn_down.weight"), H, I);
+    L.input_norm = gguf_vector(f, gguf_layer_tensor_name(i, "input_layernorm.weight"), Shape{H});
+    L.post_norm = gguf_vector(f, gguf_layer_tensor_name(i, "post_attention_layernorm.weight"), Shape{H});
+    L.mlp.gate = gguf_matrix(f, gguf_layer_tensor_name(i, "mlp.gate_proj.weight"), I, H);
+    L.mlp.up = gguf_matrix(f, gguf_layer_tensor_name(i, "mlp.up_proj.weight"), I, H);
+    L.mlp.down = gguf_matrix(f, gguf_layer_tensor_name(i, "mlp.down_proj.weight"), H, I);
     if (L.kind == LayerKind::kDeltaNet) {
-      if (f.find_tensor(blk(i, "attn_q.weight")))
+      if (f.find_tensor(gguf_layer_tensor_name(i, "self_attn.q_proj.weight")))
         fail(f.path(), ": layer ", i, " has attention tensors but the layer schedule makes it a DeltaNet layer");
       const int64_t C = c.conv_dim(), Hv = c.linear_value_heads, VS = c.deltanet_value_size();
       DeltaNetWeights& d = L.deltanet;
-      d.in_qkv = gguf_matrix(f, blk(i, "attn_qkv.weight"), C, H);
-      d.in_z = gguf_matrix(f, blk(i, "attn_gate.weight"), VS, H);
-      d.in_b = gguf_matrix(f, blk(i, "ssm_beta.weight"), Hv, H);
-      d.in_a = gguf_matrix(f, blk(i, "ssm_alpha.weight"), Hv, H);
-      d.out = gguf_matrix(f, blk(i, "ssm_out.weight"), H, VS);
-      d.conv = gguf_vector(f, blk(i, "ssm_conv1d.weight"), Shape{C, c.conv_kernel});  // ne {K, C}
-      d.dt_bias = gguf_vector(f, blk(i, "ssm_dt.bias"), Shape{Hv});
-      d.neg_a = gguf_vector(f, blk(i, "ssm_a"), Shape{Hv});  // already -exp(A_log)
-      d.norm = gguf_vector(f, blk(i, "ssm_norm.weight"), Shape{c.linear_value_dim});
+      d.in_qkv = gguf_matrix(f, gguf_layer_tensor_name(i, "linear_attn.in_proj_qkv.weight"), C, H);
+      d.in_z = gguf_matrix(f, gguf_layer_tensor_name(i, "linear_attn.in_proj_z.weight"), VS, H);
+      d.in_b = gguf_matrix(f, gguf_layer_tensor_name(i, "linear_attn.in_proj_b.weight"), Hv, H);
+      d.in_a = gguf_matrix(f, gguf_layer_tensor_name(i, "linear_attn.in_proj_a.weight"), Hv, H);
+      d.out = gguf_matrix(f, gguf_layer_tensor_name(i, "linear_attn.out_proj.weight"), H, VS);
+      d.conv = gguf_vector(f, gguf_layer_tensor_name(i, "linear_attn.conv1d.weight"), Shape{C, c.conv_kernel});  // ne {K, C}
+      d.dt_bias = gguf_vector(f, gguf_layer_tensor_name(i, "linear_attn.dt_bias"), Shape{Hv});
+      d.neg_a = gguf_vector(f, gguf_layer_tensor_name(i, "linear_attn.A_log"), Shape{Hv});  // already -exp(A_log)
+      d.norm = gguf_vector(f, gguf_layer_tensor_name(i, "linear_attn.norm.weight"), Shape{c.linear_value_dim});
       d.v_heads_tiled = true;
     } else {
-      if (f.find_tensor(blk(i, "attn_qkv.weight")) || f.find_tensor(blk(i, "ssm_a")))
+      if (f.find_tensor(gguf_layer_tensor_name(i, "linear_attn.in_proj_qkv.weight")) || f.find_tensor(gguf_layer_tensor_name(i, "linear_attn.A_log")))
         fail(f.path(), ": layer ", i, " has DeltaNet tensors but the layer schedule makes it an attention layer");
       const int64_t hd = c.head_dim, q_rows = int64_t(c.num_heads) * hd * (c.attn_output_gate ? 2 : 1);
       AttentionWeights& a = L.attention;
-      a.q = gguf_matrix(f, blk(i, "attn_q.weight"), q_rows, H);
-      a.k = gguf_matrix(f, blk(i, "attn_k.weight"), int64_t(c.num_kv_heads) * hd, H);
-      a.v = gguf_matrix(f, blk(i, "attn_v.weight"), int64_t(c.num_kv_heads) * hd, H);
-      a.o = gguf_matrix(f, blk(i, "attn_output.weight"), H, int64_t(c.num_heads) * hd);
-      a.q_norm = gguf_vector(f, blk(i, "attn_q_norm.weight"), Shape{hd});
-      a.k_norm = gguf_vector(f, blk(i, "attn_k_norm.weight"), Shape{hd});
+      a.q = gguf_matrix(f, gguf_layer_tensor_name(i, "self_attn.q_proj.weight"), q_rows, H);
+      a.k = gguf_matrix(f, gguf_layer_tensor_name(i, "self_attn.k_proj.weight"), int64_t(c.num_kv_heads) * hd, H);
+      a.v = gguf_matrix(f, gguf_layer_tensor_name(i, "self_attn.v_proj.weight"), int64_t(c.num_kv_heads) * hd, H);
+      a.o = gguf_matrix(f, gguf_layer_tensor_name(i, "self_attn.o_proj.weight"), H, int64_t(c.num_heads) * hd);
+      a.q_norm = gguf_vector(f, gguf_layer_tensor_name(i, "self_attn.q_norm.weight"), Shape{hd});
+      a.k_norm = gguf_vector(f, gguf_layer_tensor_name(i, "self_attn.k_norm.weight"), Shape{hd});
     }
     w.layers.push_back(std::move(L));
   }
