@@ -284,6 +284,7 @@ void GgufFile::parse_part(std::span<const uint8_t> bytes, const std::string& ori
       c.bad("tensor '", t.name, "' (", t.nbytes, " bytes at data offset ", t.offset, ") runs past the end of the file (",
             data_size, " data bytes): truncated file or lying offset");
     t.data = bytes.data() + data_start + t.offset;
+    t.file_offset = data_start + t.offset;
     if (t.nbytes > 0) ranges.push_back({t.offset, t.offset + t.nbytes, &t.name});
   }
   std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });

@@ -71,6 +71,7 @@ struct GgufTensor {
   int n_dims = 0;
   std::array<int64_t, 4> ne{1, 1, 1, 1};  // ggml order: ne[0] is the fastest (contiguous) dim
   uint64_t offset = 0;                    // within its part's data section
+  uint64_t file_offset = 0;               // from the start of its part's file
   uint64_t nbytes = 0;
   const uint8_t* data = nullptr;
   int part = 0;  // index of the split part holding it

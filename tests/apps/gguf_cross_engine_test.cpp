@@ -1,5 +1,5 @@
 // Cross-engine proof against llama.cpp (goldens in tests/data/gguf, made as its README says; CI
-// needs no llama.cpp):
+// needs no llama.cpp). Every case converts its own file (one process per test).
 //  * `qwen35 convert` writes today exactly the files llama.cpp read (sha256 in manifest.json), and
 //    qwen35 on those files gives llama.cpp's logits and image embeddings;
 //  * qwen35 opens llama-quantize's outputs of them and matches llama.cpp: exactly (f32 arithmetic
@@ -105,11 +105,10 @@ std::string sha_of(const std::string& path) { return sha256_hex(read_text_file(p
 
 // ---- qwen35-written files ------------------------------------------------------------------------
 
-TEST(CrossEngine, Qwen35WritesTheBytesLlamaCppRead) {
-  for (const auto& [file, sha] : manifest()["qwen35_written_sha256"].items()) {
-    const std::string name = file.substr(0, file.size() - 5);
-    EXPECT_EQ(sha_of(converted(name)), sha.get<std::string>()) << file << ": the converter changed; regenerate the goldens";
-  }
+// The file llama.cpp read must be what `qwen35 convert` writes today, byte for byte.
+void expect_same_bytes_as_llama_cpp_read(const std::string& name, const std::string& path) {
+  EXPECT_EQ(sha_of(path), manifest()["qwen35_written_sha256"][name + ".gguf"].get<std::string>())
+      << name << ".gguf: the converter's output changed; make the goldens again (tests/data/gguf/README.md)";
 }
 
 struct FloatCase {
@@ -121,6 +120,7 @@ class CrossEngineText : public ::testing::TestWithParam<FloatCase> {};
 
 TEST_P(CrossEngineText, LlamaCppLogitsOnQwen35Files) {
   const FloatCase& c = GetParam();
+  expect_same_bytes_as_llama_cpp_read(c.name, converted(c.name));
   auto m = Model::load(converted(c.name), ModelFiles{.no_mmproj = true});
   const bool tiny = c.name.rfind("tiny", 0) == 0;
   const std::vector<float> all = logits_of(*m, goldens().i64(tiny ? "ids.tiny" : "ids.small"));
@@ -159,12 +159,11 @@ class CrossEngineImage : public ::testing::TestWithParam<ImageCase> {};
 
 TEST_P(CrossEngineImage, MtmdImageEmbeddingsOnQwen35Mmproj) {
   const ImageCase& c = GetParam();
-  const std::string model = c.name.substr(7, c.name.rfind('-') - 7);
-  const std::string text = model == "tiny" ? tiny_model_dir() : data_path(kDir + "/" + model);
   const std::string out = temp_dir("cross_image") + "/out.safetensors";
-  auto probe = Model::load(text);
-  const int64_t pad = probe->config().image_token_id;
-  ASSERT_EQ(run("forward -m " + converted(model + "-f32") + " --mmproj " + converted(c.name) + " --ids " +
+  expect_same_bytes_as_llama_cpp_read(c.name, converted(c.name));
+  const std::string text_f32 = std::filesystem::path(converted(c.name)).parent_path().string() + "/scratch-" + c.name + ".gguf";
+  const int64_t pad = Model::load(text_f32, ModelFiles{.no_mmproj = true})->config().image_token_id;
+  ASSERT_EQ(run("forward -m " + text_f32 + " --mmproj " + converted(c.name) + " --ids " +
                 std::to_string(pad) + " --image " + data_path(kDir + "/pattern.png") + " --out " + out),
             0);
   SafetensorsFile f(out);

@@ -144,6 +144,7 @@ TEST(Gguf, TensorsAreViewsInLlamaCppLayout) {
     expect += (t.nbytes + 31) / 32 * 32;
   }
   EXPECT_EQ((f->tensors()[0].data - bytes.data()) % 32, 0);
+  EXPECT_EQ(f->tensors()[1].file_offset, uint64_t(f->tensors()[1].data - bytes.data()));
   EXPECT_EQ(bytes.size() % 32, 0u);
   EXPECT_EQ(f->get_tensor("q8").dtype, DType::Q8_0);
   EXPECT_EQ(f->get_tensor("q8").nbytes, 68u);

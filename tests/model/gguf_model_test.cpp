@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 
 #include "core/error.h"
 #include "core/half.h"
@@ -202,6 +203,40 @@ std::string load_error(const std::string& path, const ModelFiles& files = {}) {
     return e.what();
   }
   return "(no error)";
+}
+
+// Hostile model files: random edits of a valid quantized model's header (metadata and tensor
+// infos, where the model's sizes, names and types live) must load or fail with qwen35::Error.
+TEST(GgufModel, RandomHeaderMutationsLoadOrFailCleanly) {
+  const std::string src = data_path("gguf/llama-quantize/small-h64-Q4_K_M.gguf");
+  const std::string good = read_text_file(src);
+  size_t data_start = good.size();  // everything before is header
+  for (const GgufTensor& t : GgufFile::open(src)->tensors()) data_start = std::min(data_start, size_t(t.file_offset));
+  std::mt19937_64 rng(7);
+  const uint64_t hostile[] = {0, 1, 2, 3, 4, 31, 255, 256, 65535, 1ull << 31, 1ull << 40, ~0ull};
+  const std::string path = temp_dir("gguf_hostile") + "/m.gguf";
+  int loaded = 0, refused = 0;
+  for (int it = 0; it < 300; ++it) {
+    std::string b = good;
+    for (int e = 0, n = 1 + int(rng() % 3); e < n; ++e) {
+      const size_t pos = size_t(rng() % data_start);
+      if (rng() % 2) {
+        b[pos] = char(rng());
+      } else if (pos + 8 <= data_start) {
+        const uint64_t v = hostile[rng() % std::size(hostile)];
+        std::memcpy(&b[pos], &v, rng() % 2 ? 8 : 4);
+      }
+    }
+    std::ofstream(path, std::ios::binary | std::ios::trunc).write(b.data(), std::streamsize(b.size()));
+    try {
+      auto m = Model::load(path, ModelFiles{.no_mmproj = true});
+      ++loaded;
+    } catch (const Error&) {
+      ++refused;
+    }
+  }
+  std::printf("  300 mutated headers: %d loaded, %d refused with a clear error\n", loaded, refused);
+  EXPECT_GT(refused, 100);
 }
 
 TEST(GgufModel, LayerScheduleAndPerLayerKeysAsLlamaModelSaverWritesThem) {
