@@ -308,6 +308,37 @@ TEST(Gguf, HostileTensorInfosNameTheTensor) {
   EXPECT_THAT(parse_error(b), HasSubstr("'x' appears twice"));
 }
 
+TEST(Gguf, HonoursGeneralAlignment) {
+  // A version-2 file with general.alignment 64: the data section and offsets follow it.
+  std::vector<uint8_t> b = head(2, 1, 2);
+  put_str(b, "general.alignment");
+  put_u32(b, 4);
+  put_u32(b, 64);
+  put_info(b, "a", {4}, 0, 0);
+  put_info(b, "b", {4}, 0, 64);
+  pad_to(b, 64);
+  const size_t data = b.size();
+  b.resize(data + 128, 0);
+  const float one = 1.0f, two = 2.0f;
+  std::memcpy(&b[data], &one, 4);
+  std::memcpy(&b[data + 64], &two, 4);
+  auto f = parse(b);
+  EXPECT_EQ(f->version(), 2u);
+  EXPECT_EQ(f->alignment(), 64u);
+  EXPECT_EQ(f->get_tensor("b").file_offset, data + 64);
+  EXPECT_EQ(f->get_tensor("b").view().as<float>()[0], 2.0f);
+  EXPECT_EQ(f->get_tensor("a").view().as<float>()[0], 1.0f);
+  // With alignment 64 an offset of 32 is misaligned.
+  b = head(1, 1);
+  put_str(b, "general.alignment");
+  put_u32(b, 4);
+  put_u32(b, 64);
+  put_info(b, "c", {4}, 0, 32);
+  pad_to(b, 64);
+  b.resize(b.size() + 128, 0);
+  EXPECT_THAT(parse_error(b), HasSubstr("'c' has offset 32, not a multiple of the alignment 64"));
+}
+
 // Reads everything a parsed file exposes, so a bad view would be touched (and caught by ASan in a
 // sanitizer build).
 uint64_t touch_all(const GgufFile& f) {
