@@ -250,6 +250,8 @@ void export_text_gguf(const Model& model, const GgufExportOptions& o, GgufWriter
   w.set_u32("qwen35.rope.dimension_count", uint32_t(c.rotary_dim));
   if (mtp) w.set_u32("qwen35.nextn_predict_layers", 1);
   w.set_u32("general.quantization_version", 2);
+  if (!c.attn_output_gate)
+    fail("llama.cpp's qwen35 graph always splits attn_q into query and gate; this model has no output gate");
   if (c.linear_key_dim != c.linear_value_dim)
     fail("GGUF stores one DeltaNet head size (ssm.state_size); this model has key ", c.linear_key_dim, " and value ",
          c.linear_value_dim);

@@ -39,7 +39,8 @@ struct ModelChatTemplate {
 
 // The template a model folder ships, with transformers' precedence: chat_template.jinja, else the
 // "chat_template" of tokenizer_config.json (a string, or the entry named "default" of a list); for a
-// GGUF model file, its tokenizer.chat_template. nullopt when there is none.
+// GGUF model file, its tokenizer.chat_template. nullopt when there is none. Throws qwen35::Error
+// when a file exists but cannot be read or parsed.
 std::optional<ModelChatTemplate> read_model_chat_template(const std::string& model_dir);
 
 }  // namespace qwen35
