@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "io/gguf.h"
+#include "io/safetensors.h"
 #include "support/test_data.h"
 
 namespace qwen35::test {
@@ -70,6 +71,18 @@ TEST(CliGguf, ConvertInfoTokenizeRenderGenerate) {
 
   r = run("generate -m " + model + " --ids 248045,846,198 -n 4 --json");
   EXPECT_EQ(r.status, 0) << r.out;
+
+  // forward --dump cache writes the DeltaNet state in the HF head order whatever the weights' order.
+  const Golden golden("tiny-qwen35/golden/text_L7.safetensors");
+  std::string ids;
+  for (int64_t id : golden.i64("input_ids")) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  r = run("forward -m " + model + " --ids " + ids + " --out " + dir + "/fwd.safetensors --dump cache");
+  ASSERT_EQ(r.status, 0) << r.out;
+  SafetensorsFile fwd(dir + "/fwd.safetensors");
+  for (const std::string name : {"cache.0.conv_state", "cache.0.recurrent_state", "cache.6.recurrent_state"}) {
+    const TensorView& t = fwd.get(name);
+    EXPECT_LE(max_rel_error(std::vector<float>(t.as<float>(), t.as<float>() + t.numel()), golden.f32(name)), 1e-4) << name;
+  }
 
   // Requantizing the GGUF: metadata and tokenizer kept, types changed.
   const std::string q8 = dir + "/tiny-q8.gguf";
