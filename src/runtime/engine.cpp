@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -116,7 +117,11 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     ModelInfo& info = e.info;
     info.path = options.model_dir;
     info.name = std::filesystem::path(options.model_dir).lexically_normal().filename().string();
-    if (!folder) info.name = std::filesystem::path(options.model_dir).stem().string();  // "Qwen3.5-9B-Q4_K_M"
+    if (!folder) {  // "Qwen3.5-9B-Q4_K_M", also for its part "Qwen3.5-9B-Q4_K_M-00001-of-00003"
+      info.name = std::filesystem::path(options.model_dir).stem().string();
+      static const std::regex split_suffix("-[0-9]{5}-of-[0-9]{5}$");
+      info.name = std::regex_replace(info.name, split_suffix, "");
+    }
     if (info.name.empty() || info.name == ".")
       info.name = std::filesystem::absolute(options.model_dir).lexically_normal().parent_path().filename().string();
     info.vocab_size = cfg.text.vocab_size;

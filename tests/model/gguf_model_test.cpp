@@ -268,6 +268,33 @@ TEST(GgufModel, LayerScheduleAndPerLayerKeysAsLlamaModelSaverWritesThem) {
   EXPECT_THAT(load_error(path, ModelFiles{.no_mmproj = true}), HasSubstr("recurrent_layers' has 2 entries but block_count is 9"));
 }
 
+TEST(GgufModel, SplitModelLoadsFromItsFirstPart) {
+  // llama-gguf-split's layout: part 1 has the metadata and the first tensors, part 2 only the
+  // split keys and the rest.
+  const Converted& c = converted(DType::F32);
+  const GgufFile& full = *c.model->gguf();
+  GgufWriter p1, p2;
+  for (const auto& [k, v] : full.metadata()) p1.set_value(k, v);
+  for (GgufWriter* w : {&p1, &p2}) {
+    w->set_u16("split.no", w == &p1 ? 0 : 1);
+    w->set_u16("split.count", 2);
+    w->set_i32("split.tensors.count", int32_t(full.tensors().size()));
+  }
+  for (size_t i = 0; i < full.tensors().size(); ++i) {
+    const GgufTensor& t = full.tensors()[i];
+    (i < full.tensors().size() / 2 ? p1 : p2).add_tensor_bytes(t.name, *t.dtype, t.shape(), t.data, size_t(t.nbytes));
+  }
+  const std::string dir = temp_dir("gguf_split_model");
+  p1.write(dir + "/tiny-00001-of-00002.gguf");
+  p2.write(dir + "/tiny-00002-of-00002.gguf");
+  auto m = Model::load(dir + "/tiny-00001-of-00002.gguf");
+  EXPECT_EQ(m->gguf()->part_paths().size(), 2u);
+  const std::vector<int64_t> ids = {248045, 846, 198, 3710};
+  DecoderState a = DecoderState::create(m->config().text), b = a;
+  EXPECT_EQ(run_tokens(*m, ids, a, 8).logits, run_tokens(*c.model, ids, b, 8).logits);
+  EXPECT_FALSE(m->nextn().empty());  // the MTP block sits in the second part
+}
+
 TEST(GgufModel, MtpSidecarIsLoadedWithMtp) {
   // A main file without MTP plus an MTP-only sidecar (block_count 9, only token_embd, output_norm
   // and blk.8.*, as llama.cpp's converter writes it with --mtp), and the main file with MTP bundled.
