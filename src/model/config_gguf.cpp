@@ -14,7 +14,8 @@ constexpr int64_t kMaxCount = 1 << 20;
 
 // A count key: a positive integer, or (for llama.cpp's per-layer keys) an array whose entries are
 // all equal; Qwen3.5 has no per-layer variation.
-int64_t count_key(const GgufFile& f, const std::string& key, std::optional<int64_t> fallback = std::nullopt) {
+int64_t count_key(const GgufFile& f, const std::string& key, std::optional<int64_t> fallback = std::nullopt,
+                  int64_t max = kMaxCount) {
   const GgufValue* v = f.find(key);
   int64_t n = 0;
   if (!v) {
@@ -28,7 +29,7 @@ int64_t count_key(const GgufFile& f, const std::string& key, std::optional<int64
   } else {
     n = f.get_int(key);
   }
-  if (n <= 0 || n > kMaxCount) fail(f.path(), ": key '", key, "' = ", n, " must be in [1, ", kMaxCount, "]");
+  if (n <= 0 || n > max) fail(f.path(), ": key '", key, "' = ", n, " must be in [1, ", max, "]");
   return n;
 }
 
@@ -74,7 +75,7 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f, const GgufFile* mmproj) {
   t.num_layers = block_count - int(nextn);
   t.hidden_size = count_key(f, a + ".embedding_length");
   t.intermediate_size = count_key(f, a + ".feed_forward_length");
-  t.max_position_embeddings = count_key(f, a + ".context_length");
+  t.max_position_embeddings = count_key(f, a + ".context_length", std::nullopt, int64_t(1) << 26);
   t.num_heads = int(count_key(f, a + ".attention.head_count"));
   t.num_kv_heads = int(count_key(f, a + ".attention.head_count_kv", t.num_heads));
   t.head_dim = int(count_key(f, a + ".attention.key_length", t.hidden_size / t.num_heads));
