@@ -330,7 +330,7 @@ class GgufVisionGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GgufVisionGolden, MmprojGivesTheOfficialImageEmbeddings) {
   const Golden g("tiny-qwen35/golden/" + GetParam() + ".safetensors");
-  for (DType type : {DType::F32, DType::F16}) {
+  for (DType type : {DType::F32, DType::BF16, DType::F16, DType::Q8_0}) {
     const VisionTower* vt = converted(type).model->vision();
     ASSERT_NE(vt, nullptr);
     std::vector<ImageGrid> grids;
@@ -338,8 +338,11 @@ TEST_P(GgufVisionGolden, MmprojGivesTheOfficialImageEmbeddings) {
     for (size_t i = 0; i < thw.size(); i += 3) grids.push_back({thw[i], thw[i + 1], thw[i + 2]});
     const auto embeds = vt->encode(test_compute(), g.f32("pixel_values"), grids);
     const double rel = max_rel_error(embeds, g.f32("image_embeds"));
-    // F16 patch kernels and matrices round the BF16 weights only where they are subnormal in f16.
-    EXPECT_LE(rel, type == DType::F32 ? kVisionRelTol : 2e-3) << dtype_name(type);
+    std::printf("  %-6s mmproj: image_embeds max rel error %.2e\n", std::string(dtype_name(type)).c_str(), rel);
+    // F32, BF16 and F16 hold the checkpoint's BF16 values exactly (these weights are never
+    // subnormal in f16); Q8_0 is a quantized tower (observed 1.8e-2).
+    const double tol = type == DType::Q8_0 ? 0.05 : kVisionRelTol;
+    EXPECT_LE(rel, tol) << dtype_name(type);
   }
 }
 
