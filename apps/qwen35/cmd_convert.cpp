@@ -83,6 +83,8 @@ int cmd_convert(int argc, char** argv) {
   std::filesystem::path named = std::filesystem::path(input).lexically_normal();
   if (named.filename().empty()) named = named.parent_path();
   o.name = from_gguf ? named.stem().string() : named.filename().string();
+  if (from_gguf)  // requantizing keeps the source's name, as llama-quantize does
+    if (auto n = model->gguf()->get_string_opt("general.name")) o.name = std::string(*n);
   const TextConfig& tc = model->config().text;
   o.file_type = preset_file_type(preset);
   o.plan_types = preset_plan(preset, tc.num_heads / tc.num_kv_heads);

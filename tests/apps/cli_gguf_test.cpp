@@ -90,6 +90,7 @@ TEST(CliGguf, ConvertInfoTokenizeRenderGenerate) {
   ASSERT_EQ(r.status, 0) << r.out;
   auto g = GgufFile::open(q8);
   EXPECT_EQ(g->get_int("general.file_type"), 7);
+  EXPECT_EQ(g->get_string("general.name"), "tiny-qwen35");
   EXPECT_EQ(g->get_int("qwen35.block_count"), 8);
   EXPECT_EQ(g->get_tensor("blk.0.attn_qkv.weight").ggml_type, 8);  // Q8_0
   EXPECT_EQ(g->get_tensor("blk.0.ssm_a").ggml_type, 0);             // F32 stays
