@@ -70,7 +70,8 @@ int cmd_convert(int argc, char** argv) {
   if (!mmproj_preset_ok(mmproj_preset)) fail("--mmproj-type must be f16, bf16, f32 or q8_0");
   if (std::filesystem::absolute(out) == std::filesystem::absolute(input)) fail("--out must differ from the input");
 
-  ModelFiles files;
+  ModelLoadOptions files;
+  files.prepare = false;  // the tensors as stored: no repacking for a kernel table
   files.mmproj = args.get_or("--mmproj-in", "");
   files.no_mmproj = mmproj_out.empty();
   std::unique_ptr<Model> model = Model::load(input, files);

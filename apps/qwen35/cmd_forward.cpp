@@ -118,7 +118,7 @@ int run_forward(int argc, char** argv) {
   ThreadPool pool(int(args.get_int("--threads", 0)));
   kernels::Compute c{&kernels::active_table(), &pool};
 
-  ModelFiles files;
+  ModelLoadOptions files;
   files.mmproj = args.get_or("--mmproj", "");
   files.no_mmproj = files.mmproj == "none";
   if (files.no_mmproj) files.mmproj.clear();

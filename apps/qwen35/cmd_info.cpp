@@ -40,7 +40,8 @@ int cmd_info(int argc, char** argv) {
   }
   const std::string path = args.get("-m").value_or(args.get_or("--model", ""));
   if (path.empty()) fail("missing -m MODEL (see --help)");
-  ModelFiles files;
+  ModelLoadOptions files;
+  files.prepare = false;  // the tensors as stored: no repacking for a kernel table
   files.mmproj = args.get_or("--mmproj", "");
   files.no_mmproj = args.has("--no-mmproj");
   files.mtp = args.get_or("--mtp", "");

@@ -11,7 +11,7 @@ namespace qwen35::app {
 const std::set<std::string>& engine_option_names() {
   static const std::set<std::string> names = {"-m",          "--model",         "--threads",         "--ctx",
                                                 "--image-size", "--prefill-block", "--image-min-pixels", "--image-max-pixels",
-                                                "--mmproj",     "--mtp"};
+                                                "--mmproj",     "--mtp",           "--weights"};
   return names;
 }
 
@@ -25,7 +25,9 @@ const char* kEngineOptionsHelp =
     "  --image-size N        resize images to N x N first (multiple of 32); default: native size\n"
     "  --image-min-pixels N, --image-max-pixels N\n"
     "                        pixel limits of smart_resize (default: preprocessor_config.json)\n"
-    "  --prefill-block N     prompt tokens per prefill step (default 512)\n";
+    "  --prefill-block N     prompt tokens per prefill step (default 512)\n"
+    "  --weights TYPE        convert float weights at load: q4_k_m, q8_0, q4_0, ..., bf16, f16, f32\n"
+    "                        (default: the checkpoint's own types)\n";
 
 std::string bundled_model_dir() {
   namespace fs = std::filesystem;
@@ -62,6 +64,7 @@ EngineOptions engine_options_from(const Args& args, bool bundled_fallback) {
   o.prefill_block = args.get_int("--prefill-block", 512);
   if (o.threads < 0 || o.context_size < 0 || o.image_size < 0 || o.prefill_block <= 0)
     fail("--threads, --ctx, --image-size must be >= 0 and --prefill-block > 0");
+  o.weights = args.get_or("--weights", "");
   o.image_min_pixels = args.get_int("--image-min-pixels", 0);
   o.image_max_pixels = args.get_int("--image-max-pixels", 0);
   if (o.image_min_pixels < 0 || o.image_max_pixels < 0) fail("image pixel limits must be positive");

@@ -159,6 +159,9 @@ struct EngineOptions {
   int image_size = 0;            // > 0: resize images to this square size (multiple of 32) first
   int64_t image_min_pixels = 0;  // 0: from preprocessor_config.json
   int64_t image_max_pixels = 0;  // 0: from preprocessor_config.json
+  // Weight types: "" keeps the checkpoint's own; "q4_k_m", "q8_0", "bf16", ... quantize or convert
+  // float weights at load (see `qwen35 serve --help`).
+  std::string weights;
   // Progress while loading: stage name and fraction in [0, 1].
   std::function<void(const std::string& stage, double fraction)> on_progress;
 };
@@ -172,8 +175,9 @@ struct ModelInfo {
   bool has_vision = false;
   int num_layers = 0;
   int64_t hidden_size = 0;
-  size_t weight_bytes = 0;
-  std::string kernels;       // kernel table in use (ref, avx2, avx512)
+  size_t weight_bytes = 0;   // weights as the kernels read them
+  std::string weights;       // the --weights choice in effect ("" = the checkpoint's own types)
+  std::string kernels;       // kernel table in use (ref, avx2, avx512, amx)
   int threads = 0;
   std::string format;        // "gguf" or "safetensors"
   std::string file_type;     // "Q4_K_M", "BF16", ... (llama.cpp's file type, or the main dtype)

@@ -25,6 +25,8 @@ struct DeltaNetScratch {
   std::vector<float> q;      // [T, Hk*dk] normalised and scaled
   std::vector<float> k;      // [T, Hk*dk] normalised
   std::vector<float> core;   // [T, Hv*dv] delta-rule output, then gated-normed
+  kernels::Activations in;       // the layer input, when the caller passes plain rows
+  kernels::Activations core_in;  // core, input of the output projection
   void reserve(const TextConfig& cfg, int64_t tokens);
 };
 
@@ -33,7 +35,11 @@ struct DeltaNetScratch {
 void deltanet_state_hf_order(const TextConfig& cfg, const DeltaNetWeights& w, const DeltaNetState& state,
                              std::vector<float>& conv, std::vector<float>& recurrent);
 
-// out[T, H] = DeltaNet(a[T, H]), advancing `state` by T tokens.
+// out[T, H] = DeltaNet(a[T, H]), advancing `state` by T tokens. `a` may already hold quantized
+// forms of its rows.
+void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
+                      kernels::Activations& a, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode,
+                      float* out);
 void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* a,
                       int64_t T, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode, float* out);
 

@@ -4,6 +4,8 @@
 #include <array>
 #include <filesystem>
 #include <map>
+#include <string>
+#include <tuple>
 
 #include "core/error.h"
 
@@ -24,6 +26,11 @@ std::string dominant_type(const Range& tensors, Get get) {
   for (const auto& [type, n] : bytes)
     if (n > most) best = type, most = n;
   return best;
+}
+
+size_t matrix_bytes(const kernels::WeightMatrix& w) {
+  if (w.layout != 0) return w.group_bytes * size_t((w.rows + 15) / 16);
+  return w.row_bytes * size_t(w.rows);
 }
 
 }  // namespace
@@ -56,71 +63,162 @@ std::vector<std::string> mmproj_candidates(const std::string& model_file) {
   return out;
 }
 
-std::unique_ptr<Model> Model::load(const std::string& path, const ModelFiles& files) {
+std::vector<NamedMatrix> named_matrices(TextWeights& text, VisionWeights* vision) {
+  std::vector<NamedMatrix> out;
+  auto add = [&](std::string name, kernels::WeightMatrix& w) { out.push_back(NamedMatrix{std::move(name), &w, false}); };
+  for (size_t i = 0; i < text.layers.size(); ++i) {
+    LayerWeights& L = text.layers[i];
+    const std::string b = "blk." + std::to_string(i) + ".";
+    if (L.kind == LayerKind::kDeltaNet) {
+      add(b + "attn_qkv.weight", L.deltanet.in_qkv);
+      add(b + "attn_gate.weight", L.deltanet.in_z);
+      add(b + "ssm_beta.weight", L.deltanet.in_b);
+      add(b + "ssm_alpha.weight", L.deltanet.in_a);
+      add(b + "ssm_out.weight", L.deltanet.out);
+    } else {
+      add(b + "attn_q.weight", L.attention.q);
+      add(b + "attn_k.weight", L.attention.k);
+      add(b + "attn_v.weight", L.attention.v);
+      add(b + "attn_output.weight", L.attention.o);
+    }
+    add(b + "ffn_gate.weight", L.mlp.gate);
+    add(b + "ffn_up.weight", L.mlp.up);
+    add(b + "ffn_down.weight", L.mlp.down);
+  }
+  if (vision) {
+    add("v.patch_embd.weight", vision->patch_embed.w);
+    for (size_t j = 0; j < vision->blocks.size(); ++j) {
+      VisionBlockWeights& B = vision->blocks[j];
+      const std::string b = "v.blk." + std::to_string(j) + ".";
+      add(b + "attn_qkv.weight", B.qkv.w);
+      add(b + "attn_out.weight", B.proj.w);
+      add(b + "ffn_up.weight", B.fc1.w);
+      add(b + "ffn_down.weight", B.fc2.w);
+    }
+    add("mm.0.weight", vision->merger_fc1.w);
+    add("mm.2.weight", vision->merger_fc2.w);
+  }
+  return out;
+}
+
+std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptions& options) {
   auto m = std::unique_ptr<Model>(new Model());
   m->path_ = path;
+  VisionWeights vision_weights;
+  bool has_vision = false;
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
-    if (!files.mmproj.empty() || !files.mtp.empty())
+    if (!options.mmproj.empty() || !options.mtp.empty())
       fail("--mmproj and --mtp go with a GGUF model file; ", path, " is a Hugging Face folder (its vision tower is inside)");
     m->dir_ = path;
     m->config_ = ModelConfig::load(path);
     m->checkpoint_ = Checkpoint::open(path);
     m->text_ = TextWeights::bind(*m->checkpoint_, m->config_.text);
-    m->decoder_ = std::make_unique<TextDecoder>(m->config_.text, m->text_);
-    if (m->config_.vision.present && !VisionWeights::prefix(*m->checkpoint_).empty())
-      m->vision_ = std::make_unique<VisionTower>(m->config_.vision, VisionWeights::bind(*m->checkpoint_, m->config_.vision));
-    return m;
-  }
-  if (!fs::exists(path, ec)) fail("model '", path, "' does not exist (expected a Hugging Face folder or a .gguf file)");
-  if (!is_gguf_file(path)) fail("model '", path, "' is neither a folder nor a GGUF file");
-  m->dir_ = fs::absolute(path, ec).parent_path().string();
-  m->gguf_ = GgufFile::open(path);
-  const GgufFile& f = *m->gguf_;
-
-  std::string mmproj_path = files.mmproj;
-  if (mmproj_path.empty() && !files.no_mmproj) {
-    // Auto-discovery: the projector published next to the model (mmproj-<type>.gguf).
-    const ModelConfig text_only = ModelConfig::from_gguf(f, nullptr);
-    for (const std::string& candidate : mmproj_candidates(path)) {
-      auto probe = GgufFile::open(candidate);
-      if (probe->get_string_opt("general.architecture") != "clip") continue;
-      if (probe->get_int_opt("clip.vision.projection_dim") != text_only.text.hidden_size) continue;
-      mmproj_path = candidate;
-      m->mmproj_ = std::move(probe);
-      break;
+    has_vision = m->config_.vision.present && !VisionWeights::prefix(*m->checkpoint_).empty();
+    if (has_vision) vision_weights = VisionWeights::bind(*m->checkpoint_, m->config_.vision);
+  } else {
+    if (!fs::exists(path, ec)) fail("model '", path, "' does not exist (expected a Hugging Face folder or a .gguf file)");
+    if (!is_gguf_file(path)) fail("model '", path, "' is neither a folder nor a GGUF file");
+    m->dir_ = fs::absolute(path, ec).parent_path().string();
+    m->gguf_ = GgufFile::open(path);
+    const GgufFile& f = *m->gguf_;
+    if (options.mmproj.empty() && !options.no_mmproj) {
+      // Auto-discovery: the projector published next to the model (mmproj-<type>.gguf).
+      const ModelConfig text_only = ModelConfig::from_gguf(f, nullptr);
+      for (const std::string& candidate : mmproj_candidates(path)) {
+        auto probe = GgufFile::open(candidate);
+        if (probe->get_string_opt("general.architecture") != "clip") continue;
+        if (probe->get_int_opt("clip.vision.projection_dim") != text_only.text.hidden_size) continue;
+        m->mmproj_ = std::move(probe);
+        break;
+      }
+    } else if (!options.mmproj.empty()) {
+      m->mmproj_ = GgufFile::open(options.mmproj);
     }
-  } else if (!mmproj_path.empty()) {
-    m->mmproj_ = GgufFile::open(mmproj_path);
+    m->config_ = ModelConfig::from_gguf(f, m->mmproj_.get());
+    m->text_ = TextWeights::bind_gguf(f, m->config_.text);
+    has_vision = m->mmproj_ != nullptr;
+    if (has_vision) vision_weights = VisionWeights::bind_mmproj(*m->mmproj_, m->config_.vision);
+    m->nextn_ = bind_nextn(f, m->config_.text);
+    if (!options.mtp.empty()) {
+      if (!m->nextn_.empty()) fail(path, " already holds an MTP block; --mtp ", options.mtp, " is not needed");
+      m->mtp_file_ = GgufFile::open(options.mtp);
+      if (m->mtp_file_->get_string_opt("general.architecture") != "qwen35")
+        fail(options.mtp, ": an MTP sidecar must have architecture qwen35");
+      m->nextn_ = bind_nextn(*m->mtp_file_, m->config_.text);
+      if (m->nextn_.empty()) fail(options.mtp, ": has no MTP block (no blk.N.nextn.eh_proj.weight)");
+    }
   }
-  m->config_ = ModelConfig::from_gguf(f, m->mmproj_.get());
-  m->text_ = TextWeights::bind_gguf(f, m->config_.text);
+
+  // Prepare the weights for the kernels. The embedding is read by rows and stays in plain rows;
+  // a tied LM head gets the embedding's prepared rows and then a packed copy of its own. The
+  // preset's types come from the text decoder's tensors as one list (llama-quantize's counters
+  // run over the whole model; without output.weight the embedding gets the output's type); the
+  // vision tower, a separate projector file in llama.cpp, gets Q8_0 under any quantized preset.
+  std::unique_ptr<ThreadPool> own_pool;
+  WeightPrepOptions prep;
+  prep.table = options.table;
+  prep.pool = options.pool;
+  if (!prep.pool) prep.pool = (own_pool = std::make_unique<ThreadPool>(0)).get();
+  prep.release_sources = true;
+  TextWeights& t = m->text_;
+  const TextConfig& tc = m->config_.text;
+  const bool tied = tc.tie_word_embeddings;
+  std::vector<NamedMatrix> text = named_matrices(t, nullptr);
+  text.insert(text.begin(), NamedMatrix{"token_embd.weight", &t.embed, true});
+  if (!tied) text.insert(text.begin() + 1, NamedMatrix{"output.weight", &t.lm_head, false});
+  WeightModelShape shape;
+  shape.n_layers = tc.num_layers;
+  shape.n_gqa = tc.num_kv_heads > 0 ? tc.num_heads / tc.num_kv_heads : 1;
+  shape.tied_embeddings = tied;
+  if (options.prepare) {
+    std::vector<DType> types = choose_weight_types(options.weights, text, shape);
+    std::vector<NamedMatrix> vision_mats;
+    std::vector<DType> vision_types;
+    if (has_vision) {
+      for (NamedMatrix& nm : named_matrices(t, &vision_weights))
+        if (nm.name.rfind("v.", 0) == 0 || nm.name.rfind("mm.", 0) == 0) vision_mats.push_back(nm);
+      vision_types = vision_weight_types(options.weights, vision_mats);
+    }
+    double total = 0, done = 0;
+    for (const auto* list : {&text, &vision_mats})
+      for (const NamedMatrix& nm : *list) total += double(nm.w->rows) * double(nm.w->cols);
+    auto stage = [&](const std::vector<NamedMatrix>& mats, const std::vector<DType>& ty) {
+      double size = 0;
+      for (const NamedMatrix& nm : mats) size += double(nm.w->rows) * double(nm.w->cols);
+      prep.progress = [&, size](double f) {
+        if (options.on_prepare_progress) options.on_prepare_progress(total > 0 ? (done + f * size) / total : 1.0);
+      };
+      prepare_weights(mats, ty, m->store_, prep);
+      done += size;
+    };
+    stage({text[0]}, {types[0]});
+    if (tied) {
+      t.lm_head = t.embed;
+      text[0] = NamedMatrix{"output.weight", &t.lm_head, false};  // same type as the embedding now has
+      types[0] = t.embed.dtype;
+    } else {
+      text.erase(text.begin());
+      types.erase(types.begin());
+    }
+    stage(text, types);
+    if (has_vision) stage(vision_mats, vision_types);
+  }
+
+  m->weight_bytes_ = matrix_bytes(t.embed) + (tied && t.lm_head.data == t.embed.data ? 0 : matrix_bytes(t.lm_head));
+  for (NamedMatrix& nm : named_matrices(t, has_vision ? &vision_weights : nullptr)) {
+    m->weight_bytes_ += matrix_bytes(*nm.w);
+    if (nm.name.rfind("v.", 0) == 0 || nm.name.rfind("mm.", 0) == 0) m->vision_weight_bytes_ += matrix_bytes(*nm.w);
+  }
+
   m->decoder_ = std::make_unique<TextDecoder>(m->config_.text, m->text_);
-  if (m->mmproj_)
-    m->vision_ = std::make_unique<VisionTower>(m->config_.vision, VisionWeights::bind_mmproj(*m->mmproj_, m->config_.vision));
-  m->nextn_ = bind_nextn(f, m->config_.text);
-  if (!files.mtp.empty()) {
-    if (!m->nextn_.empty()) fail(path, " already holds an MTP block; --mtp ", files.mtp, " is not needed");
-    m->mtp_file_ = GgufFile::open(files.mtp);
-    if (m->mtp_file_->get_string_opt("general.architecture") != "qwen35")
-      fail(files.mtp, ": an MTP sidecar must have architecture qwen35");
-    m->nextn_ = bind_nextn(*m->mtp_file_, m->config_.text);
-    if (m->nextn_.empty()) fail(files.mtp, ": has no MTP block (no blk.N.nextn.eh_proj.weight)");
-  }
+  if (has_vision) m->vision_ = std::make_unique<VisionTower>(m->config_.vision, std::move(vision_weights));
   return m;
 }
 
 const Checkpoint& Model::checkpoint() const {
   if (!checkpoint_) fail(path_, " is a GGUF model, not a Hugging Face checkpoint");
   return *checkpoint_;
-}
-
-size_t Model::weight_bytes() const {
-  if (checkpoint_) return checkpoint_->total_bytes();
-  size_t n = 0;
-  for (const GgufFile* f : {gguf_.get(), mmproj_.get(), mtp_file_.get()})
-    if (f) n += size_t(f->tensor_bytes());
-  return n;
 }
 
 std::string Model::file_type() const {

@@ -46,6 +46,7 @@ TextWeights TextWeights::bind_gguf(const GgufFile& f, const TextConfig& c) {
       d.neg_a = gguf_vector(f, gguf_layer_tensor_name(i, "linear_attn.A_log"), Shape{Hv});  // already -exp(A_log)
       d.norm = gguf_vector(f, gguf_layer_tensor_name(i, "linear_attn.norm.weight"), Shape{c.linear_value_dim});
       d.v_heads_tiled = true;
+      finish_deltanet_weights(d, C, c.conv_kernel);
     } else {
       if (f.find_tensor(gguf_layer_tensor_name(i, "linear_attn.in_proj_qkv.weight")) || f.find_tensor(gguf_layer_tensor_name(i, "linear_attn.A_log")))
         fail(f.path(), ": layer ", i, " has DeltaNet tensors but the layer schedule makes it an attention layer");

@@ -64,12 +64,18 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     const bool folder = std::filesystem::is_directory(options.model_dir, ec);
     if (!folder && !is_gguf_file(options.model_dir))
       fail("model '", options.model_dir, "' is neither a Hugging Face folder nor a GGUF file");
+    e.pool = std::make_unique<ThreadPool>(options.threads);
+    e.compute = kernels::Compute{&kernels::active_table(), e.pool.get()};
     progress("weights", 0.1);
-    ModelFiles files;
-    files.mmproj = options.mmproj_path;
-    files.no_mmproj = options.no_mmproj;
-    files.mtp = options.mtp_path;
-    e.model = Model::load(options.model_dir, files);
+    ModelLoadOptions load;
+    load.mmproj = options.mmproj_path;
+    load.no_mmproj = options.no_mmproj;
+    load.mtp = options.mtp_path;
+    load.weights = options.weights;
+    load.table = e.compute.k;
+    load.pool = e.pool.get();
+    load.on_prepare_progress = [&](double f) { progress("weights", 0.1 + 0.5 * f); };
+    e.model = Model::load(options.model_dir, load);
     progress("tokenizer", 0.6);
     if (e.model->is_gguf()) {
       e.tokenizer = std::make_unique<Tokenizer>(tokenizer_spec_from_gguf(*e.model->gguf()));
@@ -94,9 +100,6 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
              p.merge_size, ") disagrees with config.json vision_config (patch ", v.patch_size, ", temporal ",
              v.temporal_patch_size, ", merge ", v.spatial_merge_size, ")");
     }
-    e.pool = std::make_unique<ThreadPool>(options.threads);
-    e.compute = kernels::Compute{&kernels::active_table(), e.pool.get()};
-
     const ModelConfig& cfg = e.model->config();
     e.defaults = SamplingParams{};
     if (folder) read_generation_config(options.model_dir, e.defaults, e.eos_ids);
@@ -131,12 +134,13 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     info.num_layers = cfg.text.num_layers;
     info.hidden_size = cfg.text.hidden_size;
     info.weight_bytes = e.model->weight_bytes();
+    info.weights = options.weights;
     info.kernels = std::string(e.compute.k->name);
     info.threads = e.pool->size();
     info.format = e.model->is_gguf() ? "gguf" : "safetensors";
     info.file_type = e.model->file_type();
     info.file_bytes = e.model->is_gguf() ? e.model->gguf()->file_bytes() + (e.model->mmproj() ? e.model->mmproj()->file_bytes() : 0)
-                                         : uint64_t(info.weight_bytes);
+                                         : uint64_t(e.model->checkpoint().total_bytes());
     if (e.model->mmproj()) info.mmproj_path = e.model->mmproj()->path();
     info.has_mtp = !e.model->nextn().empty() || (!e.model->is_gguf() && e.model->checkpoint().find("mtp.fc.weight"));
     if (const std::string w = chat_template_warning(options.model_dir); !w.empty()) info.warnings.push_back(w);

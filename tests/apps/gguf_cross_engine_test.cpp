@@ -121,7 +121,7 @@ class CrossEngineText : public ::testing::TestWithParam<FloatCase> {};
 TEST_P(CrossEngineText, LlamaCppLogitsOnQwen35Files) {
   const FloatCase& c = GetParam();
   expect_same_bytes_as_llama_cpp_read(c.name, converted(c.name));
-  auto m = Model::load(converted(c.name), ModelFiles{.no_mmproj = true});
+  auto m = Model::load(converted(c.name), ModelLoadOptions{.no_mmproj = true});
   const bool tiny = c.name.rfind("tiny", 0) == 0;
   const std::vector<float> all = logits_of(*m, goldens().i64(tiny ? "ids.tiny" : "ids.small"));
   const std::vector<float> ours =
@@ -162,7 +162,7 @@ TEST_P(CrossEngineImage, MtmdImageEmbeddingsOnQwen35Mmproj) {
   const std::string out = temp_dir("cross_image") + "/out.safetensors";
   expect_same_bytes_as_llama_cpp_read(c.name, converted(c.name));
   const std::string text_f32 = std::filesystem::path(converted(c.name)).parent_path().string() + "/scratch-" + c.name + ".gguf";
-  const int64_t pad = Model::load(text_f32, ModelFiles{.no_mmproj = true})->config().image_token_id;
+  const int64_t pad = Model::load(text_f32, ModelLoadOptions{.no_mmproj = true})->config().image_token_id;
   ASSERT_EQ(run("forward -m " + text_f32 + " --mmproj " + converted(c.name) + " --ids " +
                 std::to_string(pad) + " --image " + data_path(kDir + "/pattern.png") + " --out " + out),
             0);
@@ -206,7 +206,7 @@ TEST_P(LlamaQuantized, Qwen35MatchesLlamaCpp) {
   //    decoded by qwen35) against llama-quantize's (decoded by ggml). Agreement as for F32 files.
   const std::string f32 = temp_dir("deq") + "/deq.gguf";
   ASSERT_EQ(run("convert -m " + path + " --type f32 --out " + f32), 0);
-  const std::vector<float> exact = logits_of(*Model::load(f32, ModelFiles{.no_mmproj = true}), ids);
+  const std::vector<float> exact = logits_of(*Model::load(f32, ModelLoadOptions{.no_mmproj = true}), ids);
   EXPECT_LE(max_abs_error(exact, llama_exact), 1e-3) << "dequantized";
   EXPECT_LE(rel_rms(exact, llama_exact), 4e-4) << "dequantized";
 
@@ -214,7 +214,7 @@ TEST_P(LlamaQuantized, Qwen35MatchesLlamaCpp) {
   //    or 256 (Q8_K), with different roundings. qwen35's error against exact arithmetic must be
   //    no larger than llama.cpp's own (3-8% on these random models) beyond a 1.5x margin, and
   //    the engines stay within 10% of each other.
-  auto m = Model::load(path, ModelFiles{.no_mmproj = true});
+  auto m = Model::load(path, ModelLoadOptions{.no_mmproj = true});
   const std::vector<float> ours = logits_of(*m, ids);
   const double err_ours = rel_rms(ours, llama_exact), err_llama = rel_rms(llama_q, llama_exact);
   const double between = rel_rms(ours, llama_q);

@@ -196,7 +196,7 @@ TEST(GgufModel, VisionNamesRoundTripThroughTheTable) {
   EXPECT_FALSE(hf_vision_tensor_name("v.blk.0.nothing"));
 }
 
-std::string load_error(const std::string& path, const ModelFiles& files = {}) {
+std::string load_error(const std::string& path, const ModelLoadOptions& files = {}) {
   try {
     Model::load(path, files);
   } catch (const Error& e) {
@@ -229,7 +229,7 @@ TEST(GgufModel, RandomHeaderMutationsLoadOrFailCleanly) {
     }
     std::ofstream(path, std::ios::binary | std::ios::trunc).write(b.data(), std::streamsize(b.size()));
     try {
-      auto m = Model::load(path, ModelFiles{.no_mmproj = true});
+      auto m = Model::load(path, ModelLoadOptions{.no_mmproj = true});
       ++loaded;
     } catch (const Error&) {
       ++refused;
@@ -253,7 +253,7 @@ TEST(GgufModel, LayerScheduleAndPerLayerKeysAsLlamaModelSaverWritesThem) {
   for (const GgufTensor& t : src.tensors()) w.add_tensor_bytes(t.name, *t.dtype, t.shape(), t.data, size_t(t.nbytes));
   const std::string path = temp_dir("gguf_saver") + "/saver.gguf";
   w.write(path);
-  auto m = Model::load(path, ModelFiles{.no_mmproj = true});
+  auto m = Model::load(path, ModelLoadOptions{.no_mmproj = true});
   EXPECT_EQ(m->config().text.layer_kinds, c.model->config().text.layer_kinds);
   const std::vector<int64_t> ids = {248045, 846, 198, 3710, 369};
   DecoderState a = DecoderState::create(m->config().text), b = a;
@@ -265,7 +265,7 @@ TEST(GgufModel, LayerScheduleAndPerLayerKeysAsLlamaModelSaverWritesThem) {
     if (!bad.has(k)) bad.set_value(k, v);
   for (const GgufTensor& t : src.tensors()) bad.add_tensor_bytes(t.name, *t.dtype, t.shape(), t.data, size_t(t.nbytes));
   bad.write(path);
-  EXPECT_THAT(load_error(path, ModelFiles{.no_mmproj = true}), HasSubstr("recurrent_layers' has 2 entries but block_count is 9"));
+  EXPECT_THAT(load_error(path, ModelLoadOptions{.no_mmproj = true}), HasSubstr("recurrent_layers' has 2 entries but block_count is 9"));
 }
 
 TEST(GgufModel, SplitModelLoadsFromItsFirstPart) {
@@ -317,13 +317,13 @@ TEST(GgufModel, MtpSidecarIsLoadedWithMtp) {
   side_w.write(dir + "/mtp-main.gguf");
   auto plain = Model::load(dir + "/main.gguf");
   EXPECT_TRUE(plain->nextn().empty());
-  auto with = Model::load(dir + "/main.gguf", ModelFiles{.mtp = dir + "/mtp-main.gguf"});
+  auto with = Model::load(dir + "/main.gguf", ModelLoadOptions{.mtp = dir + "/mtp-main.gguf"});
   ASSERT_FALSE(with->nextn().empty());
   EXPECT_EQ(with->nextn().layer, 8);
   EXPECT_EQ(with->nextn().source, dir + "/mtp-main.gguf");
   EXPECT_EQ(with->nextn().tensors.size(), c.model->nextn().tensors.size());
   EXPECT_THROW(Model::load(dir + "/mtp-main.gguf"), Error);  // a sidecar alone is no model
-  EXPECT_THROW(Model::load(c.text, ModelFiles{.mtp = dir + "/mtp-main.gguf"}), Error);  // MTP twice
+  EXPECT_THROW(Model::load(c.text, ModelLoadOptions{.mtp = dir + "/mtp-main.gguf"}), Error);  // MTP twice
 }
 
 class GgufVisionGolden : public ::testing::TestWithParam<std::string> {};
@@ -417,10 +417,10 @@ TEST(GgufModel, BrokenFilesNameTheProblem) {
   bytes[type_at] = 40;           // NVFP4
   const std::string path = temp_dir("gguf_bad") + "/nvfp4.gguf";
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-  EXPECT_THAT(load_error(path, ModelFiles{.no_mmproj = true}),
+  EXPECT_THAT(load_error(path, ModelLoadOptions{.no_mmproj = true}),
               HasSubstr("tensor 'blk.1.ffn_up.weight' has ggml type NVFP4, which qwen35 does not support"));
   // An mmproj of another model's width is not picked up beside a model, and is refused when named.
-  EXPECT_THAT(load_error(converted(DType::F32).text, ModelFiles{.mmproj = converted(DType::F32).text}),
+  EXPECT_THAT(load_error(converted(DType::F32).text, ModelLoadOptions{.mmproj = converted(DType::F32).text}),
               HasSubstr("not a vision projector"));
 }
 
