@@ -16,12 +16,16 @@ namespace qwen35::app {
 const std::set<std::string>& engine_option_names() {
   static const std::set<std::string> names = {"-m",          "--model",         "--threads",         "--ctx",
                                                 "--image-size", "--prefill-block", "--image-min-pixels", "--image-max-pixels",
-                                                "--image-max-tokens", "--weights"};
+                                                "--image-max-tokens", "--mmproj",    "--mtp",
+                                                "--weights"};
   return names;
 }
 
 const char* kEngineOptionsHelp =
-    "  -m, --model DIR       Hugging Face model folder (config.json, safetensors, tokenizer.json)\n"
+    "  -m, --model PATH      Hugging Face model folder (config.json, safetensors, tokenizer.json)\n"
+    "                        or a GGUF file (any part of a split one)\n"
+    "  --mmproj FILE         GGUF vision projector (default: an mmproj*.gguf beside the model; 'none': text only)\n"
+    "  --mtp FILE            GGUF MTP-only sidecar (the MTP head's weights)\n"
     "  --threads N           worker threads (default 0: one per core; at most 4 per core)\n"
     "  --ctx N               context size in tokens (default: min(model maximum, 32768))\n"
     "  --image-size N        resize images to N x N first (multiple of 32); default: native size\n"
@@ -81,7 +85,11 @@ EngineOptions engine_options_from(const Args& args, bool bundled_fallback) {
                  "        its weights are random, so its answers are gibberish; use -m MODEL_DIR for a real model\n",
                  o.model_dir.c_str());
   }
-  if (!std::filesystem::is_directory(o.model_dir)) fail("model folder '", o.model_dir, "' does not exist");
+  std::error_code ec;
+  if (!std::filesystem::exists(o.model_dir, ec)) fail("model '", o.model_dir, "' does not exist");
+  o.mmproj_path = args.get_or("--mmproj", "");
+  if (o.mmproj_path == "none") o.mmproj_path.clear(), o.no_mmproj = true;
+  o.mtp_path = args.get_or("--mtp", "");
   o.threads = int(args.get_int_in("--threads", 0, 0, max_threads()));
   o.context_size = args.get_int_in("--ctx", 0, 0, int64_t(1) << 24);
   o.image_size = int(args.get_int_in("--image-size", 0, 0, 8192));
@@ -105,6 +113,7 @@ std::unique_ptr<Engine> load_engine(const EngineOptions& options) {
   Status st;
   std::unique_ptr<Engine> engine = Engine::load(options, &st);
   if (!engine) fail(st.message);
+  for (const std::string& w : engine->info().warnings) std::fprintf(stderr, "qwen35: warning: %s\n", w.c_str());
   return engine;
 }
 

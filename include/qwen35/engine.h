@@ -149,7 +149,10 @@ using EventCallback = std::function<bool(const GenerationEvent&)>;
 // Engine, sessions, caches
 
 struct EngineOptions {
-  std::string model_dir;
+  std::string model_dir;         // a Hugging Face folder or a GGUF file
+  std::string mmproj_path;       // GGUF only: the vision projector; empty: an mmproj*.gguf beside the model
+  bool no_mmproj = false;        // GGUF only: text only even when a projector lies beside the model
+  std::string mtp_path;          // GGUF only: an MTP-only sidecar file
   int threads = 0;               // 0: one per core
   int64_t context_size = 0;      // tokens per session; 0: min(model maximum, 32768)
   int64_t prefill_block = 512;   // tokens per prefill step
@@ -177,6 +180,12 @@ struct ModelInfo {
   std::string weights;       // the --weights choice in effect ("" = the checkpoint's own types)
   std::string kernels;       // kernel table in use (ref, avx2, avx512, amx)
   int threads = 0;
+  std::string format;        // "gguf" or "safetensors"
+  std::string file_type;     // "Q4_K_M", "BF16", ... (llama.cpp's file type, or the main dtype)
+  uint64_t file_bytes = 0;   // size of the model file(s) on disk
+  std::string mmproj_path;   // the vision projector in use (GGUF)
+  bool has_mtp = false;      // the model carries an MTP block
+  std::vector<std::string> warnings;  // problems worth telling the user at start (e.g. an unknown chat template)
 };
 
 class PrefixCache;

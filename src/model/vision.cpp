@@ -9,7 +9,6 @@
 namespace qwen35 {
 namespace {
 
-constexpr float kLayerNormEps = 1e-6f;
 constexpr double kRopeTheta = 10000.0;  // hard-coded in the reference vision rotary (spec 1.4)
 
 // ---- Small row-wise operations ------------------------------------------------------------------
@@ -17,7 +16,7 @@ constexpr double kRopeTheta = 10000.0;  // hard-coded in the reference vision ro
 // y = (x - mean) / sqrt(var + eps) * w + b over rows of n, biased variance; rows split over the pool.
 // The statistics are summed in double: cheap here, and closer to exact than the reference's fp32.
 void layer_norm_rows(const kernels::Compute& c, const float* x, const LayerNormWeights& w, int64_t rows, int64_t n,
-                     float* y) {
+                     double eps, float* y) {
   const float* g = w.weight.data();
   const float* b = w.bias.data();
   c.pool->parallel_for(size_t(rows), 16, [&](size_t r0, size_t r1) {
@@ -29,7 +28,7 @@ void layer_norm_rows(const kernels::Compute& c, const float* x, const LayerNormW
       const float mean = float(sum / double(n));
       double ss = 0;
       for (int64_t i = 0; i < n; ++i) ss += double(xr[i] - mean) * double(xr[i] - mean);
-      const float inv = float(1.0 / std::sqrt(ss / double(n) + double(kLayerNormEps)));
+      const float inv = float(1.0 / std::sqrt(ss / double(n) + eps));
       for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - mean) * inv * g[i] + b[i];
     }
   });
@@ -171,7 +170,7 @@ void qkv_rows(const kernels::Compute& c, const VisionConfig& cfg, const VisionBl
               int64_t r0, int64_t n) {
   const int64_t Np = s.Np, D = cfg.hidden_size;
   const int heads = cfg.num_heads, hd = int(D / heads), half = hd / 2;
-  layer_norm_rows(c, s.x.data() + r0 * D, b.norm1, n, D, s.normed.data() + r0 * D);
+  layer_norm_rows(c, s.x.data() + r0 * D, b.norm1, n, D, cfg.layer_norm_eps, s.normed.data() + r0 * D);
   linear_bias(c, s.normed.data() + r0 * D, n, b.qkv, s.wide.data());  // [n, q | k | v], each heads x hd
   c.pool->parallel_for(size_t(n), 16, [&](size_t i0, size_t i1) {
     for (int64_t i = int64_t(i0); i < int64_t(i1); ++i) {
@@ -199,7 +198,7 @@ void proj_rows(const kernels::Compute& c, const VisionConfig& cfg, const VisionB
 void mlp_rows(const kernels::Compute& c, const VisionConfig& cfg, const VisionBlockWeights& b, VisionBuffers& s,
               int64_t r0, int64_t n) {
   const int64_t D = cfg.hidden_size;
-  layer_norm_rows(c, s.x.data() + r0 * D, b.norm2, n, D, s.normed.data() + r0 * D);
+  layer_norm_rows(c, s.x.data() + r0 * D, b.norm2, n, D, cfg.layer_norm_eps, s.normed.data() + r0 * D);
   linear_bias(c, s.normed.data() + r0 * D, n, b.fc1, s.wide.data());  // [n, I]
   map_inplace(c, s.wide.data(), n * cfg.intermediate_size, gelu_tanh);
   linear_bias(c, s.wide.data(), n, b.fc2, s.mixed.data() + r0 * D);
@@ -423,7 +422,7 @@ bool VisionRun::step(const kernels::Compute& c) {
       // so [Np, D] read as [Np/m2, D*m2] is already their concatenation.
       const int64_t T = Np / m2;
       if (st.next_rows(T, r0, n)) st.stage = VisionStage::kDone;
-      layer_norm_rows(c, s.x.data() + r0 * m2 * D, w.merger_norm, n * m2, D, s.normed.data() + r0 * m2 * D);
+      layer_norm_rows(c, s.x.data() + r0 * m2 * D, w.merger_norm, n * m2, D, cfg.layer_norm_eps, s.normed.data() + r0 * m2 * D);
       float* hidden = s.mixed.data() + r0 * D * m2;  // [T, D*m2], the same size as [Np, D]
       linear_bias(c, s.normed.data() + r0 * m2 * D, n, w.merger_fc1, hidden);
       map_inplace(c, hidden, n * D * m2, gelu_erf);

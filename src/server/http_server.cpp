@@ -6,6 +6,7 @@
 #include "server/api_handlers.h"
 #include "server/http_transport.h"
 #include "server/job_answer.h"
+#include "server/model_card.h"
 #include "server/openai_response.h"
 #include "server/remote_image.h"
 #include "server/request_pool.h"
@@ -179,19 +180,13 @@ void HttpServer::add_routes() {
 
   auto model_json = [this] {
     const ModelInfo& info = engine_->info();
+    json meta = model_meta(info);
+    meta["parallel"] = options_.worker.parallel;
     return json{{"id", info.name},
                 {"object", "model"},
                 {"created", created_},
                 {"owned_by", "qwen35"},
-                {"meta",
-                 {{"context_size", info.context_size},
-                  {"has_vision", info.has_vision},
-                  {"vocab_size", info.vocab_size},
-                  {"num_layers", info.num_layers},
-                  {"hidden_size", info.hidden_size},
-                  {"weight_bytes", info.weight_bytes},
-                  {"kernels", info.kernels},
-                  {"parallel", options_.worker.parallel}}}};
+                {"meta", std::move(meta)}};
   };
   route("/v1/models", {"GET"}, true, true, false, [model_json](HttpRequest, std::shared_ptr<Responder> res) {
     res->respond(json_response(200, json{{"object", "list"}, {"data", json::array({model_json()})}}));

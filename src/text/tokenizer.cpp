@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "io/gguf.h"
 #include "text/byte_level.h"
+#include "text/tokenizer_gguf.h"
 #include "text/tokenizer_json.h"
 #include "text/utf8.h"
 
@@ -158,7 +160,10 @@ Tokenizer::Tokenizer(const TokenizerSpec& spec)
   normalized_matcher_ = AddedTokenMatcher(normalized);
 }
 
-Tokenizer Tokenizer::from_file(const std::string& path) { return Tokenizer(load_tokenizer_json(path)); }
+Tokenizer Tokenizer::from_file(const std::string& path) {
+  if (is_gguf_file(path)) return Tokenizer(tokenizer_spec_from_gguf(*GgufFile::open(path)));
+  return Tokenizer(load_tokenizer_json(path));
+}
 
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
   if (auto it = added_by_content_.find(token); it != added_by_content_.end()) return it->second;

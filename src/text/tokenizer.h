@@ -47,7 +47,8 @@ class Tokenizer {
   // Throws qwen35::Error on inconsistent data (duplicate ids, merges naming unknown tokens, ...).
   explicit Tokenizer(const TokenizerSpec& spec);
 
-  // `path`: a tokenizer.json file or a model directory containing one. Throws qwen35::Error.
+  // `path`: a tokenizer.json file, a model directory containing one, or a GGUF model file (its
+  // tokenizer.ggml.* metadata). Throws qwen35::Error.
   static Tokenizer from_file(const std::string& path);
 
   // Lookup tables hold views into the tokenizer's own arenas: movable, not copyable.
