@@ -25,10 +25,21 @@ struct DeltaNetScratch {
   std::vector<float> q;      // [T, Hk*dk] normalised and scaled
   std::vector<float> k;      // [T, Hk*dk] normalised
   std::vector<float> core;   // [T, Hv*dv] delta-rule output, then gated-normed
+  kernels::Activations in;       // the layer input, when the caller passes plain rows
+  kernels::Activations core_in;  // core, input of the output projection
   void reserve(const TextConfig& cfg, int64_t tokens);
 };
 
-// out[T, H] = DeltaNet(a[T, H]), advancing `state` by T tokens.
+// The state in HF's grouped value-head order (what the reference's cache holds), whatever order
+// the weights use: conv [conv_dim, K] (the V channels permuted) and recurrent [Hv, dk, dv].
+void deltanet_state_hf_order(const TextConfig& cfg, const DeltaNetWeights& w, const DeltaNetState& state,
+                             std::vector<float>& conv, std::vector<float>& recurrent);
+
+// out[T, H] = DeltaNet(a[T, H]), advancing `state` by T tokens. `a` may already hold quantized
+// forms of its rows.
+void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
+                      kernels::Activations& a, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode,
+                      float* out);
 void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* a,
                       int64_t T, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode, float* out);
 

@@ -6,8 +6,9 @@
 
 namespace qwen35::kernels {
 
-void install_avx2_delta(KernelTable& k);  // avx2_delta.cpp
-void install_avx2_attention(KernelTable& k);  // avx2_attention.cpp
+void install_avx2_activations(KernelTable& k);  // avx2_activations.cpp
+void install_avx2_delta(KernelTable& k);        // avx2_delta.cpp
+void install_avx2_attention(KernelTable& k);    // avx2_attention.cpp
 
 namespace {
 
@@ -100,6 +101,7 @@ KernelTable make_avx2() {
   k.matmul[size_t(DType::F16)] = matmul_avx2<DType::F16>;
   k.dot = dot_avx2;
   k.axpy = axpy_avx2;
+  install_avx2_activations(k);
   install_avx2_delta(k);
   install_avx2_attention(k);
   return k;
