@@ -140,6 +140,8 @@ int cmd_bench(int argc, char** argv) {
                           {"model_type", "qwen35 " + (info.weights.empty() ? std::string("native") : info.weights)},
                           {"model_size", info.weight_bytes},
                           {"kernels", info.kernels},
+                          {"type_k", info.kv_type},
+                          {"type_v", info.kv_type},
                           {"n_threads", t},
                           {"n_prompt", kind == 0 ? n : 0},
                           {"n_gen", kind == 1 ? n : 0},

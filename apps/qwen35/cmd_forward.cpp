@@ -84,13 +84,16 @@ void add_cache(SafetensorsWriter& out, const TextConfig& cfg, const TextWeights&
     } else {
       const KvCache& kv = state.kv[size_t(ai++)];
       const int64_t T = kv.length(), nkv = cfg.num_kv_heads, hd = cfg.head_dim;
-      std::vector<float> k(size_t(nkv * T * hd)), v(k.size());
-      for (int64_t t = 0; t < T; ++t)
+      std::vector<float> k(size_t(nkv * T * hd)), v(k.size()), krow(size_t(nkv * hd)), vrow(krow.size());
+      for (int64_t t = 0; t < T; ++t) {
+        kv.key_f32(t, krow.data());
+        kv.value_f32(t, vrow.data());
         for (int64_t h = 0; h < nkv; ++h)
           for (int64_t d = 0; d < hd; ++d) {
-            k[size_t((h * T + t) * hd + d)] = kv.key(t)[h * hd + d];
-            v[size_t((h * T + t) * hd + d)] = kv.value(t)[h * hd + d];
+            k[size_t((h * T + t) * hd + d)] = krow[size_t(h * hd + d)];
+            v[size_t((h * T + t) * hd + d)] = vrow[size_t(h * hd + d)];
           }
+      }
       out.add_f32(p + "key", Shape{nkv, T, hd}, k.data());
       out.add_f32(p + "value", Shape{nkv, T, hd}, v.data());
     }

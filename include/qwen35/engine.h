@@ -163,6 +163,9 @@ struct EngineOptions {
   // Weight types: "" keeps the checkpoint's own; "q4_k_m", "q8_0", "bf16", ... quantize or convert
   // float weights at load (see `qwen35 serve --help`).
   std::string weights;
+  // Attention KV cache element type: "f16" (default: half the memory and bandwidth) or "f32"
+  // (the reference's math exactly, for parity checks).
+  std::string kv_type = "f16";
   // Progress while loading: stage name and fraction in [0, 1].
   std::function<void(const std::string& stage, double fraction)> on_progress;
 };
@@ -178,6 +181,7 @@ struct ModelInfo {
   int64_t hidden_size = 0;
   size_t weight_bytes = 0;   // weights as the kernels read them
   std::string weights;       // the --weights choice in effect ("" = the checkpoint's own types)
+  std::string kv_type;       // "f16" or "f32"
   std::string kernels;       // kernel table in use (ref, avx2, avx512, amx)
   int threads = 0;
   std::string format;        // "gguf" or "safetensors"

@@ -80,10 +80,11 @@ void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const A
           args.q_stride = QD;
           args.o = s.attn.data() + t0 * QD + int64_t(kvh) * group * hd;
           args.o_stride = QD;
-          args.k = kv.key(0) + int64_t(kvh) * hd;
-          args.v = kv.value(0) + int64_t(kvh) * hd;
+          const size_t head_off = size_t(kvh) * size_t(hd) * (kv.dtype() == DType::F16 ? 2 : 4);
+          args.k = static_cast<const uint8_t*>(kv.key_row(0)) + head_off;
+          args.v = static_cast<const uint8_t*>(kv.value_row(0)) + head_off;
           args.kv_stride = kv.row_floats();
-          args.kv_dtype = DType::F32;
+          args.kv_dtype = kv.dtype();
           args.n_q = std::min(kAttnBlock, T - t0);
           args.group = group;
           args.head_dim = hd;

@@ -18,11 +18,11 @@ uint64_t image_token_key(uint64_t image_hash, int64_t index) {
 size_t SnapshotData::bytes() const {
   size_t n = tokens.size() * sizeof(int32_t) + keys.size() * sizeof(uint64_t);
   for (const DeltaNetState& d : deltanet) n += (d.conv.size() + d.recurrent.size()) * sizeof(float);
-  for (size_t i = 0; i < keys_rows.size(); ++i) n += (keys_rows[i].size() + value_rows[i].size()) * sizeof(float);
+  for (size_t i = 0; i < keys_rows.size(); ++i) n += keys_rows[i].size() + value_rows[i].size();
   return n;
 }
 
-Sequence::Sequence(const EngineImpl& engine) : engine_(engine), state_(DecoderState::create(engine.text_config())) {
+Sequence::Sequence(const EngineImpl& engine) : engine_(engine), state_(DecoderState::create(engine.text_config(), engine.kv_dtype)) {
   state_.reserve(std::min<int64_t>(engine.context_size, 4096));
 }
 
@@ -83,9 +83,11 @@ std::unique_ptr<SnapshotData> Sequence::snapshot() const {
   s->deltanet = state_.deltanet;
   s->rope_delta = rope_delta_;
   for (const KvCache& kv : state_.kv) {
-    const size_t n = size_t(kv.length() * kv.row_floats());
-    s->keys_rows.emplace_back(kv.key(0), kv.key(0) + n);
-    s->value_rows.emplace_back(kv.value(0), kv.value(0) + n);
+    const size_t n = size_t(kv.length()) * kv.row_bytes();
+    const uint8_t* k = static_cast<const uint8_t*>(kv.key_row(0));
+    const uint8_t* v = static_cast<const uint8_t*>(kv.value_row(0));
+    s->keys_rows.emplace_back(k, k + n);
+    s->value_rows.emplace_back(v, v + n);
   }
   return s;
 }
@@ -98,7 +100,7 @@ void Sequence::restore(const SnapshotData& s) {
     same_shape = s.deltanet[i].conv.size() == state_.deltanet[i].conv.size() &&
                  s.deltanet[i].recurrent.size() == state_.deltanet[i].recurrent.size();
   for (size_t i = 0; same_shape && i < s.keys_rows.size(); ++i)
-    same_shape = int64_t(s.keys_rows[i].size()) == n * state_.kv[i].row_floats();
+    same_shape = s.keys_rows[i].size() == size_t(n) * state_.kv[i].row_bytes();
   if (!same_shape) fail("snapshot does not belong to this model");
   if (n > engine_.context_size) fail("snapshot of ", n, " tokens exceeds the context of ", engine_.context_size);
   for (size_t i = 0; i < state_.deltanet.size(); ++i) {
@@ -107,7 +109,7 @@ void Sequence::restore(const SnapshotData& s) {
   }
   for (size_t i = 0; i < state_.kv.size(); ++i) {
     state_.kv[i].truncate(0);
-    state_.kv[i].append(s.keys_rows[i].data(), s.value_rows[i].data(), n);
+    state_.kv[i].append_raw(s.keys_rows[i].data(), s.value_rows[i].data(), n);
   }
   tokens_ = s.tokens;
   keys_ = s.keys;

@@ -23,7 +23,7 @@ struct SnapshotData {
   std::vector<int32_t> tokens;
   std::vector<uint64_t> keys;
   std::vector<DeltaNetState> deltanet;
-  std::vector<std::vector<float>> keys_rows, value_rows;  // per attention layer [length, n_kv * hd]
+  std::vector<std::vector<uint8_t>> keys_rows, value_rows;  // per attention layer: [length] rows in the cache's dtype
   int64_t rope_delta = 0;
   size_t bytes() const;
 };
