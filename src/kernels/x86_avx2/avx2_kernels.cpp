@@ -7,6 +7,7 @@
 namespace qwen35::kernels {
 
 void install_avx2_activations(KernelTable& k);  // avx2_activations.cpp
+void install_avx2_quant(KernelTable& k);        // avx2_quant.cpp
 
 namespace {
 
@@ -100,6 +101,7 @@ KernelTable make_avx2() {
   k.dot = dot_avx2;
   k.axpy = axpy_avx2;
   install_avx2_activations(k);
+  install_avx2_quant(k);
   return k;
 }
 
