@@ -23,8 +23,8 @@
 //           (qs vector 8h + m: bytes 32h + 4m..; shift 2k gives elements 128h + 32k + 4m + j,
 //           sub-block 8h + 2k + m / 4)
 //   Q3_K    hmask x8 @0 | qs x16 @512 | scales x3 @1536 (ggml's 12 packed bytes) | d @1728
-//           (qs as Q2_K; hmask vector m: bytes 4m..; bit 4h + k of byte j = high bit of element
-//           128h + 32k + 4m + j)
+//           (qs as Q2_K; hmask vector m: bytes 4m..; the high bit of element 128h + 32k + 4m + j
+//           is bit {2, 3, 6, 7, 0, 1, 4, 5}[4h + k] of byte j, rearranged from ggml's bit 4h + k)
 //   IQ4_XS  d @0 | scales_h[16] u16 @32 | scales_l x1 @64 | qs x32 @128
 //           (qs vector 4s + m: bytes 16s + 4m.. of the row: sub-block s, nibbles as IQ4_NL's)
 // The AVX2 tables read the same bytes as two 8-row halves: rows 0..7 in the low 32 bytes of each

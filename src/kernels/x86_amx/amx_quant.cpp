@@ -158,19 +158,22 @@ constexpr size_t legacy_qs(Fmt f) {
   return f == Fmt::kQ4_1 ? 64 : f == Fmt::kQ5_0 ? 96 : f == Fmt::kQ5_1 ? 128 : 32;
 }
 
-// Q3_K's 16 signed scales for 16 rows from ggml's 12 packed bytes, in the low 16 bits of each
-// lane, high 16 bits zero (as in avx512_quant.cpp).
+// Q3_K's 16 signed scales for 16 rows from ggml's 12 packed bytes (blocks.h q3k_scale), each
+// sign-extended to its 32-bit lane.
 inline void q3k_scales(const uint8_t* p, __m512i sc[16]) {
   const __m512i u[3] = {vload(p), vload(p + 64), vload(p + 128)};
-  const __m512i m4 = _mm512_set1_epi32(15), m2 = _mm512_set1_epi32(3), low16 = _mm512_set1_epi32(0xffff);
+  const __m512i m4 = _mm512_set1_epi32(15), m2 = _mm512_set1_epi32(3);
   for (int s = 0; s < 16; ++s) {
     const int i = s % 8;
     const __m512i low = _mm512_and_si512(_mm512_srli_epi32(u[i / 4], 8 * (i % 4) + (s < 8 ? 0 : 4)), m4);
     const __m512i high = _mm512_and_si512(_mm512_srli_epi32(u[2], 8 * (s % 4) + 2 * (s / 4)), m2);
-    const __m512i v = _mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(high, 4)), _mm512_set1_epi32(32));
-    sc[s] = _mm512_and_si512(v, low16);
+    sc[s] = _mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(high, 4)), _mm512_set1_epi32(32));
   }
 }
+
+// Where interleave16 keeps the Q3_K high bit of shift k of half h: bit kQ3HmaskBit[4h + k] of the
+// hmask byte.
+constexpr int kQ3HmaskBit[8] = {2, 3, 6, 7, 0, 1, 4, 5};
 
 // Quad u of the decoded group sits at out + 64 u. Values are the reference's integer quants
 // (premultiplied formats: see the top of the file).
@@ -256,7 +259,8 @@ void decode_group(const uint8_t* group, int64_t nb, uint8_t* out) {
             const int u = 32 * h + 8 * k + m;
             __m512i q = _mm512_and_si512(_mm512_srli_epi16(Q, 2 * k), three);
             if constexpr (kQ3) {
-              const __mmask64 high = _mm512_test_epi8_mask(vload(pb + 64 * m), _mm512_set1_epi8(int8_t(1 << (4 * h + k))));
+              const __mmask64 high =
+                  _mm512_test_epi8_mask(vload(pb + 64 * m), _mm512_set1_epi8(int8_t(1 << kQ3HmaskBit[4 * h + k])));
               q = _mm512_mask_blend_epi8(high, _mm512_sub_epi8(q, four), q);  // high bit clear: q - 4
               const __m512i lo = _mm512_mullo_epi16(_mm512_and_si512(q, even), sc16[u / 4]);
               const __m512i hi = _mm512_mullo_epi16(_mm512_and_si512(q, odd), sc16[u / 4]);

@@ -363,16 +363,20 @@ void q6k_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_
 constexpr size_t kQ2Dmin = 32, kQ2Scales = 64, kQ2Qs = 320, kQ2Block = 1344;
 constexpr size_t kQ3Qs = 512, kQ3Scales = 1536, kQ3D = 1728, kQ3Block = 1760;
 
-// Q3_K's 16 signed scales of 8 rows from ggml's 12 packed bytes (blocks.h q3k_scale).
+// Q3_K's 16 signed scales of 8 rows from ggml's 12 packed bytes (blocks.h q3k_scale), each
+// sign-extended to its lane. Bytewise first: byte i of B[j] is scale 4j + i, its low nibble from
+// byte i of u0 / u1 (j = 0, 1; their high nibbles for j = 2, 3) and its bits 4-5 from bits 2j,
+// 2j + 1 of byte i of u2.
 inline void q3k_scales(const uint8_t* p, __m256i sc[16]) {
-  const __m256i u[3] = {vload(p), vload(p + 64), vload(p + 128)};
-  const __m256i m4 = _mm256_set1_epi32(15), m2 = _mm256_set1_epi32(3);
-  for (int s = 0; s < 16; ++s) {
-    const int i = s % 8;
-    const __m256i low = _mm256_and_si256(_mm256_srli_epi32(u[i / 4], 8 * (i % 4) + (s < 8 ? 0 : 4)), m4);
-    const __m256i high = _mm256_and_si256(_mm256_srli_epi32(u[2], 8 * (s % 4) + 2 * (s / 4)), m2);
-    sc[s] = _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
-  }
+  const __m256i u0 = vload(p), u1 = vload(p + 64), u2 = vload(p + 128);
+  const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30), off = _mm256_set1_epi8(32);
+  const __m256i B[4] = {
+      _mm256_or_si256(_mm256_and_si256(u0, m4), _mm256_and_si256(_mm256_slli_epi16(u2, 4), m30)),
+      _mm256_or_si256(_mm256_and_si256(u1, m4), _mm256_and_si256(_mm256_slli_epi16(u2, 2), m30)),
+      _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(u0, 4), m4), _mm256_and_si256(u2, m30)),
+      _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(u1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(u2, 2), m30))};
+  for (int s = 0; s < 16; ++s)
+    sc[s] = _mm256_srai_epi32(_mm256_slli_epi32(_mm256_sub_epi8(B[s / 4], off), 8 * (3 - s % 4)), 24);
 }
 
 // Q2_K (kQ3 = false) and Q3_K: quad m of half hh at shift k holds elements 128hh + 32k + 4m + j,
@@ -382,7 +386,7 @@ void k2_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_t
   constexpr size_t kBlock = kQ3 ? kQ3Block : kQ2Block;
   __m256 acc[TT];
   for (int t = 0; t < TT; ++t) acc[t] = _mm256_setzero_ps();
-  const __m256i three = _mm256_set1_epi8(3);
+  const __m256i mask = _mm256_set1_epi8(kQ3 ? 7 : 3);
   for (int64_t b = 0; b < nb; ++b) {
     __m256i sc[16], pairs[8];  // pairs: Q3_K scale pairs (offset term), Q2_K min pairs
     if constexpr (kQ3) {
@@ -402,26 +406,33 @@ void k2_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_t
     }
     __m256i I1[TT];
     for (int t = 0; t < TT; ++t) I1[t] = _mm256_setzero_si256();
-    for (int hh = 0; hh < 2; ++hh) {
-      __m256i Q[8], H[8];
-      for (int m = 0; m < 8; ++m) {
-        Q[m] = vload(g.vec(kBlock, b, (kQ3 ? kQ3Qs : kQ2Qs) + 64 * size_t(8 * hh + m)));
-        if constexpr (kQ3) H[m] = vload(g.vec(kBlock, b, 64 * size_t(m)));
-      }
-      for (int k = 0; k < 4; ++k) {
-        __m256i W[8];  // unsigned: Q2_K's quants as stored, Q3_K's + 4 (its high bit set means +4)
+    // Unsigned quants: Q2_K's as stored, Q3_K's + 4 (its high bit set means +4). Shifts kp and
+    // kp + 2 come from one vector X per quad: 2-bit fields at bits 0-1 and 4-5 of each byte, Q3_K's
+    // high bits at bits 2 and 6 (interleave16.h).
+    for (int hh = 0; hh < 2; ++hh)
+      for (int kp = 0; kp < 2; ++kp) {
+        __m256i X[8];
         for (int m = 0; m < 8; ++m) {
-          W[m] = _mm256_and_si256(_mm256_srli_epi16(Q[m], 2 * k), three);
-          if constexpr (kQ3) W[m] = _mm256_or_si256(W[m], bits_to(H[m], 1 << (4 * hh + k), 4));
+          X[m] = _mm256_srli_epi16(vload(g.vec(kBlock, b, (kQ3 ? kQ3Qs : kQ2Qs) + 64 * size_t(8 * hh + m))), 2 * kp);
+          if constexpr (kQ3) {
+            const int left = 2 * hh - kp;
+            const __m256i hm = vload(g.vec(kBlock, b, 64 * size_t(m)));
+            const __m256i hb = left > 0 ? _mm256_slli_epi16(hm, left) : left < 0 ? _mm256_srli_epi16(hm, -left) : hm;
+            X[m] = _mm256_or_si256(_mm256_and_si256(X[m], _mm256_set1_epi8(0x33)), _mm256_and_si256(hb, _mm256_set1_epi8(0x44)));
+          }
         }
-        const int s0 = 8 * hh + 2 * k;
-        for (int t = 0; t < TT; ++t) {
-          const int8_t* qa = a.q(t0 + t) + 256 * b + 16 * s0;
-          I1[t] = sub16<kVnni, kQ3 ? 7 : 3>(I1[t], W, qa, sc[s0]);
-          I1[t] = sub16<kVnni, kQ3 ? 7 : 3>(I1[t], W + 4, qa + 16, sc[s0 + 1]);
+        for (int e = 0; e < 2; ++e) {
+          const int k = kp + 2 * e;
+          __m256i W[8];
+          for (int m = 0; m < 8; ++m) W[m] = _mm256_and_si256(e ? _mm256_srli_epi16(X[m], 4) : X[m], mask);
+          const int s0 = 8 * hh + 2 * k;
+          for (int t = 0; t < TT; ++t) {
+            const int8_t* qa = a.q(t0 + t) + 256 * b + 16 * s0;
+            I1[t] = sub16<kVnni, kQ3 ? 7 : 3>(I1[t], W, qa, sc[s0]);
+            I1[t] = sub16<kVnni, kQ3 ? 7 : 3>(I1[t], W + 4, qa + 16, sc[s0 + 1]);
+          }
         }
       }
-    }
     const __m256 d = g.f16(kBlock, b, kQ3 ? kQ3D : 0);
     for (int t = 0; t < TT; ++t) {
       const __m256i i2 = pair_dot<kVnni>(pairs, a.s16(t0 + t) + 16 * b);

@@ -341,16 +341,20 @@ constexpr size_t kQ2Dmin = 32, kQ2Scales = 64, kQ2Qs = 320, kQ2Block = 1344;
 constexpr size_t kQ3Qs = 512, kQ3Scales = 1536, kQ3D = 1728, kQ3Block = 1760;
 
 // Q3_K's 16 signed scales for 16 rows from ggml's 12 packed bytes (blocks.h q3k_scale), each in the
-// low 16 bits of its lane with the high 16 bits zero.
+// low 16 bits of its lane with the high 16 bits zero. Bytewise first: byte i of B[j] is scale
+// 4j + i, its low nibble from byte i of u0 / u1 (j = 0, 1; their high nibbles for j = 2, 3) and its
+// bits 4-5 from bits 2j, 2j + 1 of byte i of u2.
 inline void q3k_scales(const uint8_t* p, __m512i sc[16]) {
-  const __m512i u[3] = {vload(p), vload(p + 64), vload(p + 128)};
-  const __m512i m4 = _mm512_set1_epi32(15), m2 = _mm512_set1_epi32(3), low16 = _mm512_set1_epi32(0xffff);
+  const __m512i u0 = vload(p), u1 = vload(p + 64), u2 = vload(p + 128);
+  const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30), off = _mm512_set1_epi8(32);
+  const __m512i B[4] = {
+      _mm512_or_si512(_mm512_and_si512(u0, m4), _mm512_and_si512(_mm512_slli_epi16(u2, 4), m30)),
+      _mm512_or_si512(_mm512_and_si512(u1, m4), _mm512_and_si512(_mm512_slli_epi16(u2, 2), m30)),
+      _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(u0, 4), m4), _mm512_and_si512(u2, m30)),
+      _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(u1, 4), m4), _mm512_and_si512(_mm512_srli_epi16(u2, 2), m30))};
   for (int s = 0; s < 16; ++s) {
-    const int i = s % 8;
-    const __m512i low = _mm512_and_si512(_mm512_srli_epi32(u[i / 4], 8 * (i % 4) + (s < 8 ? 0 : 4)), m4);
-    const __m512i high = _mm512_and_si512(_mm512_srli_epi32(u[2], 8 * (s % 4) + 2 * (s / 4)), m2);
-    const __m512i v = _mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(high, 4)), _mm512_set1_epi32(32));
-    sc[s] = _mm512_and_si512(v, low16);
+    const __m512i v = _mm512_sub_epi8(B[s / 4], off);
+    sc[s] = _mm512_and_si512(_mm512_srai_epi32(_mm512_slli_epi32(v, 8 * (3 - s % 4)), 24), _mm512_set1_epi32(0xffff));
   }
 }
 
@@ -359,7 +363,7 @@ void k2_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, fl
               int64_t o_end) {
   __m512 acc[TT];
   for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
-  const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+  const __m512i three = _mm512_set1_epi8(3), seven = _mm512_set1_epi8(7);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* pb = group + size_t(b) * (kQ3 ? kQ3Block : kQ2Block);
     const uint8_t* qs = pb + (kQ3 ? kQ3Qs : kQ2Qs);
@@ -382,39 +386,44 @@ void k2_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, fl
     }
     __m512i I1[TT];
     for (int t = 0; t < TT; ++t) I1[t] = _mm512_setzero_si512();
-    for (int h = 0; h < 2; ++h) {
-      __m512i Q[8], H[8];
-      for (int m = 0; m < 8; ++m) {
-        Q[m] = vload(qs + 64 * (8 * h + m));
-        if constexpr (kQ3) H[m] = vload(pb + 64 * m);
-      }
-      for (int k = 0; k < 4; ++k) {
-        // Unsigned quants: Q2_K's as stored, Q3_K's + 4 (its high bit set means +4).
-        __m512i W[8];
+    // Unsigned quants: Q2_K's as stored, Q3_K's + 4 (its high bit set means +4). Shifts kp and
+    // kp + 2 come from one vector X per quad: 2-bit fields at bits 0-1 and 4-5 of each byte, Q3_K's
+    // high bits blended in at bits 2 and 6 (interleave16.h).
+    for (int h = 0; h < 2; ++h)
+      for (int kp = 0; kp < 2; ++kp) {
+        __m512i X[8];
         for (int m = 0; m < 8; ++m) {
-          W[m] = _mm512_and_si512(_mm512_srli_epi16(Q[m], 2 * k), three);
-          if constexpr (kQ3)
-            W[m] = _mm512_or_si512(W[m], _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(H[m], _mm512_set1_epi8(int8_t(1 << (4 * h + k)))), four));
-        }
-        const int s0 = 8 * h + 2 * k;
-        for (int t = 0; t < TT; ++t) {
-          const int8_t* qa = a.q(t0 + t) + 256 * b + 128 * h + 32 * k;
-          __m512i p0, p1;
+          X[m] = _mm512_srli_epi16(vload(qs + 64 * (8 * h + m)), 2 * kp);
           if constexpr (kQ3) {
-            const int16_t* s16 = a.s16(t0 + t) + 16 * b + s0;
-            p0 = _mm512_set1_epi32(-4 * int32_t(load_i16(s16)));
-            p1 = _mm512_set1_epi32(-4 * int32_t(load_i16(s16 + 1)));
-          } else {
-            p0 = p1 = _mm512_setzero_si512();
+            const int left = 2 * h - kp;
+            const __m512i hm = vload(pb + 64 * m);
+            const __m512i hb = left > 0 ? _mm512_slli_epi16(hm, left) : left < 0 ? _mm512_srli_epi16(hm, -left) : hm;
+            X[m] = _mm512_ternarylogic_epi32(X[m], hb, _mm512_set1_epi8(0x33), 0xe4);  // X & 0x33 | hb & ~0x33
           }
-          for (int m = 0; m < 4; ++m) {
-            p0 = _mm512_dpbusd_epi32(p0, W[m], bcast32(qa + 4 * m));
-            p1 = _mm512_dpbusd_epi32(p1, W[m + 4], bcast32(qa + 16 + 4 * m));
+        }
+        for (int e = 0; e < 2; ++e) {
+          const int k = kp + 2 * e;
+          __m512i W[8];
+          for (int m = 0; m < 8; ++m) W[m] = _mm512_and_si512(e ? _mm512_srli_epi16(X[m], 4) : X[m], kQ3 ? seven : three);
+          const int s0 = 8 * h + 2 * k;
+          for (int t = 0; t < TT; ++t) {
+            const int8_t* qa = a.q(t0 + t) + 256 * b + 128 * h + 32 * k;
+            __m512i p0, p1;
+            if constexpr (kQ3) {
+              const int16_t* s16 = a.s16(t0 + t) + 16 * b + s0;
+              p0 = _mm512_set1_epi32(-4 * int32_t(load_i16(s16)));
+              p1 = _mm512_set1_epi32(-4 * int32_t(load_i16(s16 + 1)));
+            } else {
+              p0 = p1 = _mm512_setzero_si512();
+            }
+            for (int m = 0; m < 4; ++m) {
+              p0 = _mm512_dpbusd_epi32(p0, W[m], bcast32(qa + 4 * m));
+              p1 = _mm512_dpbusd_epi32(p1, W[m + 4], bcast32(qa + 16 + 4 * m));
+            }
+            I1[t] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(I1[t], p0, sc[s0]), p1, sc[s0 + 1]);
           }
-          I1[t] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(I1[t], p0, sc[s0]), p1, sc[s0 + 1]);
         }
       }
-    }
     const __m512 d = load_f16x16(pb + (kQ3 ? kQ3D : 0));
     for (int t = 0; t < TT; ++t) {
       const __m512 dav = _mm512_set1_ps(a.d(t0 + t)[b]);
