@@ -209,17 +209,24 @@ inline void k4_scales(const uint8_t* p, __m256i sc[8], __m256i mn_pairs[4]) {
   for (int q = 0; q < 4; ++q) mn_pairs[q] = _mm256_or_si256(mn[2 * q], _mm256_slli_epi32(mn[2 * q + 1], 16));
 }
 
-// I1 += sc * (sum of the 8 quads of W against qa): one sub-block of 32 with unsigned weights.
+// The scale operand of k4_sub for the scales sc: as is for vpmulld (VNNI), else in both int16 halves.
+template <bool kVnni>
+inline __m256i k4_scale(__m256i sc) {
+  if constexpr (kVnni) return sc;
+  else return both_halves(sc);
+}
+
+// I1 += sc * (sum of the 8 quads of W against qa): one sub-block of 32 with unsigned weights;
+// sc2 = k4_scale(sc).
 template <bool kVnni, bool kFive>
-inline __m256i k4_sub(__m256i I1, const __m256i W[8], const int8_t* qa, __m256i sc) {
+inline __m256i k4_sub(__m256i I1, const __m256i W[8], const int8_t* qa, __m256i sc2) {
   if constexpr (kVnni) {
     __m256i p = _mm256_setzero_si256();
     for (int m = 0; m < 8; ++m) p = _mm256_dpbusd_avx_epi32(p, W[m], bcast32(qa + 4 * m));
-    return _mm256_add_epi32(I1, _mm256_mullo_epi32(p, sc));
+    return _mm256_add_epi32(I1, _mm256_mullo_epi32(p, sc2));
   } else {
-    // sc in both int16 halves: vpmaddwd multiplies and widens the pair sums in one step. In int16:
-    // Q4_K 8 pair sums <= 8 * 2 * 15 * 127 = 30480; Q5_K 4 <= 4 * 2 * 31 * 127 = 31496.
-    const __m256i sc2 = both_halves(sc);
+    // vpmaddwd multiplies and widens the pair sums in one step. In int16: Q4_K 8 pair sums <=
+    // 8 * 2 * 15 * 127 = 30480; Q5_K 4 <= 4 * 2 * 31 * 127 = 31496.
     constexpr int kRun = kFive ? 4 : 8;
     for (int m0 = 0; m0 < 8; m0 += kRun) {
       __m256i p = pairs16(W[m0], bcast32(qa + 4 * m0));
@@ -238,6 +245,7 @@ void k4_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_t
   for (int64_t b = 0; b < nb; ++b) {
     __m256i sc[8], mnp[4];
     k4_scales(g.vec(Lay::kBlock, b, Lay::kScales), sc, mnp);
+    for (int s = 0; s < 8; ++s) sc[s] = k4_scale<kVnni>(sc[s]);
     __m256i I1[TT];
     for (int t = 0; t < TT; ++t) I1[t] = _mm256_setzero_si256();
     for (int c = 0; c < 4; ++c) {
@@ -294,16 +302,22 @@ inline __m256i pair_dot(const __m256i pairs[8], const int16_t* s16) {
 // does not, so Q6_K multiplies in int32) or vpmulld. AVX2: int16 pair sums, at most 32767 / (2 *
 // kMax * 127) of them added before vpmaddwd widens them with sc in both halves.
 template <bool kVnni, int kMax>
-inline __m256i sub16(__m256i I1, const __m256i W[4], const int8_t* qa, __m256i sc) {
+inline __m256i sub16_scale(__m256i sc) {
+  if constexpr (!kVnni) return both_halves(sc);
+  else if constexpr (16 * kMax * 127 <= 32767) return low_half(sc);
+  else return sc;
+}
+// sc2 = sub16_scale(sc).
+template <bool kVnni, int kMax>
+inline __m256i sub16(__m256i I1, const __m256i W[4], const int8_t* qa, __m256i sc2) {
   if constexpr (kVnni) {
     __m256i p = _mm256_setzero_si256();
     for (int m = 0; m < 4; ++m) p = _mm256_dpbusd_avx_epi32(p, W[m], bcast32(qa + 4 * m));
-    if constexpr (16 * kMax * 127 <= 32767) return _mm256_dpwssd_avx_epi32(I1, p, low_half(sc));
-    else return _mm256_add_epi32(I1, _mm256_mullo_epi32(p, sc));
+    if constexpr (16 * kMax * 127 <= 32767) return _mm256_dpwssd_avx_epi32(I1, p, sc2);
+    else return _mm256_add_epi32(I1, _mm256_mullo_epi32(p, sc2));
   } else {
     constexpr int kRun = 32767 / (2 * kMax * 127) >= 4 ? 4 : 32767 / (2 * kMax * 127);
     static_assert(kRun >= 1 && 4 % kRun == 0);
-    const __m256i sc2 = both_halves(sc);
     for (int m0 = 0; m0 < 4; m0 += kRun) {
       __m256i p = pairs16(W[m0], bcast32(qa + 4 * m0));
       for (int m = m0 + 1; m < m0 + kRun; ++m) p = _mm256_add_epi16(p, pairs16(W[m], bcast32(qa + 4 * m)));
@@ -327,6 +341,7 @@ void q6k_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_
       sc[s] = _mm256_srai_epi32(_mm256_slli_epi32(sv, 8 * (3 - s % 4)), 24);
     }
     scale_pairs(sc, scp);
+    for (int s = 0; s < 16; ++s) sc[s] = sub16_scale<kVnni, 63>(sc[s]);
     __m256i I1[TT];
     for (int t = 0; t < TT; ++t) I1[t] = _mm256_setzero_si256();
     // Half hh, quad m: elements 128hh + 32e + 4m + j for e = 0..3 (sub-blocks 8hh + 2e + m / 4).
@@ -404,6 +419,7 @@ void k2_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_t
       }
       scale_pairs(mn, pairs);
     }
+    for (int s = 0; s < 16; ++s) sc[s] = sub16_scale<kVnni, kQ3 ? 7 : 3>(sc[s]);
     __m256i I1[TT];
     for (int t = 0; t < TT; ++t) I1[t] = _mm256_setzero_si256();
     // Unsigned quants: Q2_K's as stored, Q3_K's + 4 (its high bit set means +4). Shifts kp and
