@@ -77,6 +77,20 @@ TEST(QuantKernels, ActivationQuantizationIsIdenticalInEveryTable) {
       }
 }
 
+// No vector table leaves a block format to the scalar reference (the kernels below would then
+// be tested against themselves).
+TEST(QuantKernels, EveryVectorTableHasItsOwnBlockKernels) {
+  for (const KernelTable* table : supported_tables()) {
+    if (table == &ref_table()) continue;
+    EXPECT_NE(table->quantize_act, ref_table().quantize_act) << table->name;
+    for (DType t : weight_block_formats()) {
+      EXPECT_NE(table->qmatmul[size_t(t)], ref_table().qmatmul[size_t(t)]) << table->name << " " << dtype_name(t);
+      ASSERT_NE(table->packing.layout, 0) << table->name;
+      EXPECT_NE(table->packing.group_bytes(t, 512), 0u) << table->name << " " << dtype_name(t);
+    }
+  }
+}
+
 TEST(QuantKernels, PackingRoundTrips) {
   std::mt19937 rng(22);
   for (const KernelTable* table : supported_tables()) {
