@@ -90,6 +90,21 @@ void for_range(const kernels::Compute& c, int64_t T, int64_t n, int64_t grain, F
 
 }  // namespace
 
+void deltanet_state_hf_order(const TextConfig& cfg, const DeltaNetWeights& w, const DeltaNetState& state,
+                             std::vector<float>& conv, std::vector<float>& recurrent) {
+  conv = state.conv;
+  recurrent = state.recurrent;
+  if (!w.v_heads_tiled) return;
+  const int64_t Hk = cfg.linear_key_heads, Hv = cfg.linear_value_heads, r = Hv / Hk;
+  const int64_t K = cfg.conv_kernel, dv = cfg.linear_value_dim, S = int64_t(cfg.linear_key_dim) * dv;
+  const int64_t v0 = 2 * Hk * cfg.linear_key_dim;  // first V channel of the conv
+  for (int64_t p = 0; p < Hv; ++p) {  // tiled position p holds HF head (p % Hk) * r + p / Hk
+    const int64_t hf = (p % Hk) * r + p / Hk;
+    std::copy_n(state.conv.data() + (v0 + p * dv) * K, dv * K, conv.data() + (v0 + hf * dv) * K);
+    std::copy_n(state.recurrent.data() + p * S, S, recurrent.data() + hf * S);
+  }
+}
+
 void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
                       kernels::Activations& a, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode,
                       float* out) {
@@ -132,7 +147,8 @@ void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const De
 
   // Per value head: the delta rule over all T tokens, then the gated RMSNorm of its outputs,
   // norm(o) * w * silu(z), with the plain (not 1 + w) weight. Value head h reads key head
-  // h / (Hv / Hk) (consecutive value heads share a key head).
+  // h / (Hv / Hk) in HF's grouped order (consecutive value heads share a key head), h % Hk in
+  // llama.cpp's tiled order (GGUF weights).
   const int64_t group = Hv / Hk;
   const bool chunked = mode == DeltaRuleMode::kChunked || (mode == DeltaRuleMode::kAuto && T > 1);
   c.pool->parallel_for(size_t(Hv), 1, [&](size_t hb, size_t he) {
@@ -140,7 +156,7 @@ void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const De
     work.resize(kernels::delta_chunk_work_floats(dk, dv));
     gate.resize(size_t(dv));
     for (size_t hv = hb; hv < he; ++hv) {
-      const int64_t h = int64_t(hv), kh = h / group;
+      const int64_t h = int64_t(hv), kh = w.v_heads_tiled ? h % Hk : h / group;
       kernels::DeltaRuleHead head;
       head.q = s.q.data() + kh * dk;
       head.k = s.k.data() + kh * dk;

@@ -30,6 +30,11 @@ struct DeltaNetScratch {
   void reserve(const TextConfig& cfg, int64_t tokens);
 };
 
+// The state in HF's grouped value-head order (what the reference's cache holds), whatever order
+// the weights use: conv [conv_dim, K] (the V channels permuted) and recurrent [Hv, dk, dv].
+void deltanet_state_hf_order(const TextConfig& cfg, const DeltaNetWeights& w, const DeltaNetState& state,
+                             std::vector<float>& conv, std::vector<float>& recurrent);
+
 // out[T, H] = DeltaNet(a[T, H]), advancing `state` by T tokens. `a` may already hold quantized
 // forms of its rows.
 void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
