@@ -1,6 +1,6 @@
 // The kernel table: every hot loop of the engine behind one struct of function pointers.
 // One table per ISA; `ref` is plain scalar C++ and is the oracle every other table is tested
-// against. Tables are chosen once from the CPU's features (QWEN35_ISA=ref|avx2|avx512 overrides).
+// against. Tables are chosen once from the CPU's features (QWEN35_ISA=ref|avx2|avxvnni|avx512|amx overrides).
 #pragma once
 
 #include <cstddef>
