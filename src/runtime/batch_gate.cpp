@@ -98,6 +98,12 @@ void BatchGate::run(std::vector<Pending*>& batch) {
     row += f.n;
   }
   dec.forward_batch(engine_.compute, emb_.data(), pos_.data(), segments_, ws_, hidden_.data());
+  row = 0;
+  for (const Pending* p : batch) {
+    const Feed& f = *p->feed;
+    if (f.hidden) std::memcpy(f.hidden, hidden_.data() + row * H, size_t(f.n * H) * sizeof(float));
+    row += f.n;
+  }
   if (logit_rows == 0) return;
   // One pass of the LM head over every row that wants logits.
   rows_in_.resize(size_t(logit_rows * H));

@@ -41,6 +41,7 @@ class BatchGate {
     DeltaRuleMode mode = DeltaRuleMode::kAuto;
     int64_t n_logits = 0;
     float* logits = nullptr;  // [n_logits, vocab]
+    float* hidden = nullptr;  // [n, H] final-normed rows, wanted by the caller (nullptr: not)
   };
   // Blocks until the batch holding this pass has run; rethrows that batch's error.
   void forward(const Feed& feed);
