@@ -17,7 +17,7 @@ const std::set<std::string>& engine_option_names() {
   static const std::set<std::string> names = {"-m",          "--model",         "--threads",         "--ctx",
                                                 "--image-size", "--prefill-block", "--image-min-pixels", "--image-max-pixels",
                                                 "--image-max-tokens", "--mmproj",    "--mtp",
-                                                "--weights",    "--kv-type"};
+                                                "--weights",    "--kv-type",       "--weights-cache"};
   return names;
 }
 
@@ -37,7 +37,10 @@ const char* kEngineOptionsHelp =
     "  --weights TYPE        convert float weights at load: q4_k_m, q8_0, q4_0, ..., bf16, f16, f32\n"
     "                        (default: the checkpoint's own types, or q4_k_m when they would not\n"
     "                        fit comfortably in memory)\n"
-    "  --kv-type f16|f32     attention KV cache elements (default f16; f32: the reference's math)\n";
+    "  --kv-type f16|f32     attention KV cache elements (default f16; f32: the reference's math)\n"
+    "  --weights-cache DIR|off  keep the prepared (repacked) weights of models over 1 GiB in DIR and\n"
+    "                        map them on later starts (default $QWEN35_CACHE_DIR, else\n"
+    "                        $XDG_CACHE_HOME/qwen35, else ~/.cache/qwen35; one file per model)\n";
 
 int64_t max_threads() { return std::max<int64_t>(64, 4 * int64_t(std::thread::hardware_concurrency())); }
 
@@ -73,6 +76,23 @@ std::string default_weights(const std::string& model_dir, std::string* notice) {
   return "q4_k_m";
 }
 
+// The bytes of a model's weight files (a GGUF file, or a folder's safetensors).
+uint64_t model_file_bytes(const std::string& model) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(model, ec)) return std::filesystem::file_size(model, ec);
+  uint64_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(model, ec))
+    if (e.path().extension() == ".safetensors") n += e.file_size(ec);
+  return n;
+}
+
+std::string default_cache_dir() {
+  if (const char* d = std::getenv("QWEN35_CACHE_DIR"); d && *d) return d;
+  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/qwen35";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/qwen35";
+  return "";
+}
+
 EngineOptions engine_options_from(const Args& args, bool bundled_fallback) {
   EngineOptions o;
   o.model_dir = args.get("-m").value_or(args.get_or("--model", ""));
@@ -106,6 +126,11 @@ EngineOptions engine_options_from(const Args& args, bool bundled_fallback) {
     o.weights = default_weights(o.model_dir, &notice);
     if (!notice.empty()) std::fputs(notice.c_str(), stderr);
   }
+  const std::string cache = args.get_or("--weights-cache", "");
+  if (cache == "off" || cache == "none") o.weights_cache_dir.clear();
+  else if (!cache.empty()) o.weights_cache_dir = cache;
+  else if (model_file_bytes(o.model_dir) > (uint64_t(1) << 30)) o.weights_cache_dir = default_cache_dir();
+  o.on_notice = [](const std::string& line) { std::fprintf(stderr, "qwen35: %s\n", line.c_str()); };
   if (o.image_min_pixels > 0 && o.image_max_pixels > 0 && o.image_min_pixels > o.image_max_pixels)
     fail("--image-min-pixels is larger than --image-max-pixels");
   o.image_max_tokens = args.get_int_in("--image-max-tokens", kDefaultImageMaxTokens, 0, int64_t(1) << 20);

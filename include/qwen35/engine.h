@@ -167,8 +167,14 @@ struct EngineOptions {
   // Attention KV cache element type: "f16" (default: half the memory and bandwidth) or "f32"
   // (the reference's math exactly, for parity checks).
   std::string kv_type = "f16";
+  // A folder for prepared (repacked / quantized) weights: the first load writes them there and
+  // later loads of the same model files, weights and kernels map them instead of preparing them
+  // again (a start in about a second). Empty: none.
+  std::string weights_cache_dir;
   // Progress while loading: stage name and fraction in [0, 1].
   std::function<void(const std::string& stage, double fraction)> on_progress;
+  // Notices while loading (what the weight cache did), one line each.
+  std::function<void(const std::string& line)> on_notice;
 };
 
 struct ModelInfo {

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "model/weight_cache.h"
 
 namespace qwen35 {
 namespace fs = std::filesystem;
@@ -171,7 +172,32 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
   shape.n_layers = tc.num_layers;
   shape.n_gqa = tc.num_kv_heads > 0 ? tc.num_heads / tc.num_kv_heads : 1;
   shape.tied_embeddings = tied;
-  if (options.prepare) {
+  // The prepared matrices, as the weight cache stores them.
+  std::vector<CachedMatrix> cached;
+  std::string cache_key;
+  bool from_cache = false;
+  if (options.prepare && !options.weights_cache_dir.empty()) {
+    cached.push_back({"token_embd.weight", &t.embed});
+    cached.push_back({"output.weight", &t.lm_head});
+    for (NamedMatrix& nm : named_matrices(t, has_vision ? &vision_weights : nullptr)) cached.push_back({nm.name, nm.w});
+    std::vector<std::string> sources;
+    if (m->gguf_) {
+      sources = m->gguf_->part_paths();
+      if (m->mmproj_) sources.push_back(m->mmproj_->path());
+      if (m->mtp_file_) sources.push_back(m->mtp_file_->path());
+    } else {
+      for (const auto& e : fs::directory_iterator(path))
+        if (e.path().extension() == ".safetensors") sources.push_back(e.path().string());
+      std::sort(sources.begin(), sources.end());
+    }
+    const kernels::KernelTable& table = options.table ? *options.table : kernels::active_table();
+    cache_key = weight_cache_key(sources, options.weights, std::string(table.name));
+    if (load_weight_cache(weight_cache_path(options.weights_cache_dir, cache_key), cache_key, cached, m->weight_cache_)) {
+      from_cache = true;
+      if (options.on_notice) options.on_notice("weight cache: mapped " + m->weight_cache_->path());
+    }
+  }
+  if (options.prepare && !from_cache) {
     std::vector<DType> types = choose_weight_types(options.weights, text, shape);
     std::vector<NamedMatrix> vision_mats;
     std::vector<DType> vision_types;
@@ -203,6 +229,14 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
     }
     stage(text, types);
     if (has_vision) stage(vision_mats, vision_types);
+    if (!cached.empty()) {
+      try {
+        save_weight_cache(options.weights_cache_dir, cache_key, cached);
+        if (options.on_notice) options.on_notice("weight cache: wrote " + weight_cache_path(options.weights_cache_dir, cache_key));
+      } catch (const std::exception& e) {
+        if (options.on_notice) options.on_notice(std::string("weight cache: not written: ") + e.what());
+      }
+    }
   }
 
   m->weight_bytes_ = matrix_bytes(t.embed) + (tied && t.lm_head.data == t.embed.data ? 0 : matrix_bytes(t.lm_head));

@@ -15,6 +15,7 @@
 #include "model/text_decoder.h"
 #include "model/text_weights.h"
 #include "model/vision.h"
+#include "core/mapped_file.h"
 #include "model/weight_prep.h"
 
 namespace qwen35 {
@@ -35,6 +36,11 @@ struct ModelLoadOptions {
   // false: keep the weights as bound (views into the files, no repacking, no --weights), for tools
   // that read tensors rather than run the model fast (convert, info).
   bool prepare = true;
+  // A folder for prepared weights (weight_cache.h): the first load writes them there, later loads
+  // of the same files, --weights and table map them. Empty: no cache.
+  std::string weights_cache_dir;
+  // Hears what the cache did ("weight cache: ..."), e.g. for a start-up line.
+  std::function<void(const std::string&)> on_notice;
 };
 
 class Model {
@@ -76,6 +82,7 @@ class Model {
   std::unique_ptr<Checkpoint> checkpoint_;
   std::unique_ptr<GgufFile> gguf_, mmproj_, mtp_file_;
   WeightStore store_;  // before the weights that point into it
+  std::unique_ptr<MappedFile> weight_cache_;  // the mapped prepared weights, when they came from the cache
   TextWeights text_;
   std::unique_ptr<TextDecoder> decoder_;
   std::unique_ptr<VisionTower> vision_;

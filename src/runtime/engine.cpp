@@ -75,6 +75,8 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     load.table = e.compute.k;
     load.pool = e.pool.get();
     load.on_prepare_progress = [&](double f) { progress("weights", 0.1 + 0.5 * f); };
+    load.weights_cache_dir = options.weights_cache_dir;
+    load.on_notice = options.on_notice;
     e.model = Model::load(options.model_dir, load);
     progress("tokenizer", 0.6);
     if (e.model->is_gguf()) {

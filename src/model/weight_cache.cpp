@@ -1,0 +1,190 @@
+#include "model/weight_cache.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "core/error.h"
+
+namespace qwen35 {
+namespace {
+
+constexpr char kMagic[16] = "qwen35-weights2";
+constexpr size_t kAlign = 4096;
+
+size_t matrix_bytes(const kernels::WeightMatrix& w) {
+  if (w.layout != 0) return w.group_bytes * size_t((w.rows + 15) / 16);
+  return w.row_bytes * size_t(w.rows);
+}
+
+// The part of the key that names the sources (older caches of the same sources get replaced).
+std::string sources_part(const std::string& key) { return key.substr(0, key.find('\n')); }
+
+std::string hex(uint64_t x) {
+  char b[17];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(x));
+  return b;
+}
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+struct Header {
+  uint32_t name_len;
+  uint8_t dtype, layout, pad[2];
+  int64_t rows, cols;
+  uint64_t row_bytes, group_bytes, offset, bytes;
+  int64_t alias;  // index of an earlier matrix with the very same bytes (a tied head), or -1
+};
+
+}  // namespace
+
+std::string weight_cache_key(const std::vector<std::string>& source_files, const std::string& weights,
+                             const std::string& table_name) {
+  std::string sources;
+  for (const std::string& f : source_files) {
+    struct stat st {};
+    if (stat(f.c_str(), &st) != 0) fail("weight cache: cannot stat ", f);
+    const std::string abs = std::filesystem::absolute(f).lexically_normal().string();
+    sources += abs + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+               std::to_string(st.st_mtim.tv_nsec) + ";";
+  }
+  return "sources " + sources + "\nweights " + weights + "\ntable " + table_name + "\n";
+}
+
+std::string weight_cache_path(const std::string& dir, const std::string& key) {
+  return (std::filesystem::path(dir) / (hex(fnv1a(sources_part(key))) + "-" + hex(fnv1a(key)) + ".q35w")).string();
+}
+
+bool load_weight_cache(const std::string& path, const std::string& key, const std::vector<CachedMatrix>& matrices,
+                       std::unique_ptr<MappedFile>& mapping) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  std::unique_ptr<MappedFile> f;
+  try {
+    f = std::make_unique<MappedFile>(path);
+  } catch (const Error&) {
+    return false;
+  }
+  const uint8_t* p = f->data();
+  const size_t size = f->size();
+  size_t at = 0;
+  auto take = [&](void* out, size_t n) {
+    if (at + n > size) return false;
+    std::memcpy(out, p + at, n);
+    at += n;
+    return true;
+  };
+  char magic[16];
+  uint64_t key_len = 0, n = 0;
+  if (!take(magic, 16) || std::memcmp(magic, kMagic, 16) != 0 || !take(&key_len, 8) || key_len > size - at) return false;
+  if (std::string(reinterpret_cast<const char*>(p + at), key_len) != key) return false;
+  at += key_len;
+  if (!take(&n, 8) || n != matrices.size()) return false;
+  std::vector<kernels::WeightMatrix> bound(matrices.size());
+  for (size_t i = 0; i < matrices.size(); ++i) {
+    Header h{};
+    if (!take(&h, sizeof h) || h.name_len > size - at) return false;
+    const std::string name(reinterpret_cast<const char*>(p + at), h.name_len);
+    at += h.name_len;
+    const kernels::WeightMatrix& src = *matrices[i].w;
+    if (name != matrices[i].name || h.rows != src.rows || h.cols != src.cols) return false;
+    kernels::WeightMatrix& w = bound[i];
+    w.dtype = DType(h.dtype);
+    w.layout = h.layout;
+    w.rows = h.rows;
+    w.cols = h.cols;
+    w.row_bytes = h.row_bytes;
+    w.group_bytes = h.group_bytes;
+    if (h.alias >= 0) {
+      if (size_t(h.alias) >= i) return false;
+      w.data = bound[size_t(h.alias)].data;
+    } else {
+      if (h.offset % kAlign != 0 || h.offset > size || h.bytes > size - h.offset || h.bytes != matrix_bytes(w)) return false;
+      w.data = p + h.offset;
+    }
+  }
+  for (size_t i = 0; i < matrices.size(); ++i) *matrices[i].w = bound[i];
+  mapping = std::move(f);
+  return true;
+}
+
+void save_weight_cache(const std::string& dir, const std::string& key, const std::vector<CachedMatrix>& matrices) {
+  std::filesystem::create_directories(dir);
+  const std::string path = weight_cache_path(dir, key);
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) fail("weight cache: cannot write ", tmp);
+    std::vector<Header> headers(matrices.size());
+    size_t header_bytes = 16 + 8 + key.size() + 8;
+    for (const CachedMatrix& m : matrices) header_bytes += sizeof(Header) + m.name.size();
+    size_t offset = (header_bytes + kAlign - 1) / kAlign * kAlign;
+    for (size_t i = 0; i < matrices.size(); ++i) {
+      const kernels::WeightMatrix& w = *matrices[i].w;
+      Header& h = headers[i];
+      h.name_len = uint32_t(matrices[i].name.size());
+      h.dtype = uint8_t(w.dtype);
+      h.layout = w.layout;
+      h.rows = w.rows;
+      h.cols = w.cols;
+      h.row_bytes = w.row_bytes;
+      h.group_bytes = w.group_bytes;
+      h.alias = -1;
+      for (size_t j = 0; j < i; ++j)
+        if (matrices[j].w->data == w.data && matrix_bytes(*matrices[j].w) == matrix_bytes(w) &&
+            matrices[j].w->layout == w.layout && matrices[j].w->dtype == w.dtype)
+          h.alias = int64_t(j);
+      if (h.alias >= 0) continue;
+      h.bytes = matrix_bytes(w);
+      h.offset = offset;
+      offset = (offset + h.bytes + kAlign - 1) / kAlign * kAlign;
+    }
+    const uint64_t key_len = key.size(), n = matrices.size();
+    out.write(kMagic, 16);
+    out.write(reinterpret_cast<const char*>(&key_len), 8);
+    out.write(key.data(), std::streamsize(key.size()));
+    out.write(reinterpret_cast<const char*>(&n), 8);
+    for (size_t i = 0; i < matrices.size(); ++i) {
+      out.write(reinterpret_cast<const char*>(&headers[i]), sizeof(Header));
+      out.write(matrices[i].name.data(), std::streamsize(matrices[i].name.size()));
+    }
+    size_t at = header_bytes;
+    static const std::vector<char> zeros(kAlign, 0);
+    for (size_t i = 0; i < matrices.size(); ++i) {
+      if (headers[i].alias >= 0) continue;
+      out.write(zeros.data(), std::streamsize(headers[i].offset - at));
+      out.write(static_cast<const char*>(matrices[i].w->data), std::streamsize(headers[i].bytes));
+      at = headers[i].offset + headers[i].bytes;
+    }
+    out.flush();
+    if (!out) {
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      fail("weight cache: writing ", tmp, " failed (disk full?)");
+    }
+  }
+  // One cache file per set of sources: an older preparation of the same files goes.
+  const std::string prefix = hex(fnv1a(sources_part(key))) + "-";
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string fn = e.path().filename().string();
+    if (fn.rfind(prefix, 0) == 0 && fn.size() > 5 && fn.substr(fn.size() - 5) == ".q35w" && e.path() != path)
+      std::filesystem::remove(e.path(), ec);
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    fail("weight cache: cannot rename ", tmp, " to ", path);
+  }
+}
+
+}  // namespace qwen35

@@ -1,0 +1,39 @@
+// Prepared weights kept on disk. Repacking (and quantizing at load) writes every byte of the
+// weights into fresh anonymous memory, which is slow to fault in (on virtual machines especially)
+// and is redone on every start. With a cache directory, the first start writes the prepared
+// matrices to one file there; later starts with the same model files, --weights and kernel table
+// map that file instead: the weights come straight from the page cache, nothing is repacked, and
+// the source tensors are never read.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/mapped_file.h"
+#include "kernels/kernels.h"
+
+namespace qwen35 {
+
+struct CachedMatrix {
+  std::string name;
+  kernels::WeightMatrix* w;
+};
+
+// What identifies a prepared model: the cache format, each source file's path, size and
+// modification time, the --weights value and the kernel table (its packed layouts).
+std::string weight_cache_key(const std::vector<std::string>& source_files, const std::string& weights,
+                             const std::string& table_name);
+// The cache file for `key` in `dir`.
+std::string weight_cache_path(const std::string& dir, const std::string& key);
+
+// Points every matrix at its prepared bytes in the cache file, which `mapping` then keeps mapped.
+// False (nothing changed) when the file is missing, is for another key, or does not describe
+// exactly these matrices (names, shapes); a damaged file is ignored the same way.
+bool load_weight_cache(const std::string& path, const std::string& key, const std::vector<CachedMatrix>& matrices,
+                       std::unique_ptr<MappedFile>& mapping);
+// Writes the prepared matrices (atomically: a temporary file renamed into place) and removes
+// older cache files of the same sources in `dir`. Throws qwen35::Error when it cannot write.
+void save_weight_cache(const std::string& dir, const std::string& key, const std::vector<CachedMatrix>& matrices);
+
+}  // namespace qwen35
