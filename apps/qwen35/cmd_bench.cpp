@@ -31,7 +31,7 @@ const char* kHelp =
     "usage: qwen35 bench -m MODEL [-p 512] [-n 128] [-d 0] [-t 1,2] [-r 5] [--json] [--weights TYPE]\n\n"
     "Measures prompt processing (pp: -p tokens in prefill blocks, logits of the last) and token\n"
     "generation (tg: -n single-token steps with full logits) on random token ids, after -d tokens\n"
-    "of context, for each thread count of -t, -r times each (after one warm-up run), like\n"
+    "of context, for each thread count of -t, -r times each (after a warm-up: one prompt run, or 8 generated tokens), like\n"
     "llama-bench. Prints tok/s (min / median / max), the weight bytes one decode step reads, the\n"
     "bandwidth that is, the machine's measured read bandwidth and the share of it reached, peak\n"
     "resident memory, and synchronisation points per token. --json: one object per test with\n"
@@ -150,14 +150,16 @@ int cmd_bench(int argc, char** argv) {
     for (int kind = 0; kind < 2; ++kind) {
       const int64_t n = kind == 0 ? n_prompt : n_gen;
       if (n == 0) continue;
-      auto run = [&](uint64_t seed) {
-        return kind == 0 ? bench_prompt(*engine, n, depth, seed) : bench_generate(*engine, n, depth, seed);
+      auto run = [&](uint64_t seed, int64_t tokens) {
+        return kind == 0 ? bench_prompt(*engine, tokens, depth, seed) : bench_generate(*engine, tokens, depth, seed);
       };
-      run(1);  // warm-up: page cache, first-touch of buffers, thread spin-up
+      // Warm-up (page cache, first touch of the buffers, threads): a short run of the same kind
+      // touches every weight and buffer size the timed runs use.
+      run(1, kind == 0 ? n : std::min<int64_t>(n, 8));
       std::vector<double> ts, ns;
       uint64_t syncs = 0;
       for (int64_t r = 0; r < reps; ++r) {
-        const BenchRun br = run(uint64_t(r) + 2);
+        const BenchRun br = run(uint64_t(r) + 2, n);
         ts.push_back(double(br.tokens) / br.seconds);
         ns.push_back(br.seconds * 1e9);
         syncs = br.sync_points / uint64_t(std::max<int64_t>(1, br.tokens));
