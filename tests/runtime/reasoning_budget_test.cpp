@@ -9,6 +9,7 @@
 
 #include "runtime/engine_impl.h"
 #include "runtime/session_impl.h"
+#include "runtime/thought_budget.h"
 #include "runtime_harness.h"
 
 namespace qwen35::test {
@@ -46,6 +47,80 @@ int64_t closing_thought_tokens(const EngineImpl& e) {
 std::string without_leading_newlines(std::string s) {
   s.erase(0, s.find_first_not_of('\n'));
   return s;
+}
+
+// The counting itself, on made-up ids: 1 = <think>, 2 = </think>, closing {7, 8, 2}.
+TEST(ThoughtBudget, CountsTokensBetweenTheMarkersOverAllThoughts) {
+  const std::vector<int32_t> closing = {7, 8, 2};
+  ThoughtBudget b(5, /*starts_in_thought=*/true, 1, 2, closing);
+  EXPECT_EQ(b.room(), 5);
+  for (int32_t t : {10, 11, 1}) b.observe(t);  // a nested <think> is a thought token too
+  EXPECT_EQ(b.room(), 2);
+  b.observe(2);  // the model closes the thought itself: nothing to force
+  EXPECT_EQ(b.room(), ThoughtBudget::kUnlimited);
+  b.observe(2);  // a </think> outside a thought changes nothing
+  b.observe(12);
+  EXPECT_EQ(b.thought_tokens(), 3);
+  EXPECT_EQ(b.room(), ThoughtBudget::kUnlimited);
+  b.observe(1);  // a second thought spends what is left of the same budget
+  EXPECT_EQ(b.room(), 2);
+  b.observe(13);
+  b.observe(14);
+  EXPECT_TRUE(b.closing_due());
+  EXPECT_EQ(b.begin_closing(), closing);
+  EXPECT_EQ(b.room(), ThoughtBudget::kUnlimited);  // while the closing is fed
+  b.observe(7);
+  b.observe(8);
+  EXPECT_EQ(b.room(), ThoughtBudget::kUnlimited);
+  b.observe(2);
+  EXPECT_EQ(b.thought_tokens(), 7);  // 5 + the closing's two tokens before its </think>
+  b.observe(1);
+  EXPECT_TRUE(b.closing_due());  // a thought opened after the budget is spent closes at once
+}
+
+TEST(ThoughtBudget, UnlimitedZeroAndInactive) {
+  const std::vector<int32_t> closing = {7, 2}, none;
+  ThoughtBudget unlimited(-1, true, 1, 2, closing);
+  for (int i = 0; i < 100; ++i) unlimited.observe(10);
+  EXPECT_EQ(unlimited.room(), ThoughtBudget::kUnlimited);
+  EXPECT_EQ(unlimited.thought_tokens(), 100);
+  EXPECT_TRUE(ThoughtBudget(0, true, 1, 2, closing).closing_due());
+  ThoughtBudget outside(0, false, 1, 2, closing);  // thinking off: no thought yet
+  EXPECT_FALSE(outside.closing_due());
+  outside.observe(1);
+  EXPECT_TRUE(outside.closing_due());
+  ThoughtBudget raw(0, true, -1, -1, closing);  // raw completion: no thoughts at all
+  raw.observe(1);
+  raw.observe(10);
+  EXPECT_FALSE(raw.closing_due());
+  EXPECT_EQ(raw.thought_tokens(), 0);
+  ThoughtBudget no_closing(0, true, 1, 2, none);  // counted, never closed
+  no_closing.observe(10);
+  EXPECT_FALSE(no_closing.closing_due());
+  EXPECT_EQ(no_closing.thought_tokens(), 1);
+}
+
+// Sampling: the forced tokens take no draw, so a seeded budgeted answer is reproducible and
+// starts with the unbudgeted answer's first N tokens.
+TEST(ReasoningBudget, SampledWithASeed) {
+  const Engine& engine = tiny_engine();
+  const auto& closing = engine.impl().thought_closing_ids;
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.seed = 42;
+  p.ignore_eos = true;
+  p.max_tokens = 40;
+  Status st;
+  const GenerationResult free = engine.new_session()->chat(question(), p, nullptr, &st);
+  ASSERT_TRUE(st.ok()) << st.message;
+  p.reasoning_budget = 6;
+  const GenerationResult a = engine.new_session()->chat(question(), p, nullptr, &st);
+  const GenerationResult b = engine.new_session()->chat(question(), p, nullptr, &st);
+  EXPECT_EQ(a.tokens, b.tokens);
+  ASSERT_EQ(a.tokens.size(), 40u);
+  EXPECT_EQ(std::vector<int32_t>(a.tokens.begin(), a.tokens.begin() + 6),
+            std::vector<int32_t>(free.tokens.begin(), free.tokens.begin() + 6));
+  EXPECT_EQ(std::vector<int32_t>(a.tokens.begin() + 6, a.tokens.begin() + 6 + int64_t(closing.size())), closing);
 }
 
 TEST(ReasoningBudget, ClosingIsTheSentenceThenThinkEnd) {
