@@ -39,7 +39,7 @@ const char* kUsage =
     "                         (the web UI asks for it once and keeps it in the browser)\n"
     "  --cors-origin LIST     origins (scheme://host[:port], comma-separated; * for any) whose web\n"
     "                         pages may call the API (default: none but the server's own page)\n"
-    "  --parallel N           conversations generating at the same time (default 2, at most 64)\n"
+    "  --parallel N           conversations generating at the same time, batched (default 4, at most 64)\n"
     "  --max-queue N          requests waiting beyond those; more get 503 (default 64)\n"
     "  --cache-ram MiB        prefix cache budget shared by all conversations (default 2048)\n"
     "  --max-images N         images per request (default 16)\n"
@@ -121,7 +121,7 @@ int run_serve(int argc, char** argv) {
   so.api_key = args.get_or("--api-key", "");
   if (args.has("--api-key") && so.api_key.empty()) fail("option --api-key must not be empty");
   if (auto origins = args.get("--cors-origin")) so.cors_origins = parse_origins(*origins);
-  so.worker.parallel = int(args.get_int_in("--parallel", 2, 1, 64));
+  so.worker.parallel = int(args.get_int_in("--parallel", 4, 1, 64));
   so.worker.max_queue = size_t(args.get_int_in("--max-queue", 64, 0, 100000));
   so.worker.cache_bytes = size_t(args.get_int_in("--cache-ram", 2048, 0, int64_t(1) << 20)) << 20;
   so.max_body_bytes = size_t(args.get_int_in("--max-body-mib", 32, 1, 1024)) << 20;

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -349,6 +350,29 @@ class Generation {
   Impl& impl() { return *impl_; }
 
  private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Continuous batching: steps the generations of several sessions together. One step() of each
+// runs on a thread of its own, and the model passes they make in that round run as one batched
+// forward, every weight streamed once for all of them. A generation's tokens, logprobs and state
+// are the bits it gets stepping alone. One caller thread at a time.
+class GenerationBatch {
+ public:
+  explicit GenerationBatch(const Engine& engine);
+  ~GenerationBatch();
+
+  struct Outcome {
+    bool more = false;          // what step() returned
+    std::exception_ptr error;   // what it threw, if it did
+  };
+  // One step() of each generation (of distinct sessions); outcomes[i] belongs to gens[i].
+  void step(const std::vector<Generation*>& gens, std::vector<Outcome>& outcomes);
+  uint64_t batches() const;       // batched model passes so far
+  uint64_t batched_rows() const;  // token rows they held
+
+ private:
+  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/error.h"
 #include "model/norm.h"
 
 namespace qwen35 {
@@ -34,7 +35,18 @@ void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const A
 
 void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const AttentionWeights& w, const MRope& rope,
                        kernels::Activations& a, KvCache& kv, AttentionScratch& s, float* out) {
+  const AttentionSpan span{&kv, a.T()};
+  attention_forward(c, cfg, w, rope, a, std::span<const AttentionSpan>(&span, 1), s, out);
+}
+
+void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const AttentionWeights& w, const MRope& rope,
+                       kernels::Activations& a, std::span<const AttentionSpan> spans, AttentionScratch& s, float* out) {
   const int64_t T = a.T();
+  {
+    int64_t rows = 0;
+    for (const AttentionSpan& sp : spans) rows += sp.T;
+    if (rows != T) fail("attention_forward: spans cover ", rows, " rows of ", T);
+  }
   s.reserve(cfg, T);
   const int nq = cfg.num_heads, nkv = cfg.num_kv_heads, hd = cfg.head_dim;
   const int64_t QD = int64_t(nq) * hd, KD = int64_t(nkv) * hd, qg_stride = w.q.rows;
@@ -58,37 +70,52 @@ void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const A
     rope.apply(s.k.data() + t * KD, nkv, hd, cs, sn);
   }
 
-  const int64_t past = kv.length();
-  kv.append(s.k.data(), s.v.data(), T);
-
-  // Tasks of kAttnBlock tokens x one KV head: the group of query heads that share the KV head
-  // reads each key and value row once. Later blocks see more keys, so they are handed out first.
-  // The kernel computes every row the same way in any block, so neither the block size nor the
-  // thread count changes a bit of the result.
+  // Per span: its rows join its cache, then tasks of kAttnBlock tokens x one KV head, so the group
+  // of query heads that share the KV head reads each key and value row once. Later blocks see more
+  // keys, so they are handed out first. The kernel computes every row the same way in any block,
+  // so neither the block size, the other spans nor the thread count changes a bit of the result.
   constexpr int64_t kAttnBlock = 16;
   const int group = nq / nkv;
-  const int64_t blocks = (T + kAttnBlock - 1) / kAttnBlock;
-  const size_t tasks = size_t(blocks * nkv);
+  struct Task {
+    const KvCache* kv;
+    int64_t t0;        // first row of the task, in the whole block
+    int64_t n;         // rows
+    int64_t n_kv0;     // keys the first row sees
+  };
+  thread_local std::vector<Task> task_blocks;  // the caller's; the tasks read it through the reference
+  std::vector<Task>& blocks = task_blocks;
+  blocks.clear();
+  int64_t row = 0;
+  for (const AttentionSpan& sp : spans) {
+    const int64_t past = sp.kv->length();
+    sp.kv->append(s.k.data() + row * KD, s.v.data() + row * KD, sp.T);
+    for (int64_t b = 0; b < sp.T; b += kAttnBlock)
+      blocks.push_back({sp.kv, row + b, std::min(kAttnBlock, sp.T - b), past + b + 1});  // causal
+    row += sp.T;
+  }
+  std::stable_sort(blocks.begin(), blocks.end(), [](const Task& x, const Task& y) { return x.n_kv0 > y.n_kv0; });
+  const size_t tasks = blocks.size() * size_t(nkv);
   c.pool->parallel_for(
       tasks, 1,
       [&](size_t b, size_t e) {
         for (size_t task = b; task < e; ++task) {
-          const int64_t t0 = (blocks - 1 - int64_t(task) / nkv) * kAttnBlock;
-          const int kvh = int(int64_t(task) % nkv);
+          const Task& bt = blocks[task / size_t(nkv)];
+          const int kvh = int(task % size_t(nkv));
+          const KvCache& kv = *bt.kv;
           kernels::AttnArgs args;
-          args.q = s.q.data() + t0 * QD + int64_t(kvh) * group * hd;
+          args.q = s.q.data() + bt.t0 * QD + int64_t(kvh) * group * hd;
           args.q_stride = QD;
-          args.o = s.attn.data() + t0 * QD + int64_t(kvh) * group * hd;
+          args.o = s.attn.data() + bt.t0 * QD + int64_t(kvh) * group * hd;
           args.o_stride = QD;
           const size_t head_off = size_t(kvh) * size_t(hd) * (kv.dtype() == DType::F16 ? 2 : 4);
           args.k = static_cast<const uint8_t*>(kv.key_row(0)) + head_off;
           args.v = static_cast<const uint8_t*>(kv.value_row(0)) + head_off;
           args.kv_stride = kv.row_floats();
           args.kv_dtype = kv.dtype();
-          args.n_q = std::min(kAttnBlock, T - t0);
+          args.n_q = bt.n;
           args.group = group;
           args.head_dim = hd;
-          args.n_kv0 = past + t0 + 1;  // causal: token t0 sees keys 0 .. past + t0
+          args.n_kv0 = bt.n_kv0;
           args.scale = 1.0f / std::sqrt(float(hd));
           c.k->attention(args);
         }

@@ -2,6 +2,7 @@
 // attention over the KV cache, sigmoid output gate.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "kernels/compute.h"
@@ -26,6 +27,19 @@ struct AttentionScratch {
   // Rotary angles of T tokens at positions [3, T] (rows t, h, w); once per forward, not per layer.
   void set_positions(const MRope& rope, const int32_t* positions, int64_t T);
 };
+
+// One sequence's consecutive rows in a batched call, with its own cache.
+struct AttentionSpan {
+  KvCache* kv = nullptr;
+  int64_t T = 0;
+};
+
+// out[T, H] = Attention(a[T, H]) for rows of several sequences (spans in row order, their T summing
+// to a.T()), at the angles set by s.set_positions for all rows: projections over all rows at once,
+// each span's queries over its own cache, to which its rows are appended. A span's results are the
+// bits it gets alone.
+void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const AttentionWeights& w, const MRope& rope,
+                       kernels::Activations& a, std::span<const AttentionSpan> spans, AttentionScratch& s, float* out);
 
 // out[T, H] = Attention(a[T, H]) at the angles set by s.set_positions; appends T rows to `kv`.
 // `a` may already hold quantized forms of its rows.

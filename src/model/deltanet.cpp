@@ -106,9 +106,13 @@ void deltanet_state_hf_order(const TextConfig& cfg, const DeltaNetWeights& w, co
 }
 
 void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
-                      kernels::Activations& a, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode,
-                      float* out) {
+                      kernels::Activations& a, std::span<const DeltaNetSpan> spans, DeltaNetScratch& s, float* out) {
   const int64_t T = a.T();
+  {
+    int64_t rows = 0;
+    for (const DeltaNetSpan& sp : spans) rows += sp.T;
+    if (rows != T) fail("deltanet_forward: spans cover ", rows, " rows of ", T);
+  }
   s.reserve(cfg, T);
   const int64_t C = cfg.conv_dim(), Hk = cfg.linear_key_heads, Hv = cfg.linear_value_heads;
   const int dk = cfg.linear_key_dim, dv = cfg.linear_value_dim;
@@ -122,10 +126,14 @@ void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const De
                          {&w.in_b, s.beta.data(), Hv},     // [T, Hv] logits
                          {&w.in_a, s.g.data(), Hv}});      // [T, Hv] decay input
 
-  // Conv over channel blocks (each channel is independent along time).
+  // Conv over channel blocks (each channel is independent along time), every span on its state.
   for_range(c, T, C, 256, [&](int64_t c0, int64_t c1) {
-    causal_conv_silu(c, cfg, w, s.qkv.data(), T, state.conv.data(), s.mixed.data(), c0, c1);
-    update_conv_state(cfg, s.qkv.data(), T, state.conv.data(), c0, c1);
+    int64_t t0 = 0;
+    for (const DeltaNetSpan& sp : spans) {
+      causal_conv_silu(c, cfg, w, s.qkv.data() + t0 * C, sp.T, sp.state->conv.data(), s.mixed.data() + t0 * C, c0, c1);
+      update_conv_state(cfg, s.qkv.data() + t0 * C, sp.T, sp.state->conv.data(), c0, c1);
+      t0 += sp.T;
+    }
   });
 
   // Gates and q/k normalisation per token.
@@ -149,26 +157,33 @@ void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const De
   // norm(o) * w * silu(z), with the plain (not 1 + w) weight. Value head h reads key head
   // h / (Hv / Hk) in HF's grouped order (consecutive value heads share a key head), h % Hk in
   // llama.cpp's tiled order (GGUF weights).
+  // Tasks: (span, value head), the span's rows starting at row t_first.
   const int64_t group = Hv / Hk;
-  const bool chunked = mode == DeltaRuleMode::kChunked || (mode == DeltaRuleMode::kAuto && T > 1);
-  c.pool->parallel_for(size_t(Hv), 1, [&](size_t hb, size_t he) {
+  thread_local std::vector<int64_t> span_rows;  // the caller's; the tasks read it through the reference
+  std::vector<int64_t>& span_row = span_rows;
+  span_row.assign(spans.size() + 1, 0);
+  for (size_t i = 0; i < spans.size(); ++i) span_row[i + 1] = span_row[i] + spans[i].T;
+  c.pool->parallel_for(spans.size() * size_t(Hv), 1, [&](size_t hb, size_t he) {
     thread_local std::vector<float> work, gate;
     work.resize(kernels::delta_chunk_work_floats(dk, dv));
     gate.resize(size_t(dv));
-    for (size_t hv = hb; hv < he; ++hv) {
-      const int64_t h = int64_t(hv), kh = w.v_heads_tiled ? h % Hk : h / group;
+    for (size_t task = hb; task < he; ++task) {
+      const DeltaNetSpan& sp = spans[task / size_t(Hv)];
+      const int64_t t_first = span_row[task / size_t(Hv)], T = sp.T;
+      const bool chunked = sp.mode == DeltaRuleMode::kChunked || (sp.mode == DeltaRuleMode::kAuto && T > 1);
+      const int64_t h = int64_t(task % size_t(Hv)), kh = w.v_heads_tiled ? h % Hk : h / group;
       kernels::DeltaRuleHead head;
-      head.q = s.q.data() + kh * dk;
-      head.k = s.k.data() + kh * dk;
+      head.q = s.q.data() + t_first * QK + kh * dk;
+      head.k = s.k.data() + t_first * QK + kh * dk;
       head.qk_stride = QK;
-      head.v = s.mixed.data() + 2 * QK + h * dv;
+      head.v = s.mixed.data() + t_first * C + 2 * QK + h * dv;
       head.v_stride = C;
-      head.beta = s.beta.data() + h;
-      head.g = s.g.data() + h;
+      head.beta = s.beta.data() + t_first * Hv + h;
+      head.g = s.g.data() + t_first * Hv + h;
       head.gate_stride = Hv;
-      head.o = s.core.data() + h * dv;
+      head.o = s.core.data() + t_first * VS + h * dv;
       head.o_stride = VS;
-      float* S = state.recurrent.data() + h * dk * dv;
+      float* S = sp.state->recurrent.data() + h * dk * dv;
       if (!chunked) {
         c.k->delta_recurrent(head, T, dk, dv, S);
       } else {
@@ -184,7 +199,7 @@ void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const De
           c.k->delta_chunk(part, n, dk, dv, S, work.data());
         }
       }
-      for (int64_t t = 0; t < T; ++t) {
+      for (int64_t t = t_first; t < t_first + T; ++t) {
         float* o = s.core.data() + t * VS + h * dv;
         rms_norm(o, w.norm.data(), dv, cfg.rms_norm_eps, o);
         c.k->silu(s.z.data() + t * VS + h * dv, gate.data(), dv);
@@ -195,6 +210,13 @@ void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const De
 
   s.core_in.bind(s.core.data(), T, VS);
   kernels::linear(c, s.core_in, w.out, out, w.out.rows);
+}
+
+void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
+                      kernels::Activations& a, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode,
+                      float* out) {
+  const DeltaNetSpan span{&state, a.T(), mode};
+  deltanet_forward(c, cfg, w, a, std::span<const DeltaNetSpan>(&span, 1), s, out);
 }
 
 void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* a,

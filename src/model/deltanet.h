@@ -1,6 +1,7 @@
 // The Gated DeltaNet (linear attention) layer, spec 3.5.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "kernels/compute.h"
@@ -34,6 +35,19 @@ struct DeltaNetScratch {
 // the weights use: conv [conv_dim, K] (the V channels permuted) and recurrent [Hv, dk, dv].
 void deltanet_state_hf_order(const TextConfig& cfg, const DeltaNetWeights& w, const DeltaNetState& state,
                              std::vector<float>& conv, std::vector<float>& recurrent);
+
+// One sequence's consecutive rows in a batched call: its own state and form of the delta rule.
+struct DeltaNetSpan {
+  DeltaNetState* state = nullptr;
+  int64_t T = 0;
+  DeltaRuleMode mode = DeltaRuleMode::kAuto;
+};
+
+// out[T, H] = DeltaNet(a[T, H]) for rows of several sequences (spans in row order, their T summing
+// to a.T()): the projections run over all rows at once, the conv and the delta rule per span on
+// its state. A span's results are the bits it gets alone.
+void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
+                      kernels::Activations& a, std::span<const DeltaNetSpan> spans, DeltaNetScratch& s, float* out);
 
 // out[T, H] = DeltaNet(a[T, H]), advancing `state` by T tokens. `a` may already hold quantized
 // forms of its rows.

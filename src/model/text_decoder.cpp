@@ -32,6 +32,18 @@ void TextDecoder::embed(const int32_t* ids, int64_t T, float* out) const {
 void TextDecoder::forward(const kernels::Compute& c, const float* embeddings, const int32_t* positions, int64_t T,
                           DecoderState& state, DecoderWorkspace& ws, float* hidden, DeltaRuleMode mode,
                           DecoderObserver* observer) const {
+  const DecoderSegment seg{&state, T, mode};
+  forward_batch(c, embeddings, positions, std::span<const DecoderSegment>(&seg, 1), ws, hidden, observer);
+}
+
+void TextDecoder::forward_batch(const kernels::Compute& c, const float* embeddings, const int32_t* positions,
+                                std::span<const DecoderSegment> segments, DecoderWorkspace& ws, float* hidden,
+                                DecoderObserver* observer) const {
+  int64_t T = 0;
+  for (const DecoderSegment& sg : segments) {
+    if (sg.T < 0) fail("forward_batch: a segment of ", sg.T, " tokens");
+    T += sg.T;
+  }
   if (T <= 0) return;
   ws.reserve(cfg_, T);
   const int64_t H = cfg_.hidden_size;
@@ -53,11 +65,17 @@ void TextDecoder::forward(const kernels::Compute& c, const float* embeddings, co
     rows([&](int64_t t0, int64_t t1) { rms_norm_rows(x + t0 * H, L.input_norm.data(), t1 - t0, H, eps, normed + t0 * H); });
     ws.normed_in.bind(normed, T, H);
     if (L.kind == LayerKind::kDeltaNet) {
-      deltanet_forward(c, cfg_, L.deltanet, ws.normed_in, state.deltanet[size_t(deltanet_index++)], ws.deltanet, mode,
-                       mixed);
+      ws.deltanet_spans.clear();
+      for (const DecoderSegment& sg : segments)
+        if (sg.T > 0) ws.deltanet_spans.push_back({&sg.state->deltanet[size_t(deltanet_index)], sg.T, sg.mode});
+      ++deltanet_index;
+      deltanet_forward(c, cfg_, L.deltanet, ws.normed_in, ws.deltanet_spans, ws.deltanet, mixed);
     } else {
-      attention_forward(c, cfg_, L.attention, rope_, ws.normed_in, state.kv[size_t(attention_index++)], ws.attention,
-                        mixed);
+      ws.attention_spans.clear();
+      for (const DecoderSegment& sg : segments)
+        if (sg.T > 0) ws.attention_spans.push_back({&sg.state->kv[size_t(attention_index)], sg.T});
+      ++attention_index;
+      attention_forward(c, cfg_, L.attention, rope_, ws.normed_in, ws.attention_spans, ws.attention, mixed);
     }
     rows([&](int64_t t0, int64_t t1) {
       for (int64_t j = t0 * H; j < t1 * H; ++j) x[j] += mixed[j];
@@ -71,7 +89,7 @@ void TextDecoder::forward(const kernels::Compute& c, const float* embeddings, co
     if (observer) observer->on_layer_output(i, x, T);
   }
   rms_norm_rows(x, w_.final_norm.data(), T, H, eps, hidden);
-  state.n_past += T;
+  for (const DecoderSegment& sg : segments) sg.state->n_past += sg.T;
 }
 
 void TextDecoder::logits(const kernels::Compute& c, const float* hidden, int64_t n, float* out) const {

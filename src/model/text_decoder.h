@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "kernels/compute.h"
@@ -30,11 +31,20 @@ struct DecoderWorkspace {
   std::vector<float> x;       // [T, H] residual stream
   std::vector<float> normed;  // [T, H]
   std::vector<float> mixed;   // [T, H] mixer / MLP output
+  std::vector<DeltaNetSpan> deltanet_spans;
+  std::vector<AttentionSpan> attention_spans;
   kernels::Activations normed_in;  // normed, shared by every matrix that reads it
   DeltaNetScratch deltanet;
   AttentionScratch attention;
   MlpScratch mlp;
   void reserve(const TextConfig& cfg, int64_t tokens);
+};
+
+// One sequence's consecutive rows in a batched forward.
+struct DecoderSegment {
+  DecoderState* state = nullptr;
+  int64_t T = 0;
+  DeltaRuleMode mode = DeltaRuleMode::kAuto;
 };
 
 class TextDecoder {
@@ -51,6 +61,13 @@ class TextDecoder {
   void forward(const kernels::Compute& c, const float* embeddings, const int32_t* positions, int64_t T,
                DecoderState& state, DecoderWorkspace& ws, float* hidden, DeltaRuleMode mode = DeltaRuleMode::kAuto,
                DecoderObserver* observer = nullptr) const;
+
+  // The same for the rows of several sequences at once (segments in row order; embeddings
+  // [sum T, H], positions [3, sum T]): every matrix streams once for all rows, each segment's
+  // mixers run on its own state. A segment's hidden rows are the bits forward() gives it alone.
+  void forward_batch(const kernels::Compute& c, const float* embeddings, const int32_t* positions,
+                     std::span<const DecoderSegment> segments, DecoderWorkspace& ws, float* hidden,
+                     DecoderObserver* observer = nullptr) const;
 
   // logits[n, vocab] = hidden[n, H] * lm_head^T.
   void logits(const kernels::Compute& c, const float* hidden, int64_t n, float* out) const;

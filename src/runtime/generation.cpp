@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "runtime/batch_gate.h"
 #include "runtime/prefix_cache.h"
 #include "runtime/session_impl.h"
 
@@ -60,7 +61,12 @@ bool Generation::Impl::vision_slice(int64_t from, int64_t to) {
       img.vision = std::make_shared<VisionRun>(tower, img.processed.pixel_values.data(),
                                                int64_t(img.processed.pixel_values.size()) / tower.patch_dim(),
                                                std::vector<ImageGrid>{img.processed.grid});
-    if (!img.vision->step(engine.compute)) {
+    bool more;
+    {
+      const BatchGate::Outside outside;  // the other generations' passes need not wait for the slice
+      more = img.vision->step(engine.compute);
+    }
+    if (!more) {
       img.embeddings = std::move(img.vision->output());
       img.vision.reset();
       if (int64_t(img.embeddings.size()) != img.count * engine.text_config().hidden_size)

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "runtime/batch_gate.h"
 
 namespace qwen35 {
 
@@ -31,14 +32,19 @@ void Sequence::feed(const int32_t* ids, const uint64_t* keys, const float* embed
   if (n <= 0) return;
   if (length() + n > engine_.context_size)
     fail("sequence of ", length() + n, " tokens exceeds the context of ", engine_.context_size);
+  n_logits = std::min(n_logits, n);
   const TextDecoder& dec = engine_.model->decoder();
   const int64_t H = engine_.text_config().hidden_size;
   if (int64_t(hidden_.size()) < n * H) hidden_.resize(size_t(n * H));
-  dec.forward(engine_.compute, embeddings, positions, n, state_, ws_, hidden_.data(), mode);
+  if (BatchGate* gate = BatchGate::current()) {
+    // The gate's batched pass; the rows come back so hidden_ holds what the solo pass leaves.
+    gate->forward({&state_, embeddings, positions, n, mode, n_logits, logits, hidden_.data()});
+  } else {
+    dec.forward(engine_.compute, embeddings, positions, n, state_, ws_, hidden_.data(), mode);
+    if (n_logits > 0) dec.logits(engine_.compute, hidden_.data() + (n - n_logits) * H, n_logits, logits);
+  }
   tokens_.insert(tokens_.end(), ids, ids + n);
   keys_.insert(keys_.end(), keys, keys + n);
-  n_logits = std::min(n_logits, n);
-  if (n_logits > 0) dec.logits(engine_.compute, hidden_.data() + (n - n_logits) * H, n_logits, logits);
 }
 
 void Sequence::feed_text(const int32_t* ids, int64_t n, DeltaRuleMode mode, int64_t n_logits, float* logits) {

@@ -166,6 +166,8 @@ void HttpServer::add_routes() {
     if (g.model_loaded && worker_) {
       g.queue_length = int64_t(worker_->queue_length());
       g.active_generations = int64_t(worker_->active());
+      g.batched_passes = int64_t(worker_->batched_passes());
+      g.batched_rows = int64_t(worker_->batched_rows());
       const PrefixCache& c = worker_->cache();
       g.cache_hits = c.hits();
       g.cache_misses = c.misses();

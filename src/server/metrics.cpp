@@ -75,6 +75,8 @@ std::string Metrics::render(const MetricGauges& g) const {
   metric(os, "qwen35_prefix_cache_entries", "gauge", "Snapshots in the prefix cache.", g.cache_entries);
   metric(os, "qwen35_queue_length", "gauge", "Requests waiting for a free session.", g.queue_length);
   metric(os, "qwen35_active_generations", "gauge", "Generations in progress.", g.active_generations);
+  metric(os, "qwen35_batched_passes_total", "counter", "Model passes of rounds with several conversations active (each one batched forward).", g.batched_passes);
+  metric(os, "qwen35_batched_rows_total", "counter", "Token rows those batched passes carried.", g.batched_rows);
   metric(os, "qwen35_parallel_sessions", "gauge", "Sessions (conversations that progress at once, --parallel).", g.parallel);
   metric(os, "qwen35_model_loaded", "gauge", "1 once the model is loaded and requests are served.", g.model_loaded ? 1 : 0);
   return os.str();

@@ -20,6 +20,7 @@ struct MetricGauges {
   int64_t queue_length = 0;
   int64_t active_generations = 0;
   int64_t parallel = 0;
+  int64_t batched_passes = 0, batched_rows = 0;
   int64_t cache_hits = 0, cache_misses = 0;
   int64_t cache_bytes = 0, cache_budget_bytes = 0, cache_entries = 0;
 };

@@ -111,7 +111,7 @@ void Job::set_finished(Status status, GenerationResult result) {
 // Worker
 
 Worker::Worker(const Engine& engine, WorkerOptions options, Metrics* metrics)
-    : engine_(engine), options_(options), metrics_(metrics), cache_(options.cache_bytes) {
+    : engine_(engine), options_(options), metrics_(metrics), cache_(options.cache_bytes), batch_(engine) {
   options_.parallel = std::max(1, options_.parallel);
   for (int i = 0; i < options_.parallel; ++i) sessions_.push_back(engine_.new_session(&cache_));
   session_busy_.assign(size_t(options_.parallel), false);
@@ -259,18 +259,31 @@ void Worker::run() {
       if (stopping_) break;
     }
     admit(active);
-    // One round: every active generation does one bounded step, in arrival order.
+    // One round: every active generation does one bounded step; the model passes of the round
+    // run as one batch (continuous batching), each generation getting the bits it gets alone.
+    round_.clear();
+    for (Active& a : active) {
+      if (a.job->cancel_requested()) a.gen->cancel();
+      else round_.push_back(a.gen.get());
+    }
+    if (!round_.empty()) batch_.step(round_, outcomes_);
+    size_t next = 0;
     for (size_t i = 0; i < active.size();) {
       Active& a = active[i];
       bool more = false;
       Status st;
-      if (a.job->cancel_requested()) {
-        a.gen->cancel();
-      } else {
-        try {
-          more = a.gen->step();
-        } catch (const std::exception& e) {
-          st = Status::Error(StatusCode::kInternal, e.what());
+      if (next < round_.size() && round_[next] == a.gen.get()) {
+        const GenerationBatch::Outcome& o = outcomes_[next++];
+        more = o.more;
+        if (o.error) {
+          more = false;
+          try {
+            std::rethrow_exception(o.error);
+          } catch (const std::exception& e) {
+            st = Status::Error(StatusCode::kInternal, e.what());
+          } catch (...) {
+            st = Status::Error(StatusCode::kInternal, "the generation failed");
+          }
         }
       }
       if (more) {

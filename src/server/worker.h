@@ -9,8 +9,11 @@
 //     state already is). A prefix shorter than kMinAffinity tokens (the chat template's first
 //     tokens, shared by every conversation) does not count, so an unrelated request takes an
 //     empty or the least recently used session instead of a conversation's state.
-//   * Active generations are interleaved round-robin, one Generation::step() each per round
-//     (a step is one prefill block or one decode step), so long prompts do not stall streams.
+//   * Active generations advance in rounds, one Generation::step() each per round (a step is one
+//     prefill block, one vision slice or one decode/verify step), so a long prompt stalls the
+//     others by one prefill block at most (--prefill-block sets it). The model passes of a round
+//     run as one batch (GenerationBatch: continuous batching), each weight streamed once for all
+//     conversations, every conversation getting the bits it gets alone.
 //   * Events go into the job's own buffer; HTTP threads take them from there. Neither side ever
 //     waits for the other while holding the engine. A job's listener (set_listener) hears of
 //     every change, so the HTTP side needs no thread waiting for it.
@@ -18,7 +21,8 @@
 //     tokens, decoded and preprocessed images), so the worker only runs the model.
 //
 // Thread contract: submit/cancel/stop and every Job method are safe from any thread; the
-// sessions and generations are touched only by the worker thread.
+// sessions and generations are touched only by the worker thread and, during a round, by the
+// step threads it waits for.
 #pragma once
 
 #include <atomic>
@@ -122,6 +126,8 @@ class Worker {
 
   size_t queue_length() const;
   size_t active() const { return active_count_.load(); }
+  uint64_t batched_passes() const { return batch_.batches(); }  // any thread
+  uint64_t batched_rows() const { return batch_.batched_rows(); }
   int parallel() const { return options_.parallel; }
   const PrefixCache& cache() const { return cache_; }
 
@@ -143,6 +149,9 @@ class Worker {
   WorkerOptions options_;
   Metrics* metrics_;
   PrefixCache cache_;
+  GenerationBatch batch_;                        // worker thread only
+  std::vector<Generation*> round_;               // worker thread only: this round's steps
+  std::vector<GenerationBatch::Outcome> outcomes_;
   std::vector<std::unique_ptr<Session>> sessions_;
   std::vector<bool> session_busy_;      // worker thread only
   std::vector<uint64_t> session_used_;  // worker thread only: last use, for LRU ties

@@ -86,6 +86,118 @@ TEST(DecoderInvariance, HalfPrecisionCacheStaysCloseToTheF32Cache) {
   EXPECT_LT(rel, 2e-3) << "relative rms of the logits' difference";
 }
 
+// Continuous batching stands on this: several sequences' rows in one forward (prefill chunks,
+// single decode tokens and verify blocks side by side) give every sequence the bits it gets
+// alone, for every table and thread count, step after step.
+TEST(DecoderInvariance, BatchedSequencesGiveTheBitsOfSoloRuns) {
+  const Model& m = tiny_model();
+  const TextConfig& cfg = m.config().text;
+  const int64_t H = cfg.hidden_size;
+  // Per step, per sequence: tokens fed and the delta rule's form (a sequence may sit a step out).
+  struct Feed {
+    int64_t n;
+    DeltaRuleMode mode;
+  };
+  const std::vector<std::vector<Feed>> steps = {
+      {{37, DeltaRuleMode::kAuto}, {0, DeltaRuleMode::kAuto}, {9, DeltaRuleMode::kAuto}},
+      {{1, DeltaRuleMode::kAuto}, {70, DeltaRuleMode::kAuto}, {1, DeltaRuleMode::kAuto}},
+      {{5, DeltaRuleMode::kRecurrent}, {1, DeltaRuleMode::kAuto}, {1, DeltaRuleMode::kAuto}},
+      {{1, DeltaRuleMode::kAuto}, {4, DeltaRuleMode::kRecurrent}, {0, DeltaRuleMode::kAuto}},
+  };
+  const int n_seq = 3;
+  std::vector<std::vector<int64_t>> ids;
+  for (int q = 0; q < n_seq; ++q) ids.push_back(random_ids(m, 120, 10 + uint32_t(q)));
+
+  // Embeddings and text positions of tokens [from, from + n) of sequence q.
+  auto inputs = [&](int q, int64_t from, int64_t n, std::vector<float>& emb, std::vector<int32_t>& pos) {
+    std::vector<int32_t> ids32(ids[size_t(q)].begin() + from, ids[size_t(q)].begin() + from + n);
+    emb.resize(size_t(n * H));
+    m.decoder().embed(ids32.data(), n, emb.data());
+    pos.resize(size_t(3 * n));
+    for (int a = 0; a < 3; ++a)
+      for (int64_t t = 0; t < n; ++t) pos[size_t(a * n + t)] = int32_t(from + t);
+  };
+
+  ThreadPool one(1), three(3);
+  for (const kernels::KernelTable* table : kernels::supported_tables())
+    for (DType kv : {DType::F16}) {  // the serving default (the f32 cache's rows are as row-local)
+      const std::string at = std::string(table->name) + " kv " + std::string(dtype_name(kv));
+      // Solo: each sequence alone, on one thread.
+      std::vector<std::vector<float>> solo(n_seq);
+      std::vector<DecoderState> solo_state;
+      {
+        const kernels::Compute c{table, &one};
+        for (int q = 0; q < n_seq; ++q) {
+          solo_state.push_back(DecoderState::create(cfg, kv));
+          DecoderWorkspace ws;
+          int64_t fed = 0;
+          for (const auto& step : steps) {
+            const Feed f = step[size_t(q)];
+            if (f.n == 0) continue;
+            std::vector<float> emb, hidden(size_t(f.n * H));
+            std::vector<int32_t> pos;
+            inputs(q, fed, f.n, emb, pos);
+            m.decoder().forward(c, emb.data(), pos.data(), f.n, solo_state.back(), ws, hidden.data(), f.mode);
+            solo[size_t(q)].insert(solo[size_t(q)].end(), hidden.begin(), hidden.end());
+            fed += f.n;
+          }
+        }
+      }
+      // Batched: all sequences of a step in one forward, on three threads.
+      const kernels::Compute c{table, &three};
+      std::vector<DecoderState> state;
+      for (int q = 0; q < n_seq; ++q) state.push_back(DecoderState::create(cfg, kv));
+      std::vector<std::vector<float>> batched(n_seq);
+      std::vector<int64_t> fed(n_seq, 0);
+      DecoderWorkspace ws;
+      for (const auto& step : steps) {
+        std::vector<DecoderSegment> segs;
+        std::vector<float> emb_all;
+        std::vector<std::vector<int32_t>> pos_of;
+        int64_t total = 0;
+        for (int q = 0; q < n_seq; ++q) {
+          const Feed f = step[size_t(q)];
+          segs.push_back({&state[size_t(q)], f.n, f.mode});
+          std::vector<float> emb;
+          std::vector<int32_t> pos;
+          inputs(q, fed[size_t(q)], f.n, emb, pos);
+          emb_all.insert(emb_all.end(), emb.begin(), emb.end());
+          pos_of.push_back(pos);
+          total += f.n;
+        }
+        std::vector<int32_t> pos_all(size_t(3 * total));
+        for (int a = 0; a < 3; ++a) {
+          int64_t row = 0;
+          for (int q = 0; q < n_seq; ++q) {
+            const int64_t n = step[size_t(q)].n;
+            std::copy_n(pos_of[size_t(q)].begin() + a * n, n, pos_all.begin() + a * total + row);
+            row += n;
+          }
+        }
+        std::vector<float> hidden(size_t(total * H));
+        m.decoder().forward_batch(c, emb_all.data(), pos_all.data(), segs, ws, hidden.data());
+        int64_t row = 0;
+        for (int q = 0; q < n_seq; ++q) {
+          const int64_t n = step[size_t(q)].n;
+          batched[size_t(q)].insert(batched[size_t(q)].end(), hidden.begin() + row * H, hidden.begin() + (row + n) * H);
+          row += n;
+          fed[size_t(q)] += n;
+        }
+      }
+      for (int q = 0; q < n_seq; ++q) {
+        EXPECT_TRUE(same_bits(batched[size_t(q)], solo[size_t(q)])) << at << " sequence " << q;
+        EXPECT_EQ(state[size_t(q)].n_past, solo_state[size_t(q)].n_past);
+        for (size_t l = 0; l < state[size_t(q)].deltanet.size(); ++l)
+          EXPECT_TRUE(same_bits(state[size_t(q)].deltanet[l].recurrent, solo_state[size_t(q)].deltanet[l].recurrent))
+              << at << " sequence " << q << " DeltaNet state " << l;
+        for (size_t l = 0; l < state[size_t(q)].kv.size(); ++l)
+          EXPECT_TRUE(same_bits(kv_as_heads_major(state[size_t(q)].kv[l], cfg.num_kv_heads, cfg.head_dim, true),
+                                kv_as_heads_major(solo_state[size_t(q)].kv[l], cfg.num_kv_heads, cfg.head_dim, true)))
+              << at << " sequence " << q << " keys " << l;
+      }
+    }
+}
+
 TEST(DecoderInvariance, ChunkedPrefillDoesNotDependOnThreadCount) {
   const Model &m = tiny_model();
   const std::vector<int64_t> ids =
