@@ -106,7 +106,7 @@ int run_generate(int argc, char** argv) {
     out["stop_reason"] = stop_reason_name(r.stop_reason);
     out["pld"] = {{"drafted", r.pld_drafted}, {"accepted", r.pld_accepted}};
     out["usage"] = {{"prompt_tokens", r.prompt_tokens}, {"cached_tokens", r.cached_tokens},
-                    {"completion_tokens", r.completion_tokens}};
+                    {"completion_tokens", r.completion_tokens}, {"reasoning_tokens", r.reasoning_tokens}};
     std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("\n");

@@ -45,6 +45,10 @@ const char* kUsage =
     "  --max-images N         images per request (default 16)\n"
     "  --max-image-mib N      largest image file in a request (default 20)\n"
     "  --allow-remote-images  fetch http(s) image URLs (off: only data: URLs)\n"
+    "  --reasoning-budget N   thinking tokens of a chat answer before the engine closes the thought\n"
+    "                         and the model answers (default -1: unlimited; 0: close it at once);\n"
+    "                         requests override it with reasoning_effort (low 512, medium 2048,\n"
+    "                         high 8192) or chat_template_kwargs.thinking_budget\n"
     "  --open                 open the chat UI in a browser (xdg-open)\n"
     "\n"
     "limits (a request over one gets 413, 431, 408 or 503 and its connection is closed):\n"
@@ -102,7 +106,7 @@ int run_serve(int argc, char** argv) {
   std::set<std::string> with_value = {"--host",           "--port",          "--api-key",        "--parallel",
                                       "--max-queue",      "--cache-ram",     "--max-body-mib",   "--max-image-mib",
                                       "--max-images",     "--cors-origin",   "--max-header-kib", "--max-connections",
-                                      "--header-timeout", "--body-timeout",  "--idle-timeout"};
+                                      "--header-timeout", "--body-timeout",  "--idle-timeout", "--reasoning-budget"};
   with_value.insert(engine_option_names().begin(), engine_option_names().end());
   Args args(argc, argv, with_value, {"--allow-remote-images", "--open", "--help", "-h"});
   if (args.has("--help") || args.has("-h")) {
@@ -129,6 +133,7 @@ int run_serve(int argc, char** argv) {
   so.body_timeout = std::chrono::seconds(args.get_int_in("--body-timeout", 120, 1, 3600));
   so.idle_timeout = std::chrono::seconds(args.get_int_in("--idle-timeout", 10, 1, 3600));
   so.allow_remote_images = args.has("--allow-remote-images");
+  so.reasoning_budget = reasoning_budget_from(args);
 
   // Signals go to the sigwait below, not to whichever thread happens to run; a client that hangs
   // up must not kill the process with SIGPIPE.

@@ -148,7 +148,8 @@ std::unique_ptr<Engine> load_engine(const EngineOptions& options) {
 const std::set<std::string>& sampling_option_names() {
   static const std::set<std::string> names = {"--temp",  "--top-p",           "--top-k",
                                               "--min-p", "--seed",            "--presence-penalty",
-                                              "--stop",  "--frequency-penalty", "--repeat-penalty", "--pld"};
+                                              "--stop",  "--frequency-penalty", "--repeat-penalty", "--pld",
+                                              "--reasoning-budget"};
   return names;
 }
 
@@ -158,7 +159,13 @@ const char* kSamplingOptionsHelp =
     "  --presence-penalty X, --frequency-penalty X (-2..2), --repeat-penalty X (0..10]\n"
     "  --seed S              random seed >= 0 (same seed, same output)\n"
     "  --stop TEXT           stop string (not printed)\n"
-    "  --pld on|off          prompt lookup decoding for greedy requests (default on)\n";
+    "  --pld on|off          prompt lookup decoding for greedy requests (default on)\n"
+    "  --reasoning-budget N  thinking tokens before the engine closes the thought and the model\n"
+    "                        answers (default -1: unlimited; 0: close it at once)\n";
+
+int64_t reasoning_budget_from(const Args& args) {
+  return args.get_int_in("--reasoning-budget", -1, -1, int64_t(1) << 30);
+}
 
 // The same ranges as the API's (openai_request.cpp).
 SamplingParams sampling_from(const Args& args, SamplingParams p) {
@@ -180,6 +187,7 @@ SamplingParams sampling_from(const Args& args, SamplingParams p) {
   const std::string pld = args.get_or("--pld", "on");
   if (pld != "on" && pld != "off") fail("option --pld must be on or off, got '", pld, "'");
   p.prompt_lookup = pld == "on";
+  p.reasoning_budget = reasoning_budget_from(args);
   return p;
 }
 

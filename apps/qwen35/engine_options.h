@@ -33,9 +33,12 @@ std::string bundled_model_dir();
 std::unique_ptr<Engine> load_engine(const EngineOptions& options);
 
 // Sampling options: --temp --top-p --top-k --min-p --seed --presence-penalty --frequency-penalty
-// --repeat-penalty --stop (repeatable via commas is not supported; one string) --pld on|off.
+// --repeat-penalty --stop (repeatable via commas is not supported; one string) --pld on|off
+// --reasoning-budget N.
 const std::set<std::string>& sampling_option_names();
 extern const char* kSamplingOptionsHelp;
 SamplingParams sampling_from(const Args& args, SamplingParams base);
+// --reasoning-budget: -1 (unlimited, the default) or a number of tokens >= 0.
+int64_t reasoning_budget_from(const Args& args);
 
 }  // namespace qwen35::app

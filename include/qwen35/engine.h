@@ -99,7 +99,18 @@ struct SamplingParams {
   int top_logprobs = 0;          // 0..20 alternatives per token
   bool prompt_lookup = true;     // exact prompt lookup decoding for greedy requests
   bool ignore_eos = false;
+  // Chats: the most tokens the model may generate inside a thought (after <think>, before
+  // </think>; all thoughts of the answer together). When they are used up the engine closes the
+  // thought itself with kThoughtClosing (forced, not sampled) and the model answers. -1:
+  // unlimited; 0: the thought is closed at once. Raw completions have no thoughts.
+  int64_t reasoning_budget = -1;
 };
+
+// What the engine writes to end a thought over its budget, the way Qwen documents thinking
+// budgets for Qwen3: a sentence that tells the model to answer now, then </think>.
+inline constexpr const char* kThoughtClosing =
+    "\n\nConsidering the limited time by the user, I have to give the solution based on the thinking directly "
+    "now.\n</think>\n\n";
 
 // ---------------------------------------------------------------------------------------------
 // Output
@@ -138,6 +149,9 @@ struct GenerationResult {
   int64_t prompt_tokens = 0;    // after image expansion
   int64_t cached_tokens = 0;    // prompt tokens reused from a cache
   int64_t completion_tokens = 0;
+  // Of those, the ones generated inside a thought (after <think>, before </think>; the markers
+  // not counted), the forced closing sentence of a reasoning budget included.
+  int64_t reasoning_tokens = 0;
   int64_t pld_drafted = 0;      // prompt lookup: tokens proposed
   int64_t pld_accepted = 0;     // ... and accepted
   Timings timings;

@@ -120,6 +120,7 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     e.eos_ids.erase(std::unique(e.eos_ids.begin(), e.eos_ids.end()), e.eos_ids.end());
     e.think_start_id = e.tokenizer->token_to_id("<think>").value_or(-1);
     e.think_end_id = e.tokenizer->token_to_id("</think>").value_or(-1);
+    if (e.think_start_id >= 0 && e.think_end_id >= 0) e.thought_closing_ids = e.tokenizer->encode(kThoughtClosing);
     e.image_pad_id = int32_t(cfg.image_token_id);
 
     const int64_t max_pos = cfg.text.max_position_embeddings;

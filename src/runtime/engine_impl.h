@@ -26,6 +26,7 @@ struct EngineImpl {
   std::vector<int32_t> eos_ids;  // generation stops on any of them
   int32_t think_start_id = -1;   // <think>
   int32_t think_end_id = -1;     // </think>
+  std::vector<int32_t> thought_closing_ids;  // kThoughtClosing; empty when the tokenizer has no </think>
   int32_t image_pad_id = -1;     // <|image_pad|>
   int64_t context_size = 0;
   DType kv_dtype = DType::F16;

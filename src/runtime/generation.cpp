@@ -39,7 +39,9 @@ Generation::Impl::Impl(Session::Impl& s, PromptPlan p, const SamplingParams& prm
       on_event(std::move(cb)),
       sampler(prm, s.engine.text_config().vocab_size),
       output(plan.starts_in_reasoning, prm.stop),
-      decoder(*s.engine.tokenizer, /*skip_special=*/true) {
+      decoder(*s.engine.tokenizer, /*skip_special=*/true),
+      thought(prm.reasoning_budget, plan.starts_in_reasoning, plan.split_reasoning ? s.engine.think_start_id : -1,
+              plan.split_reasoning ? s.engine.think_end_id : -1, s.engine.thought_closing_ids) {
   use_lookup = params.prompt_lookup && sampler.greedy() && !has_penalties(params);
   result.prompt_tokens = plan.size();
   result.timings.load_images_ms = plan.load_images_ms;
@@ -109,6 +111,7 @@ void Generation::Impl::prefill_step() {
   if (last) {
     session.seq.set_rope_delta(plan.rope_delta);
     if (params.max_tokens == 0) return finish(StopReason::kMaxTokens);
+    if (thought.closing_due()) return;  // budget 0: the next step forces the closing instead of sampling
     TokenLogprob lp;
     const int32_t t = sampler.sample(logits.data(), params.logprobs ? &lp : nullptr);
     sampler.accept(t);
@@ -123,6 +126,8 @@ bool Generation::Impl::handle_token(int32_t token, TokenLogprob* logprob) {
   }
   result.tokens.push_back(token);
   result.completion_tokens = int64_t(result.tokens.size());
+  thought.observe(token);
+  result.reasoning_tokens = thought.thought_tokens();
   history.push_back(token);
   pending = token;
   pieces.clear();
@@ -181,9 +186,16 @@ bool Generation::Impl::emit(std::vector<OutputPiece>& ps, std::vector<TokenLogpr
 
 void Generation::Impl::decode_step() {
   const auto t0 = Clock::now();
+  if (thought.closing_due()) {
+    close_thought();
+    result.timings.decode_ms += ms_since(t0);
+    return;
+  }
   const int64_t room = engine.context_size - session.seq.length() - 1;  // tokens after `pending`
   const int64_t left = params.max_tokens >= 0 ? params.max_tokens - result.completion_tokens : INT64_MAX;
-  const int max_draft = int(std::min<int64_t>({room, left - 1, PromptLookup::kMaxDraft}));
+  // A verify step emits its accepted drafts and one more token: at most `left`, and no thought
+  // token past the reasoning budget.
+  const int max_draft = int(std::min<int64_t>({room, left - 1, thought.room() - 1, PromptLookup::kMaxDraft}));
   draft.clear();
   if (use_lookup && max_draft > 0) {
     if (draft_source) draft_source(history, max_draft, draft);
@@ -245,6 +257,23 @@ void Generation::Impl::decode_with_draft(const std::vector<int32_t>& d) {
     break;
   }
   logits.resize(size_t(V));
+}
+
+// The closing tokens are emitted as they are (no logits, no logprobs; not recorded for the
+// penalties, which are about the model's own repetition, like the prompt's tokens are not) and
+// then fed as one block with the recurrent delta rule, the arithmetic of feeding them one by
+// one. As everywhere, the last emitted token stays pending; if the generation stops at closing
+// token i, the timeline ends just before it, as plain decoding would leave it.
+void Generation::Impl::close_thought() {
+  const std::vector<int32_t>& closing = thought.begin_closing();
+  block.clear();
+  if (pending >= 0) block.push_back(pending);  // none yet when a budget of 0 closes the thought at once
+  for (size_t i = 0; i < closing.size(); ++i) {
+    if (!handle_token(closing[i], nullptr)) break;
+    if (i + 1 < closing.size()) block.push_back(closing[i]);
+  }
+  if (!block.empty())
+    session.seq.feed_text(block.data(), int64_t(block.size()), DeltaRuleMode::kRecurrent, 0, nullptr);
 }
 
 void Generation::Impl::finish(StopReason reason) {

@@ -12,6 +12,7 @@
 #include "runtime/prompt_plan.h"
 #include "runtime/sampler.h"
 #include "runtime/sequence.h"
+#include "runtime/thought_budget.h"
 #include "text/streaming_decoder.h"
 
 namespace qwen35 {
@@ -45,6 +46,8 @@ struct Generation::Impl {
   void prefill_step();
   void decode_step();
   void decode_with_draft(const std::vector<int32_t>& draft);
+  // Emits the closing of a thought over its budget (forced, not sampled) and feeds it.
+  void close_thought();
   // Emits one generated token; false once the generation is over.
   bool handle_token(int32_t token, TokenLogprob* logprob);
   void finish(StopReason reason);
@@ -61,6 +64,7 @@ struct Generation::Impl {
   Sampler sampler;
   OutputStream output;
   StreamingDecoder decoder;
+  ThoughtBudget thought;
   PromptLookup lookup;
   bool use_lookup = false;
   // Tests replace the n-gram drafter to force full, partial and failed drafts.

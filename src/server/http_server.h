@@ -50,6 +50,7 @@ struct ServerOptions {
   size_t max_image_bytes = size_t(20) << 20;       // one encoded image file
   size_t max_images = 16;                          // per request
   bool allow_remote_images = false;                // fetch http(s) image URLs
+  int64_t reasoning_budget = -1;                   // chats' default thought budget (-1: unlimited)
   size_t max_connections = 512;
   std::chrono::milliseconds header_timeout{10'000};  // a request's line and headers
   std::chrono::milliseconds body_timeout{120'000};   // its whole body

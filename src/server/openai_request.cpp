@@ -165,6 +165,30 @@ void parse_thinking(const json& body, ChatRequest& chat) {
   }
 }
 
+// The thought budget: chat_template_kwargs.thinking_budget (tokens; -1 unlimited) wins over
+// reasoning_effort ("low", "medium", "high"), which wins over the server's default.
+void parse_reasoning_budget(const json& body, SamplingParams& p) {
+  if (const json* v = field(body, "reasoning_effort")) {
+    if (!v->is_string()) wrong_type("reasoning_effort", "a string", *v);
+    const std::string effort = v->get<std::string>();
+    if (effort == "low") p.reasoning_budget = kReasoningEffortLow;
+    else if (effort == "medium") p.reasoning_budget = kReasoningEffortMedium;
+    else if (effort == "high") p.reasoning_budget = kReasoningEffortHigh;
+    else
+      bad_field("reasoning_effort", "reasoning_effort must be \"low\", \"medium\" or \"high\", got \"" + effort + "\"",
+                "invalid_value");
+  }
+  const json* kw = field(body, "chat_template_kwargs");
+  if (const json* v = kw && kw->is_object() ? field(*kw, "thinking_budget") : nullptr) {
+    const char* name = "chat_template_kwargs.thinking_budget";
+    const int64_t n = integer_of(*v, name);
+    if (n < -1)
+      bad_field(name, std::string(name) + " must be a number of tokens >= 0, or -1 for no limit, got " + std::to_string(n),
+                "invalid_value");
+    p.reasoning_budget = n;
+  }
+}
+
 constexpr size_t kMaxTools = 128;  // as OpenAI's API
 
 // tools: [{"type": "function", "function": {"name", "description"?, "parameters"?}}]. Malformed
@@ -290,8 +314,10 @@ ChatCompletionRequest parse_chat_completion(const json& body, const SamplingPara
   r.params = defaults;
   r.params.max_tokens = -1;
   r.params.stop.clear();
+  r.params.reasoning_budget = policy.reasoning_budget;
   parse_sampling(body, r.params, policy);
   parse_max_tokens(body, r.params);
+  parse_reasoning_budget(body, r.params);
   if (const json* v = field(body, "logprobs")) r.params.logprobs = bool_of(*v, "logprobs");
   if (const json* v = field(body, "top_logprobs")) {
     const int64_t k = integer_of(*v, "top_logprobs");

@@ -19,7 +19,13 @@ struct RequestPolicy {
   ImageSourcePolicy images;     // data: URLs always; http(s) with --allow-remote-images
   size_t max_images = 16;       // images per request
   size_t max_stop = 16;         // stop strings per request
+  int64_t reasoning_budget = -1;  // chats' thought budget when a request names none (-1: unlimited)
 };
+
+// reasoning_effort -> SamplingParams::reasoning_budget: the thought tokens each effort allows.
+constexpr int64_t kReasoningEffortLow = 512;
+constexpr int64_t kReasoningEffortMedium = 2048;
+constexpr int64_t kReasoningEffortHigh = 8192;
 
 struct ChatCompletionRequest {
   ChatRequest chat;

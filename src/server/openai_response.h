@@ -32,7 +32,8 @@ ResponseMeta new_response_meta(const std::string& prefix, const std::string& mod
 // "stop" (end of sequence, stop string), "length" (max_tokens, context full); null otherwise.
 nlohmann::ordered_json finish_reason_json(StopReason r);
 
-// {prompt_tokens, completion_tokens, total_tokens, prompt_tokens_details: {cached_tokens}}
+// {prompt_tokens, completion_tokens, total_tokens, prompt_tokens_details: {cached_tokens},
+//  completion_tokens_details: {reasoning_tokens}}
 nlohmann::ordered_json usage_json(const GenerationResult& r);
 // {prompt_n, prompt_ms, prompt_per_second, predicted_n, predicted_ms, predicted_per_second, cached_n, vision_ms}
 nlohmann::ordered_json timings_json(const GenerationResult& r);

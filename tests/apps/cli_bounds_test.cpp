@@ -60,13 +60,15 @@ TEST(CliBounds, OutOfRangeValuesAreRefusedByName) {
     expect_refused(cmd + " --image-size 33", "--image-size");
     expect_refused(cmd + " --image-max-tokens -2", "--image-max-tokens");
     expect_refused(cmd + " --pld maybe", "--pld");
+    expect_refused(cmd + " --reasoning-budget -2", "--reasoning-budget");
+    expect_refused(cmd + " --reasoning-budget 1.5", "--reasoning-budget");
   }
   for (const char* bad : {"--port 70000", "--port -1", "--parallel 0", "--parallel 1000", "--max-queue -1",
                           "--cache-ram -1", "--cache-ram 99999999999", "--max-body-mib 0",
                           "--max-body-mib 99999999999999", "--max-image-mib 0", "--max-images -1",
                           "--max-header-kib 0", "--max-connections 0", "--header-timeout 0", "--body-timeout -5",
                           "--idle-timeout 999999", "--cors-origin evil.example", "--cors-origin http://a/b",
-                          "--threads 100000"}) {
+                          "--threads 100000", "--reasoning-budget -3", "--reasoning-budget lots"}) {
     const std::string flag(bad, std::string(bad).find(' '));
     expect_refused("serve " + m + " " + bad, flag);
   }

@@ -100,6 +100,33 @@ TEST(CliGenerate, GreedyIdsMatchGolden) {
   }
 }
 
+// --reasoning-budget: the thought is cut after N tokens (reasoning_tokens = N + the closing
+// sentence's tokens, the same for any N) and the reasoning ends with that sentence.
+TEST(CliGenerate, ReasoningBudget) {
+  const std::string messages = temp_dir("budget") + "/chat.json";
+  {
+    std::FILE* f = std::fopen(messages.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(R"([{"role": "user", "content": "How many legs does a spider have?"}])", f);
+    std::fclose(f);
+  }
+  auto reasoning_tokens = [&](int budget, std::string* reasoning) {
+    RunOutput r = run("generate -m " + tiny_model_dir() + " --messages " + messages + " -n 60 --ignore-eos --json" +
+                      (budget >= -1 ? " --reasoning-budget " + std::to_string(budget) : std::string()));
+    EXPECT_EQ(r.status, 0) << r.out;
+    auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+    if (reasoning) *reasoning = j["reasoning"].get<std::string>();
+    return j["usage"]["reasoning_tokens"].get<int64_t>();
+  };
+  std::string reasoning;
+  const int64_t sentence = reasoning_tokens(0, &reasoning);
+  EXPECT_EQ(reasoning, "Considering the limited time by the user, I have to give the solution based on the thinking directly now.");
+  EXPECT_EQ(reasoning_tokens(5, &reasoning), 5 + sentence);
+  EXPECT_TRUE(reasoning.ends_with("directly now.")) << reasoning;
+  EXPECT_EQ(reasoning_tokens(-1, nullptr), 60);
+  EXPECT_EQ(reasoning_tokens(-2, nullptr), 60);  // no option: unlimited
+}
+
 TEST(CliErrors, ClearMessagesAndNonZeroExit) {
   RunOutput r = run("forward -m /nonexistent --ids 1 --out /tmp/x.safetensors");
   EXPECT_NE(r.status, 0);

@@ -308,6 +308,87 @@ describe('chat completions', () => {
   });
 });
 
+describe('reasoning budget', () => {
+  // The engine's closing of a thought over its budget (kThoughtClosing in engine.h), as it reads
+  // at the end of reasoning_content.
+  const SENTENCE = 'Considering the limited time by the user, I have to give the solution based on the thinking directly now.';
+  const ask = (extra) => client.chat.completions.create({
+    model: MODEL_ID, messages: user('How many legs does a spider have?'), temperature: 0, ignore_eos: true, ...extra,
+  });
+
+  // Budget 0 closes the thought at once: its reasoning is the sentence alone, and its tokens are
+  // the forced tokens that reasoning_tokens counts for any cut thought.
+  let forced;
+  before(async () => {
+    const r = await ask({ max_tokens: 40, chat_template_kwargs: { thinking_budget: 0 } });
+    assert.equal(r.choices[0].message.reasoning_content, SENTENCE);
+    forced = r.usage.completion_tokens_details.reasoning_tokens;
+    assert.ok(forced > 10, `the sentence is ${forced} tokens`);
+  });
+
+  test('thinking_budget: N model tokens, the sentence, then the answer; reasoning_tokens counts both', async () => {
+    const free = await ask({ max_tokens: 8 });
+    assert.equal(free.usage.completion_tokens_details.reasoning_tokens, 8);
+    const r = await ask({ max_tokens: 60, chat_template_kwargs: { thinking_budget: 8 } });
+    const m = r.choices[0].message;
+    assert.equal(r.usage.completion_tokens_details.reasoning_tokens, 8 + forced);
+    assert.equal(r.usage.completion_tokens, 60);
+    assert.ok(m.reasoning_content.startsWith(free.choices[0].message.reasoning_content), m.reasoning_content);
+    assert.match(m.reasoning_content.slice(free.choices[0].message.reasoning_content.length), /^\n*Considering the limited time/);
+    assert.ok(m.reasoning_content.endsWith(SENTENCE), m.reasoning_content);
+    assert.equal(typeof m.content, 'string');
+  });
+
+  test('reasoning_effort low (512 tokens), streamed: the usage chunk counts the reasoning tokens', async () => {
+    const stream = await ask({ max_tokens: 512 + forced + 8, reasoning_effort: 'low', stream: true, stream_options: { include_usage: true } });
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    const reasoning = chunks.map((c) => c.choices[0]?.delta?.reasoning_content || '').join('');
+    assert.ok(reasoning.endsWith(SENTENCE), reasoning.slice(-200));
+    const usage = chunks.at(-1).usage;
+    assert.equal(usage.completion_tokens_details.reasoning_tokens, 512 + forced);
+    assert.equal(usage.completion_tokens, 512 + forced + 8);
+  });
+
+  test('thinking_budget wins over reasoning_effort; no thinking, no reasoning tokens', async () => {
+    const r = await ask({ max_tokens: forced + 10, reasoning_effort: 'high', chat_template_kwargs: { thinking_budget: 2 } });
+    assert.equal(r.usage.completion_tokens_details.reasoning_tokens, 2 + forced);
+    const off = await ask({ max_tokens: 6, reasoning_effort: 'low', ...NO_THINKING });
+    assert.equal(off.usage.completion_tokens_details.reasoning_tokens, 0);
+    assert.equal(off.choices[0].message.reasoning_content, undefined);
+  });
+
+  test('bad budgets are 400 with the field named', async () => {
+    for (const [extra, param] of [
+      [{ reasoning_effort: 'extreme' }, 'reasoning_effort'],
+      [{ reasoning_effort: 3 }, 'reasoning_effort'],
+      [{ chat_template_kwargs: { thinking_budget: -2 } }, 'chat_template_kwargs.thinking_budget'],
+      [{ chat_template_kwargs: { thinking_budget: 2.5 } }, 'chat_template_kwargs.thinking_budget'],
+      [{ chat_template_kwargs: { thinking_budget: '64' } }, 'chat_template_kwargs.thinking_budget'],
+    ]) {
+      await assert.rejects(ask({ max_tokens: 2, ...extra }),
+        (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.param === param && e.message.length > 0,
+        JSON.stringify(extra));
+    }
+    await assertHealthy();
+  });
+
+  test('--reasoning-budget sets the default; a request overrides it', async () => {
+    const s = await startServer({ args: ['--ctx', '256', '--reasoning-budget', '3'] });
+    try {
+      const c = new OpenAI({ baseURL: s.baseURL, apiKey: 'x', maxRetries: 0 });
+      const base = { model: MODEL_ID, messages: user('Hi'), temperature: 0, ignore_eos: true, max_tokens: 40 };
+      const r = await c.chat.completions.create(base);
+      assert.equal(r.usage.completion_tokens_details.reasoning_tokens, 3 + forced);
+      assert.ok(r.choices[0].message.reasoning_content.endsWith(SENTENCE));
+      const unlimited = await c.chat.completions.create({ ...base, chat_template_kwargs: { thinking_budget: -1 } });
+      assert.equal(unlimited.usage.completion_tokens_details.reasoning_tokens, 40);
+    } finally {
+      await s.stop();
+    }
+  });
+});
+
 describe('continuous batching', () => {
   let batched;
   let bclient;

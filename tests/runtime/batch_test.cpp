@@ -1,7 +1,8 @@
 // Continuous batching: generations of several sessions stepped together (their model passes in
 // one batched forward each round) give exactly what each gives alone: tokens, text, logprob
-// bits, for greedy, prompt lookup, seeded sampling, an image and a prefix-cache hit, with one of
-// them cancelled midway and prompts whose prefill chunks overlap the others' decoding.
+// bits, for greedy, prompt lookup, seeded sampling, an image, a prefix-cache hit and reasoning
+// budgets, with one of them cancelled midway and prompts whose prefill chunks overlap the
+// others' decoding.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -127,6 +128,17 @@ std::vector<Request> requests() {
   rs[4].params = greedy(16, true);
   rs[4].params.logprobs = true;
   rs[4].cancel_after_steps = 9;
+  // Reasoning budgets: the forced closing of a thought is fed at its round like any block.
+  Request think;
+  think.kind = Request::Kind::kChat;
+  think.chat.messages.push_back(ChatMessage::Text("user", "Think, then answer."));
+  think.params = greedy(40, true);
+  think.params.reasoning_budget = 5;
+  rs.push_back(think);
+  think.params = rs[2].params;
+  think.params.max_tokens = 30;
+  think.params.reasoning_budget = 0;
+  rs.push_back(think);
   return rs;
 }
 

@@ -241,6 +241,50 @@ TEST(OpenAIRequest, BadValuesAre400WithTheFieldNamed) {
   EXPECT_EQ(chat_error(chat({{"max_tokens", 0}})).status, 0);
 }
 
+// The thought budget: thinking_budget over reasoning_effort over the server's default.
+TEST(OpenAIRequest, ReasoningBudget) {
+  auto budget = [](const json& extra, int64_t server_default = -1) {
+    RequestPolicy p = policy();
+    p.reasoning_budget = server_default;
+    return parse_chat_completion(chat(extra), defaults(), p).params.reasoning_budget;
+  };
+  EXPECT_EQ(budget(json::object()), -1);
+  EXPECT_EQ(budget(json::object(), 300), 300);
+  EXPECT_EQ(budget({{"reasoning_effort", "low"}}), kReasoningEffortLow);
+  EXPECT_EQ(budget({{"reasoning_effort", "medium"}}, 300), kReasoningEffortMedium);
+  EXPECT_EQ(budget({{"reasoning_effort", "high"}}), kReasoningEffortHigh);
+  EXPECT_EQ(budget({{"reasoning_effort", nullptr}}, 300), 300);  // null: the default
+  EXPECT_LT(kReasoningEffortLow, kReasoningEffortMedium);
+  EXPECT_LT(kReasoningEffortMedium, kReasoningEffortHigh);
+  EXPECT_EQ(budget({{"chat_template_kwargs", {{"thinking_budget", 64}}}}), 64);
+  EXPECT_EQ(budget({{"chat_template_kwargs", {{"thinking_budget", 0}}}}, 300), 0);
+  EXPECT_EQ(budget({{"chat_template_kwargs", {{"thinking_budget", -1}}}}, 300), -1);
+  EXPECT_EQ(budget({{"chat_template_kwargs", {{"thinking_budget", 16.0}}}}), 16);
+  EXPECT_EQ(budget({{"reasoning_effort", "high"}, {"chat_template_kwargs", {{"thinking_budget", 7}}}}), 7);
+  EXPECT_EQ(budget({{"chat_template_kwargs", {{"thinking_budget", 7}}}, {"reasoning_effort", "low"}}), 7);
+  EXPECT_EQ(budget({{"chat_template_kwargs", {{"enable_thinking", true}}}, {"reasoning_effort", "low"}}),
+            kReasoningEffortLow);
+
+  EXPECT_API_ERROR(chat_error(chat({{"reasoning_effort", "extreme"}})), 400, "reasoning_effort", "invalid_value");
+  EXPECT_API_ERROR(chat_error(chat({{"reasoning_effort", ""}})), 400, "reasoning_effort", "invalid_value");
+  EXPECT_API_ERROR(chat_error(chat({{"reasoning_effort", "LOW"}})), 400, "reasoning_effort", "invalid_value");
+  EXPECT_API_ERROR(chat_error(chat({{"reasoning_effort", 2}})), 400, "reasoning_effort", "invalid_type");
+  const std::string kw = "chat_template_kwargs.thinking_budget";
+  EXPECT_API_ERROR(chat_error(chat({{"chat_template_kwargs", {{"thinking_budget", -2}}}})), 400, kw, "invalid_value");
+  EXPECT_API_ERROR(chat_error(chat({{"chat_template_kwargs", {{"thinking_budget", 1.5}}}})), 400, kw, "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"chat_template_kwargs", {{"thinking_budget", "64"}}}})), 400, kw, "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"chat_template_kwargs", {{"thinking_budget", true}}}})), 400, kw, "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"chat_template_kwargs", {{"thinking_budget", json::array()}}}})), 400, kw,
+                   "invalid_type");
+  try {
+    parse_chat_completion(chat({{"reasoning_effort", "extreme"}}), defaults(), policy());
+    ADD_FAILURE() << "no error";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.type, "invalid_request_error");
+    EXPECT_NE(std::string(e.what()).find("\"low\", \"medium\" or \"high\""), std::string::npos) << e.what();
+  }
+}
+
 TEST(OpenAIRequest, MessagesProblemsNameTheMessage) {
   json body = chat();
   body.erase("messages");

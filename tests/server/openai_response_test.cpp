@@ -18,6 +18,7 @@ GenerationResult result(StopReason reason) {
   r.prompt_tokens = 12;
   r.cached_tokens = 8;
   r.completion_tokens = 5;
+  r.reasoning_tokens = 3;
   r.timings.prefill_tokens = 4;
   r.timings.prefill_ms = 2;
   r.timings.decode_tokens = 4;
@@ -58,6 +59,7 @@ TEST(OpenAIResponse, UsageAndTimings) {
   EXPECT_EQ(u["completion_tokens"], 5);
   EXPECT_EQ(u["total_tokens"], 17);
   EXPECT_EQ(u["prompt_tokens_details"]["cached_tokens"], 8);
+  EXPECT_EQ(u["completion_tokens_details"]["reasoning_tokens"], 3);
   const json t = timings_json(result(StopReason::kEos));
   EXPECT_EQ(t["prompt_n"], 4);
   EXPECT_DOUBLE_EQ(t["prompt_ms"].get<double>(), 2.0);
@@ -81,6 +83,7 @@ TEST(OpenAIResponse, ChatCompletionObject) {
   EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
   EXPECT_TRUE(j["choices"][0]["logprobs"].is_null());
   EXPECT_EQ(j["usage"]["prompt_tokens_details"]["cached_tokens"], 8);
+  EXPECT_EQ(j["usage"]["completion_tokens_details"]["reasoning_tokens"], 3);
   EXPECT_TRUE(j["timings"].contains("predicted_per_second"));
   GenerationResult plain = result(StopReason::kMaxTokens);
   plain.reasoning.clear();
@@ -142,6 +145,7 @@ TEST(OpenAIResponse, ChatStreamBytes) {
   EXPECT_TRUE(chunks[4]["choices"].empty());
   EXPECT_EQ(chunks[4]["usage"]["total_tokens"], 17);
   EXPECT_EQ(chunks[4]["usage"]["prompt_tokens_details"]["cached_tokens"], 8);
+  EXPECT_EQ(chunks[4]["usage"]["completion_tokens_details"]["reasoning_tokens"], 3);
   EXPECT_EQ(chunks[4]["timings"]["cached_n"], 8);
   for (const json& c : chunks) EXPECT_EQ(c["id"], "chatcmpl-abc");
 }
