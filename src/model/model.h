@@ -6,6 +6,8 @@
 
 #include "io/checkpoint.h"
 #include "model/config.h"
+#include "model/mtp.h"
+#include "model/mtp_weights.h"
 #include "model/text_decoder.h"
 #include "model/text_weights.h"
 #include "model/vision.h"
@@ -24,6 +26,8 @@ class Model {
   const TextWeights& text_weights() const { return text_; }
   // The vision tower; nullptr for a text-only checkpoint (no vision_config or no model.visual.*).
   const VisionTower* vision() const { return vision_.get(); }
+  // The multi-token-prediction head; nullptr when the checkpoint has none (no mtp.*).
+  const MtpHead* mtp() const { return mtp_.get(); }
 
  private:
   Model() = default;
@@ -33,6 +37,8 @@ class Model {
   TextWeights text_;
   std::unique_ptr<TextDecoder> decoder_;
   std::unique_ptr<VisionTower> vision_;
+  MtpWeights mtp_weights_;
+  std::unique_ptr<MtpHead> mtp_;
 };
 
 }  // namespace qwen35
