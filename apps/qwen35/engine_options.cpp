@@ -10,7 +10,8 @@ namespace qwen35::app {
 
 const std::set<std::string>& engine_option_names() {
   static const std::set<std::string> names = {"-m",          "--model",         "--threads",         "--ctx",
-                                                "--image-size", "--prefill-block", "--image-min-pixels", "--image-max-pixels"};
+                                                "--image-size", "--prefill-block", "--image-min-pixels", "--image-max-pixels",
+                                                "--spec",       "--draft-max"};
   return names;
 }
 
@@ -21,7 +22,14 @@ const char* kEngineOptionsHelp =
     "  --image-size N        resize images to N x N first (multiple of 32); default: native size\n"
     "  --image-min-pixels N, --image-max-pixels N\n"
     "                        pixel limits of smart_resize (default: preprocessor_config.json)\n"
-    "  --prefill-block N     prompt tokens per prefill step (default 512)\n";
+    "  --prefill-block N     prompt tokens per prefill step (default 512)\n"
+    "  --spec MODE           speculative decoding, never changing the output (default auto):\n"
+    "                          auto  per step the draft and length that pay, from measured costs and\n"
+    "                                acceptance (the model's MTP head or prompt lookup), or none\n"
+    "                          mtp   always --draft-max tokens from the MTP head\n"
+    "                          pld   prompt lookup only (drafts copied from earlier text)\n"
+    "                          off   none; with off or pld the MTP head is not run at all\n"
+    "  --draft-max N         most draft tokens verified per step, 1..16 (default 8)\n";
 
 std::string bundled_model_dir() {
   namespace fs = std::filesystem;
@@ -59,6 +67,12 @@ EngineOptions engine_options_from(const Args& args, bool bundled_fallback) {
   if (o.image_min_pixels < 0 || o.image_max_pixels < 0) fail("image pixel limits must be positive");
   if (o.image_min_pixels > 0 && o.image_max_pixels > 0 && o.image_min_pixels > o.image_max_pixels)
     fail("--image-min-pixels is larger than --image-max-pixels");
+  const std::string spec = args.get_or("--spec", "auto");
+  if (!parse_spec_mode(spec, &o.speculative.mode)) fail("--spec must be auto, mtp, pld or off, got '", spec, "'");
+  const int64_t draft_max = args.get_int("--draft-max", o.speculative.draft_max);
+  if (draft_max < 1 || draft_max > SpeculativeParams::kMaxDraft)
+    fail("--draft-max must be in [1, ", SpeculativeParams::kMaxDraft, "], got ", draft_max);
+  o.speculative.draft_max = int(draft_max);
   return o;
 }
 
@@ -72,7 +86,7 @@ std::unique_ptr<Engine> load_engine(const EngineOptions& options) {
 const std::set<std::string>& sampling_option_names() {
   static const std::set<std::string> names = {"--temp",  "--top-p",           "--top-k",
                                               "--min-p", "--seed",            "--presence-penalty",
-                                              "--stop",  "--frequency-penalty", "--repeat-penalty", "--pld"};
+                                              "--stop",  "--frequency-penalty", "--repeat-penalty"};
   return names;
 }
 
@@ -81,8 +95,7 @@ const char* kSamplingOptionsHelp =
     "  --top-p P, --top-k K, --min-p P   sampling filters\n"
     "  --presence-penalty X, --frequency-penalty X, --repeat-penalty X\n"
     "  --seed S              random seed (same seed, same output)\n"
-    "  --stop TEXT           stop string (not printed)\n"
-    "  --pld on|off          prompt lookup decoding for greedy requests (default on)\n";
+    "  --stop TEXT           stop string (not printed)\n";
 
 SamplingParams sampling_from(const Args& args, SamplingParams p) {
   p.temperature = float(args.get_double("--temp", p.temperature));
@@ -94,9 +107,6 @@ SamplingParams sampling_from(const Args& args, SamplingParams p) {
   p.repetition_penalty = float(args.get_double("--repeat-penalty", p.repetition_penalty));
   if (auto s = args.get("--seed")) p.seed = uint64_t(args.get_int("--seed", 0));
   if (auto s = args.get("--stop")) p.stop.push_back(*s);
-  const std::string pld = args.get_or("--pld", "on");
-  if (pld != "on" && pld != "off") fail("--pld must be on or off");
-  p.prompt_lookup = pld == "on";
   if (p.temperature < 0) fail("--temp must be >= 0");
   if (p.top_p <= 0 || p.top_p > 1) fail("--top-p must be in (0, 1]");
   return p;

@@ -83,6 +83,27 @@ struct ChatRequest {
   bool add_vision_id = false;            // chat_template_kwargs.add_vision_id
 };
 
+// Speculative decoding: cheap guesses of the next tokens (drafts), checked by the model in one
+// block. It never changes the output: greedy requests get exactly the plain greedy tokens, and
+// sampled requests exactly the tokens plain sampling draws with the same seed (each draft token is
+// accepted with probability min(1, p/q), q one-hot for these deterministic drafts, the rejected
+// case drawing from normalize(max(0, p - q)); see runtime/generation.cpp).
+enum class SpecMode {
+  kAuto,  // per step: the draft source and length that pay, from the measured cost of verifying
+          // k tokens against one decode step and the running acceptance; no draft when none pays
+  kMtp,   // always draft_max tokens from the model's multi-token-prediction head
+  kPld,   // prompt lookup only (drafts copied from earlier in the conversation)
+  kOff,
+};
+const char* spec_mode_name(SpecMode m);                      // "auto", "mtp", "pld", "off"
+bool parse_spec_mode(const std::string& text, SpecMode* out);  // false for anything else
+
+struct SpeculativeParams {
+  static constexpr int kMaxDraft = 16;
+  SpecMode mode = SpecMode::kAuto;
+  int draft_max = 8;  // most draft tokens verified per step, 1 .. kMaxDraft
+};
+
 struct SamplingParams {
   float temperature = 1.0f;  // 0 = greedy
   float top_p = 1.0f;
@@ -96,7 +117,7 @@ struct SamplingParams {
   std::vector<std::string> stop; // stop strings (matched across tokens, not emitted)
   bool logprobs = false;
   int top_logprobs = 0;          // 0..20 alternatives per token
-  bool prompt_lookup = true;     // exact prompt lookup decoding for greedy requests
+  SpeculativeParams speculative;
   bool ignore_eos = false;
 };
 
@@ -127,6 +148,7 @@ struct Timings {
   int64_t prefill_tokens = 0; // tokens actually processed (prompt minus cached)
   double decode_ms = 0;
   int64_t decode_tokens = 0;
+  double draft_ms = 0;        // part of decode_ms spent drafting with the MTP head
 };
 
 struct GenerationResult {
@@ -139,6 +161,10 @@ struct GenerationResult {
   int64_t completion_tokens = 0;
   int64_t pld_drafted = 0;      // prompt lookup: tokens proposed
   int64_t pld_accepted = 0;     // ... and accepted
+  int64_t mtp_drafted = 0;      // MTP head: tokens proposed
+  int64_t mtp_accepted = 0;     // ... and accepted
+  int64_t drafted() const { return pld_drafted + mtp_drafted; }
+  int64_t accepted() const { return pld_accepted + mtp_accepted; }
   Timings timings;
 };
 
@@ -156,6 +182,9 @@ struct EngineOptions {
   int image_size = 0;            // > 0: resize images to this square size (multiple of 32) first
   int64_t image_min_pixels = 0;  // 0: from preprocessor_config.json
   int64_t image_max_pixels = 0;  // 0: from preprocessor_config.json
+  // Default speculation of requests. With mode kOff or kPld the MTP head is not run at all (no
+  // request can use it); kMtp fails to load a model without one.
+  SpeculativeParams speculative;
   // Progress while loading: stage name and fraction in [0, 1].
   std::function<void(const std::string& stage, double fraction)> on_progress;
 };
@@ -167,6 +196,7 @@ struct ModelInfo {
   int64_t context_size = 0;  // per-session limit in use
   int64_t max_position_embeddings = 0;
   bool has_vision = false;
+  bool has_mtp = false;      // the multi-token-prediction head is loaded and in use
   int num_layers = 0;
   int64_t hidden_size = 0;
   size_t weight_bytes = 0;

@@ -42,6 +42,26 @@ void read_generation_config(const std::string& dir, SamplingParams& p, std::vect
 
 }  // namespace
 
+const char* spec_mode_name(SpecMode m) {
+  switch (m) {
+    case SpecMode::kAuto: return "auto";
+    case SpecMode::kMtp: return "mtp";
+    case SpecMode::kPld: return "pld";
+    case SpecMode::kOff: return "off";
+  }
+  return "auto";
+}
+
+bool parse_spec_mode(const std::string& text, SpecMode* out) {
+  for (SpecMode m : {SpecMode::kAuto, SpecMode::kMtp, SpecMode::kPld, SpecMode::kOff}) {
+    if (text == spec_mode_name(m)) {
+      *out = m;
+      return true;
+    }
+  }
+  return false;
+}
+
 bool EngineImpl::is_eos(int32_t id) const { return std::find(eos_ids.begin(), eos_ids.end(), id) != eos_ids.end(); }
 
 std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* status) {
@@ -81,6 +101,13 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     const ModelConfig& cfg = e.model->config();
     e.defaults = SamplingParams{};
     read_generation_config(options.model_dir, e.defaults, e.eos_ids);
+    const SpeculativeParams& spec = options.speculative;
+    if (spec.draft_max < 1 || spec.draft_max > SpeculativeParams::kMaxDraft)
+      fail("draft max ", spec.draft_max, " must be in [1, ", SpeculativeParams::kMaxDraft, "]");
+    if (spec.mode == SpecMode::kMtp && !e.model->mtp())
+      fail("speculative mode 'mtp' needs a multi-token-prediction head, and this model has none (no mtp.* tensors)");
+    if (spec.mode == SpecMode::kAuto || spec.mode == SpecMode::kMtp) e.mtp = e.model->mtp();
+    e.defaults.speculative = spec;
     for (int64_t id : cfg.eos_token_ids) e.eos_ids.push_back(int32_t(id));
     for (const char* name : {"<|im_end|>", "<|endoftext|>"})
       if (auto id = e.tokenizer->token_to_id(name)) e.eos_ids.push_back(*id);
@@ -104,6 +131,7 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     info.context_size = e.context_size;
     info.max_position_embeddings = max_pos;
     info.has_vision = e.model->vision() != nullptr;
+    info.has_mtp = e.mtp != nullptr;
     info.num_layers = cfg.text.num_layers;
     info.hidden_size = cfg.text.hidden_size;
     info.weight_bytes = e.model->checkpoint().total_bytes();

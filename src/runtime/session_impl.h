@@ -12,6 +12,7 @@
 #include "runtime/prompt_plan.h"
 #include "runtime/sampler.h"
 #include "runtime/sequence.h"
+#include "runtime/spec_policy.h"
 #include "text/streaming_decoder.h"
 
 namespace qwen35 {
@@ -27,6 +28,7 @@ struct Session::Impl {
   Sequence seq;
   std::unique_ptr<PrefixCache> own_cache;
   PrefixCache* cache;
+  SpecCosts spec_costs;  // measured step costs for speculation's policy, kept across requests
   bool busy = false;
 };
 
@@ -40,7 +42,9 @@ struct Generation::Impl {
   bool step();
   void prefill_step();
   void decode_step();
-  void decode_with_draft(const std::vector<int32_t>& draft);
+  // Feeds `pending` alone and emits the next token.
+  void plain_step();
+  void decode_with_draft(const std::vector<int32_t>& draft, DraftSource source);
   // Emits one generated token; false once the generation is over.
   bool handle_token(int32_t token, TokenLogprob* logprob);
   void finish(StopReason reason);
@@ -56,9 +60,11 @@ struct Generation::Impl {
   OutputStream output;
   StreamingDecoder decoder;
   PromptLookup lookup;
-  bool use_lookup = false;
-  // Tests replace the n-gram drafter to force full, partial and failed drafts.
+  SpecPolicy policy;
+  // Tests replace the prompt-lookup drafter, and rewrite the MTP head's drafts (after the head has
+  // drafted, so its state work is done as usual), to force full, partial and failed drafts.
   std::function<void(const std::vector<int32_t>& history, int max_tokens, std::vector<int32_t>& out)> draft_source;
+  std::function<void(const std::vector<int32_t>& history, std::vector<int32_t>& draft)> rewrite_mtp_draft;
 
   GenerationResult result;
   bool done = false;
@@ -69,7 +75,7 @@ struct Generation::Impl {
   std::vector<float> logits;    // [rows, vocab]
   std::vector<float> embed_buf;
   std::vector<int32_t> pos_buf;
-  std::vector<int32_t> draft, block;
+  std::vector<int32_t> draft, pld_draft, block;
   Sequence::DeltaNetSave save;
   std::vector<OutputPiece> pieces;
 };

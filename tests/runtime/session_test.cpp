@@ -98,9 +98,9 @@ TEST(PromptLookup, EqualsPlainGreedyTokenForToken) {
   int64_t drafted = 0, accepted = 0;
   for (const auto& prompt : prompts) {
     Status st;
-    auto plain = engine.new_session()->complete(prompt, greedy(24, false), nullptr, &st);
+    auto plain = engine.new_session()->complete(prompt, greedy(24, SpecMode::kOff), nullptr, &st);
     ASSERT_TRUE(st.ok()) << st.message;
-    auto pld = engine.new_session()->complete(prompt, greedy(24, true), nullptr, &st);
+    auto pld = engine.new_session()->complete(prompt, greedy(24, SpecMode::kPld), nullptr, &st);
     ASSERT_TRUE(st.ok()) << st.message;
     EXPECT_EQ(plain.tokens, pld.tokens);
     EXPECT_EQ(plain.content, pld.content);
@@ -122,10 +122,10 @@ TEST(PromptLookup, VerifiedDraftsOfEveryQualityKeepGreedyOutput) {
   for (int trial = 0; trial < 4; ++trial) {
     const auto prompt = random_ids(rng, 6 + trial * 9);
     Status st;
-    const GenerationResult plain = engine.new_session()->complete(prompt, greedy(48, false), nullptr, &st);
+    const GenerationResult plain = engine.new_session()->complete(prompt, greedy(48, SpecMode::kOff), nullptr, &st);
     ASSERT_TRUE(st.ok());
     auto session = engine.new_session();
-    auto gen = session->start_completion(prompt, greedy(48, true), nullptr, &st);
+    auto gen = session->start_completion(prompt, greedy(48, SpecMode::kPld), nullptr, &st);
     ASSERT_TRUE(st.ok());
     int calls = 0;
     gen->impl().draft_source = [&](const std::vector<int32_t>& history, int max_tokens, std::vector<int32_t>& out) {
@@ -167,11 +167,11 @@ TEST(PromptLookup, ExactAtTheEndOfTheContextAndAfterAStop) {
     auto engine = engine_with_context(ctx);
     Status st;
     auto plain_session = engine->new_session();
-    const GenerationResult plain = plain_session->complete(prompt, greedy(1000, false), nullptr, &st);
+    const GenerationResult plain = plain_session->complete(prompt, greedy(1000, SpecMode::kOff), nullptr, &st);
     ASSERT_TRUE(st.ok());
     EXPECT_EQ(plain.stop_reason, StopReason::kContextFull);
     auto session = engine->new_session();
-    auto gen = session->start_completion(prompt, greedy(1000, true), nullptr, &st);
+    auto gen = session->start_completion(prompt, greedy(1000, SpecMode::kPld), nullptr, &st);
     gen->impl().draft_source = [&](const std::vector<int32_t>& history, int max_tokens, std::vector<int32_t>& out) {
       const size_t done = history.size() - prompt.size();
       for (int i = 0; i < max_tokens && done + size_t(i) < plain.tokens.size(); ++i) out.push_back(plain.tokens[done + size_t(i)]);
@@ -185,13 +185,13 @@ TEST(PromptLookup, ExactAtTheEndOfTheContextAndAfterAStop) {
   // A stop string that ends inside an accepted draft.
   auto engine = engine_with_context(4096);
   Status st;
-  const GenerationResult probe = engine->new_session()->complete(prompt, greedy(20, false), nullptr, &st);
-  SamplingParams params = greedy(20, false);
+  const GenerationResult probe = engine->new_session()->complete(prompt, greedy(20, SpecMode::kOff), nullptr, &st);
+  SamplingParams params = greedy(20, SpecMode::kOff);
   params.stop = {engine->detokenize({probe.tokens[6]})};
   auto plain_session = engine->new_session();
   const GenerationResult plain = plain_session->complete(prompt, params, nullptr, &st);
   ASSERT_EQ(plain.stop_reason, StopReason::kStopString);
-  params.prompt_lookup = true;
+  params.speculative.mode = SpecMode::kPld;
   auto session = engine->new_session();
   auto gen = session->start_completion(prompt, params, nullptr, &st);
   gen->impl().draft_source = [&](const std::vector<int32_t>& history, int max_tokens, std::vector<int32_t>& out) {
@@ -385,7 +385,7 @@ TEST(Session, CancelFromCallbackStops) {
   const Engine& engine = tiny_engine();
   Status st;
   int events = 0;
-  auto r = engine.new_session()->complete({1, 2, 3}, greedy(50, false),
+  auto r = engine.new_session()->complete({1, 2, 3}, greedy(50, SpecMode::kOff),
                                           [&](const GenerationEvent& ev) { return ++events < 3; }, &st);
   ASSERT_TRUE(st.ok());
   EXPECT_EQ(r.stop_reason, StopReason::kCancelled);
