@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/error.h"
 #include "model/norm.h"
 
 namespace qwen35 {
@@ -62,22 +63,12 @@ void l2_normalize(const float* x, int64_t n, float scale, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * inv) * scale;
 }
 
-}  // namespace
-
-void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* a,
-                      int64_t T, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode, float* out) {
-  s.reserve(cfg, T);
+// beta = sigmoid(b), g = -exp(A_log) softplus(a + dt_bias) in place, and the normalised q, k of
+// every token from the conv output.
+void gates_and_qk(const TextConfig& cfg, const DeltaNetWeights& w, int64_t T, DeltaNetScratch& s) {
   const int64_t C = cfg.conv_dim(), Hk = cfg.linear_key_heads, Hv = cfg.linear_value_heads;
-  const int dk = cfg.linear_key_dim, dv = cfg.linear_value_dim;
-  const int64_t QK = Hk * dk, VS = Hv * int64_t(dv);
-
-  kernels::linear(c, a, T, w.in_qkv, s.qkv.data());  // [T, C]
-  kernels::linear(c, a, T, w.in_z, s.z.data());      // [T, VS]
-  kernels::linear(c, a, T, w.in_b, s.beta.data());   // [T, Hv] logits
-  kernels::linear(c, a, T, w.in_a, s.g.data());      // [T, Hv] decay input
-
-  causal_conv_silu(cfg, w.conv, s.qkv.data(), T, state.conv, s.mixed.data());
-
+  const int dk = cfg.linear_key_dim;
+  const int64_t QK = Hk * dk;
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t h = 0; h < Hv; ++h) {
       float& b = s.beta[size_t(t * Hv + h)];
@@ -92,10 +83,16 @@ void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const De
       l2_normalize(row + QK + h * dk, dk, 1.0f, s.k.data() + t * QK + h * dk);
     }
   }
+}
 
+// The delta rule of every value head over T tokens, from and into state.recurrent; outputs to s.core.
+void delta_rule(const kernels::Compute& c, const TextConfig& cfg, int64_t T, bool chunked, DeltaNetState& state,
+                DeltaNetScratch& s) {
+  const int64_t C = cfg.conv_dim(), Hk = cfg.linear_key_heads, Hv = cfg.linear_value_heads;
+  const int dk = cfg.linear_key_dim, dv = cfg.linear_value_dim;
+  const int64_t QK = Hk * dk, VS = Hv * int64_t(dv);
   // Value head h reads key head h / (Hv / Hk) (consecutive value heads share a key head).
   const int64_t group = Hv / Hk;
-  const bool chunked = mode == DeltaRuleMode::kChunked || (mode == DeltaRuleMode::kAuto && T > 1);
   c.pool->parallel_for(size_t(Hv), 1, [&](size_t hb, size_t he) {
     thread_local std::vector<float> work;
     work.resize(kernels::delta_chunk_work_floats(dk, dv));
@@ -130,6 +127,32 @@ void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const De
       }
     }
   });
+}
+
+}  // namespace
+
+void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* a,
+                      int64_t T, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode, float* out,
+                      DeltaNetTrace* trace) {
+  s.reserve(cfg, T);
+  const int64_t C = cfg.conv_dim(), Hv = cfg.linear_value_heads;
+  const int dv = cfg.linear_value_dim;
+  const int64_t VS = Hv * int64_t(dv);
+
+  kernels::linear(c, a, T, w.in_qkv, s.qkv.data());  // [T, C]
+  kernels::linear(c, a, T, w.in_z, s.z.data());      // [T, VS]
+  kernels::linear(c, a, T, w.in_b, s.beta.data());   // [T, Hv] logits
+  kernels::linear(c, a, T, w.in_a, s.g.data());      // [T, Hv] decay input
+  if (trace) {
+    trace->tokens = T;
+    trace->qkv.assign(s.qkv.begin(), s.qkv.begin() + T * C);
+    trace->b.assign(s.beta.begin(), s.beta.begin() + T * Hv);
+    trace->a.assign(s.g.begin(), s.g.begin() + T * Hv);
+  }
+
+  causal_conv_silu(cfg, w.conv, s.qkv.data(), T, state.conv, s.mixed.data());
+  gates_and_qk(cfg, w, T, s);
+  delta_rule(c, cfg, T, mode == DeltaRuleMode::kChunked || (mode == DeltaRuleMode::kAuto && T > 1), state, s);
 
   // Gated RMSNorm per head: norm(o) * w * silu(z), with the plain (not 1 + w) weight.
   for (int64_t t = 0; t < T; ++t) {
@@ -141,6 +164,19 @@ void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const De
     }
   }
   kernels::linear(c, s.core.data(), T, w.out, out);
+}
+
+void deltanet_replay(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
+                     const DeltaNetTrace& trace, int64_t n, DeltaNetState& state, DeltaNetScratch& s) {
+  if (n <= 0) return;
+  if (n > trace.tokens) fail("deltanet_replay: ", n, " tokens asked of a trace of ", trace.tokens);
+  s.reserve(cfg, n);
+  const int64_t Hv = cfg.linear_value_heads;
+  std::copy_n(trace.b.begin(), n * Hv, s.beta.begin());
+  std::copy_n(trace.a.begin(), n * Hv, s.g.begin());
+  causal_conv_silu(cfg, w.conv, trace.qkv.data(), n, state.conv, s.mixed.data());
+  gates_and_qk(cfg, w, n, s);
+  delta_rule(c, cfg, n, /*chunked=*/false, state, s);
 }
 
 }  // namespace qwen35

@@ -28,8 +28,25 @@ struct DeltaNetScratch {
   void reserve(const TextConfig& cfg, int64_t tokens);
 };
 
-// out[T, H] = DeltaNet(a[T, H]), advancing `state` by T tokens.
+// What a block's state update depends on beyond the state itself: the projections before the conv
+// and the beta / decay logits of each token. With it, the state before the block can be advanced
+// over any prefix of the block without the matmuls (rewinding a verified draft that was partly
+// accepted), bit-identically to feeding that prefix again.
+struct DeltaNetTrace {
+  int64_t tokens = 0;
+  std::vector<float> qkv;  // [T, conv_dim]
+  std::vector<float> b;    // [T, Hv]
+  std::vector<float> a;    // [T, Hv]
+};
+
+// out[T, H] = DeltaNet(a[T, H]), advancing `state` by T tokens; fills `trace` when given.
 void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* a,
-                      int64_t T, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode, float* out);
+                      int64_t T, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode, float* out,
+                      DeltaNetTrace* trace = nullptr);
+
+// Advances `state` (as it was before the traced block) by the block's first n tokens, with the
+// recurrent delta rule: what deltanet_forward in kRecurrent mode would leave after n tokens.
+void deltanet_replay(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
+                     const DeltaNetTrace& trace, int64_t n, DeltaNetState& state, DeltaNetScratch& s);
 
 }  // namespace qwen35

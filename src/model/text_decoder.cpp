@@ -17,6 +17,7 @@ void DecoderWorkspace::reserve(const TextConfig& cfg, int64_t tokens) {
   }
   deltanet.reserve(cfg, tokens);
   attention.reserve(cfg, tokens);
+  if (traces.size() != size_t(cfg.num_deltanet_layers())) traces.resize(size_t(cfg.num_deltanet_layers()));
   mlp.reserve(cfg.intermediate_size, tokens);
 }
 
@@ -45,8 +46,9 @@ void TextDecoder::forward(const kernels::Compute& c, const float* embeddings, co
     const LayerWeights& L = w_.layers[size_t(i)];
     rms_norm_rows(x, L.input_norm.data(), T, H, eps, ws.normed.data());
     if (L.kind == LayerKind::kDeltaNet) {
+      DeltaNetTrace* trace = ws.trace ? &ws.traces[size_t(deltanet_index)] : nullptr;
       deltanet_forward(c, cfg_, L.deltanet, ws.normed.data(), T, state.deltanet[size_t(deltanet_index++)], ws.deltanet,
-                       mode, ws.mixed.data());
+                       mode, ws.mixed.data(), trace);
     } else {
       attention_forward(c, cfg_, L.attention, rope_, ws.normed.data(), T, state.kv[size_t(attention_index++)],
                         ws.attention, ws.mixed.data());
@@ -59,6 +61,16 @@ void TextDecoder::forward(const kernels::Compute& c, const float* embeddings, co
   }
   rms_norm_rows(x, w_.final_norm.data(), T, H, eps, hidden);
   state.n_past += T;
+}
+
+void TextDecoder::replay_deltanet(const kernels::Compute& c, DecoderWorkspace& ws, int64_t n, DecoderState& state) const {
+  int di = 0;
+  for (int i = 0; i < cfg_.num_layers; ++i) {
+    if (w_.layers[size_t(i)].kind != LayerKind::kDeltaNet) continue;
+    deltanet_replay(c, cfg_, w_.layers[size_t(i)].deltanet, ws.traces[size_t(di)], n, state.deltanet[size_t(di)],
+                    ws.deltanet);
+    ++di;
+  }
 }
 
 void TextDecoder::logits(const kernels::Compute& c, const float* hidden, int64_t n, float* out) const {

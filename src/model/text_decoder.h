@@ -33,6 +33,10 @@ struct DecoderWorkspace {
   DeltaNetScratch deltanet;
   AttentionScratch attention;
   MlpScratch mlp;
+  // With `trace` on, forward() keeps each DeltaNet layer's block inputs in traces[i], for
+  // replay_deltanet (one per DeltaNet layer, in layer order).
+  bool trace = false;
+  std::vector<DeltaNetTrace> traces;
   void reserve(const TextConfig& cfg, int64_t tokens);
 };
 
@@ -50,6 +54,11 @@ class TextDecoder {
   void forward(const kernels::Compute& c, const float* embeddings, const int32_t* positions, int64_t T,
                DecoderState& state, DecoderWorkspace& ws, float* hidden, DeltaRuleMode mode = DeltaRuleMode::kAuto,
                DecoderObserver* observer = nullptr) const;
+
+  // Advances the DeltaNet states, as they were before the last traced forward() of ws, by that
+  // block's first n tokens, recurrently and without the matmuls: the DeltaNet side of feeding
+  // those n tokens again (attention KV and n_past are the caller's).
+  void replay_deltanet(const kernels::Compute& c, DecoderWorkspace& ws, int64_t n, DecoderState& state) const;
 
   // logits[n, vocab] = hidden[n, H] * lm_head^T.
   void logits(const kernels::Compute& c, const float* hidden, int64_t n, float* out) const;

@@ -204,7 +204,8 @@ void Generation::Impl::plain_step() {
 // Verifies [pending, draft...] in one block. The block runs the recurrent delta rule, whose
 // arithmetic per token is exactly that of single-token decoding, so row i of its logits is
 // bit-identical to what plain decoding would compute at that position once the drafts before it
-// are accepted.
+// are accepted. The block is fed traced: keeping only its accepted part afterwards replays the
+// DeltaNet recurrences from the trace instead of feeding those tokens again.
 //
 // Acceptance is the speculative sampling rule for a deterministic draft: q is one-hot at the draft
 // token d, so d is accepted with probability min(1, p(d)/q(d)) = p(d), and on rejection the token
@@ -221,8 +222,8 @@ void Generation::Impl::decode_with_draft(const std::vector<int32_t>& d, DraftSou
   block.insert(block.end(), d.begin(), d.end());
   session.seq.save_deltanet(save);
   logits.resize(size_t((k + 1) * V));
-  auto t0 = Clock::now();
-  session.seq.feed_text(block.data(), k + 1, DeltaRuleMode::kRecurrent, k + 1, logits.data());
+  const auto t0 = Clock::now();
+  session.seq.feed_text(block.data(), k + 1, DeltaRuleMode::kRecurrent, k + 1, logits.data(), /*traced=*/true);
   session.spec_costs.record_block(int(k + 1), ms_since(t0));
   std::vector<int32_t> emitted;
   std::vector<TokenLogprob> lps;
@@ -245,20 +246,14 @@ void Generation::Impl::decode_with_draft(const std::vector<int32_t>& d, DraftSou
     lookup.report(int(k), int(accepted));
   }
   policy.report(source, int(k), int(accepted));
-  if (accepted < k) {  // rewind and re-feed only what was accepted
-    session.seq.rewind(save);
-    t0 = Clock::now();
-    session.seq.feed_text(block.data(), accepted + 1, DeltaRuleMode::kRecurrent, 0, nullptr);
-    session.spec_costs.record_block(int(accepted + 1), ms_since(t0));
-  }
+  if (accepted < k) session.seq.rewind(save, accepted + 1);  // keep pending and the accepted drafts
   int64_t fed = accepted + 1;  // tokens of `block` in the sequence now
   for (size_t i = 0; i < emitted.size(); ++i) {
     if (handle_token(emitted[i], params.logprobs ? &lps[i] : nullptr)) continue;
     // Stopped at emitted token i: plain decoding would have fed block[0..i] and not token i
     // itself, so leave the timeline exactly so (the next turn's prefix match depends on it).
     if (int64_t(i) + 1 < fed) {
-      session.seq.rewind(save);
-      session.seq.feed_text(block.data(), int64_t(i) + 1, DeltaRuleMode::kRecurrent, 0, nullptr);
+      session.seq.rewind(save, int64_t(i) + 1);
       fed = int64_t(i) + 1;
     }
     break;

@@ -49,6 +49,8 @@ void Sequence::feed(const int32_t* ids, const uint64_t* keys, const float* embed
   // Pairs of tokens fed before this call only: a rewind to this point keeps its pending rows.
   if (has_mtp() && length() - mtp_pairs() > kMaxMtpPending) flush_mtp();
   if (int64_t(hidden_.size()) < n * H) hidden_.resize(size_t(n * H));
+  traced_from_ = ws_.trace ? length() : -1;
+  traced_tokens_ = ws_.trace ? n : 0;
   dec.forward(engine_.compute, embeddings, positions, n, state_, ws_, hidden_.data(), mode);
   tokens_.insert(tokens_.end(), ids, ids + n);
   keys_.insert(keys_.end(), keys, keys + n);
@@ -62,7 +64,8 @@ void Sequence::feed(const int32_t* ids, const uint64_t* keys, const float* embed
   if (n_logits > 0) dec.logits(engine_.compute, hidden_.data() + (n - n_logits) * H, n_logits, logits);
 }
 
-void Sequence::feed_text(const int32_t* ids, int64_t n, DeltaRuleMode mode, int64_t n_logits, float* logits) {
+void Sequence::feed_text(const int32_t* ids, int64_t n, DeltaRuleMode mode, int64_t n_logits, float* logits,
+                         bool traced) {
   const int64_t H = engine_.text_config().hidden_size;
   if (int64_t(emb_.size()) < n * H) emb_.resize(size_t(n * H));
   if (int64_t(pos_.size()) < 3 * n) pos_.resize(size_t(3 * n));
@@ -72,7 +75,14 @@ void Sequence::feed_text(const int32_t* ids, int64_t n, DeltaRuleMode mode, int6
     pos_[size_t(t)] = pos_[size_t(n + t)] = pos_[size_t(2 * n + t)] = p;
   }
   key_buf_.assign(ids, ids + n);
-  feed(ids, key_buf_.data(), emb_.data(), pos_.data(), n, mode, n_logits, logits);
+  ws_.trace = traced;
+  try {
+    feed(ids, key_buf_.data(), emb_.data(), pos_.data(), n, mode, n_logits, logits);
+  } catch (...) {
+    ws_.trace = false;
+    throw;
+  }
+  ws_.trace = false;
 }
 
 void Sequence::run_mtp(int64_t n, const float* next_embedding) {
@@ -162,6 +172,30 @@ void Sequence::rewind(const DeltaNetSave& save) {
   }
 }
 
+void Sequence::rewind(const DeltaNetSave& save, int64_t keep) {
+  if (keep == 0) return rewind(save);
+  if (traced_from_ != save.length || keep < 0 || keep > traced_tokens_ || save.length + keep > length())
+    fail("Sequence::rewind: ", keep, " tokens after the save were not fed in one traced block");
+  const int64_t to = save.length + keep;
+  for (size_t i = 0; i < state_.deltanet.size(); ++i) {
+    std::copy(save.states[i].conv.begin(), save.states[i].conv.end(), state_.deltanet[i].conv.begin());
+    std::copy(save.states[i].recurrent.begin(), save.states[i].recurrent.end(), state_.deltanet[i].recurrent.begin());
+  }
+  engine_.model->decoder().replay_deltanet(engine_.compute, ws_, keep, state_);
+  for (KvCache& kv : state_.kv) kv.truncate(to);
+  tokens_.resize(size_t(to));
+  keys_.resize(size_t(to));
+  state_.n_past = to;
+  traced_tokens_ = keep;  // what is left of the block
+  if (has_mtp()) {
+    if (mtp_pairs() > std::max<int64_t>(0, save.length - 1)) fail("Sequence::rewind: the MTP head ran past the save");
+    const size_t H = size_t(engine_.text_config().hidden_size), rows = size_t(to - mtp_pairs());
+    mtp_hidden_.resize(rows * H);
+    mtp_embedding_.resize(rows * H);
+    mtp_position_.resize(rows * 3);
+  }
+}
+
 std::unique_ptr<SnapshotData> Sequence::snapshot() const {
   auto s = std::make_unique<SnapshotData>();
   s->tokens = tokens_;
@@ -223,6 +257,7 @@ void Sequence::restore(const SnapshotData& s) {
   keys_ = s.keys;
   rope_delta_ = s.rope_delta;
   state_.n_past = n;
+  traced_from_ = -1;
 }
 
 void Sequence::reset() {
@@ -230,6 +265,7 @@ void Sequence::reset() {
   tokens_.clear();
   keys_.clear();
   rope_delta_ = 0;
+  traced_from_ = -1;
   if (has_mtp()) {
     mtp_kv_.truncate(0);
     mtp_hidden_.clear();

@@ -56,8 +56,10 @@ class Sequence {
   // rows (0..n) to `logits` ([n_logits, vocab]).
   void feed(const int32_t* ids, const uint64_t* keys, const float* embeddings, const int32_t* positions, int64_t n,
             DeltaRuleMode mode, int64_t n_logits, float* logits);
-  // Text tokens at decode positions (index + rope_delta on all axes).
-  void feed_text(const int32_t* ids, int64_t n, DeltaRuleMode mode, int64_t n_logits, float* logits);
+  // Text tokens at decode positions (index + rope_delta on all axes). With `traced`, the block's
+  // DeltaNet inputs are kept so that rewind(save, keep) can later keep part of it.
+  void feed_text(const int32_t* ids, int64_t n, DeltaRuleMode mode, int64_t n_logits, float* logits,
+                 bool traced = false);
 
   // The MTP head. has_mtp(): the engine runs it for this sequence.
   static constexpr int64_t kMaxMtpPending = 64;
@@ -78,6 +80,10 @@ class Sequence {
   };
   void save_deltanet(DeltaNetSave& save) const;
   void rewind(const DeltaNetSave& save);
+  // Rewinds to `save` and keeps the first `keep` tokens of the block fed right after it, which
+  // must have been fed traced: their DeltaNet states are replayed from the trace (recurrences only,
+  // no matmuls) and their KV rows stay, bit-identical to rewinding and feeding them again.
+  void rewind(const DeltaNetSave& save, int64_t keep);
 
   std::unique_ptr<SnapshotData> snapshot() const;
   void restore(const SnapshotData& snap);
@@ -93,6 +99,7 @@ class Sequence {
   std::vector<float> hidden_, emb_;
   std::vector<int32_t> pos_;
   std::vector<uint64_t> key_buf_;
+  int64_t traced_from_ = -1, traced_tokens_ = 0;  // the last fed block, when it was traced
 
   // Runs the head on the first n pending pairs, plus, with `next_embedding`, the pair of the last
   // fed token and that embedding (its post-norm output lands in mtp_out_ row n). Commits the n.

@@ -61,14 +61,9 @@ double SpecPolicy::expected_tokens(DraftSource source, int k) const {
 }
 
 double SpecPolicy::expected_ms(DraftSource source, int k) const {
-  double ms = (source == DraftSource::kMtp ? k * costs_.mtp_step_ms() : 0.0) + costs_.block_ms(k + 1);
-  double reach = 1;  // P(the first a drafts accepted)
-  for (int a = 0; a < k; ++a) {
-    const double p = accept_[index(source)][size_t(a + 1)];
-    ms += reach * (1 - p) * costs_.block_ms(a + 1);  // rejected at a + 1: rewind, re-feed a + 1 tokens
-    reach *= p;
-  }
-  return ms;
+  // A rejection costs no forward pass: the accepted part of the block is kept by replaying the
+  // DeltaNet recurrences (Sequence::rewind(save, keep)), small beside the block's matmuls.
+  return (source == DraftSource::kMtp ? k * costs_.mtp_step_ms() : 0.0) + costs_.block_ms(k + 1);
 }
 
 std::pair<int, double> SpecPolicy::best(DraftSource source, int max_tokens) const {

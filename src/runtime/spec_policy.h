@@ -5,7 +5,7 @@
 // probability that draft token j is accepted once the j - 1 before it were,
 //   E[tokens](k) = 1 + a_1 + a_1 a_2 + ... + a_1 ... a_k
 //   cost(k)      = k * draft step (MTP; prompt lookup is free) + verify(k + 1)
-//                  + sum over a < k of P(exactly a accepted) * verify(a + 1)   (the re-feed)
+// (a rejection keeps the accepted part by replaying the DeltaNet recurrences, no forward pass),
 // and `auto` takes the source and k with the most tokens per millisecond, or no draft when one
 // plain decode step beats them all. Verify costs are measured per block size, relative to the
 // measured decode step (unmeasured sizes are interpolated, with a prior before any measurement).

@@ -82,6 +82,57 @@ TEST(Snapshot, RewindRestoresDeltaNetAndTruncatesKv) {
   EXPECT_EQ(0, std::memcmp(first.data(), again.data(), first.size() * sizeof(float)));
 }
 
+// Keeping part of a traced block (the accepted part of a verified draft) replays the DeltaNet
+// recurrences from the trace: the state is bit-identical to rewinding and feeding that part again.
+TEST(Snapshot, RewindIntoATracedBlockEqualsFeedingAgain) {
+  const EngineImpl& e = tiny_engine().impl();
+  const int64_t V = e.text_config().vocab_size;
+  std::mt19937 rng(9);
+  auto prompt = random_ids(rng, 15), block = random_ids(rng, 12), next = random_ids(rng, 3);
+  for (int64_t keep : {1, 2, 7, 11, 12}) {
+    Sequence a(e), b(e);
+    a.feed_text(prompt.data(), 15, DeltaRuleMode::kAuto, 0, nullptr);
+    b.feed_text(prompt.data(), 15, DeltaRuleMode::kAuto, 0, nullptr);
+    Sequence::DeltaNetSave save;
+    a.save_deltanet(save);
+    a.feed_text(block.data(), 12, DeltaRuleMode::kRecurrent, 0, nullptr, /*traced=*/true);
+    a.rewind(save, keep);
+    EXPECT_EQ(a.length(), 15 + keep);
+    b.feed_text(block.data(), keep, DeltaRuleMode::kRecurrent, 0, nullptr);
+    EXPECT_EQ(a.tokens(), b.tokens());
+    const auto sa = a.snapshot(), sb = b.snapshot();
+    for (size_t i = 0; i < sa->deltanet.size(); ++i) {
+      EXPECT_EQ(sa->deltanet[i].recurrent, sb->deltanet[i].recurrent) << "keep " << keep << " layer " << i;
+      EXPECT_EQ(sa->deltanet[i].conv, sb->deltanet[i].conv) << "keep " << keep << " layer " << i;
+    }
+    std::vector<float> la(size_t(3 * V)), lb(size_t(3 * V));
+    a.feed_text(next.data(), 3, DeltaRuleMode::kRecurrent, 3, la.data());
+    b.feed_text(next.data(), 3, DeltaRuleMode::kRecurrent, 3, lb.data());
+    EXPECT_EQ(0, std::memcmp(la.data(), lb.data(), la.size() * sizeof(float))) << "keep " << keep;
+    // A second, shorter rewind into the same block (a stop inside the accepted part).
+    if (keep > 1) {
+      Sequence c(e);
+      c.feed_text(prompt.data(), 15, DeltaRuleMode::kAuto, 0, nullptr);
+      c.feed_text(block.data(), 12, DeltaRuleMode::kRecurrent, 0, nullptr, true);
+      c.rewind(save, keep);
+      c.rewind(save, 1);
+      EXPECT_EQ(c.snapshot()->deltanet[0].recurrent, [&] {
+        Sequence d(e);
+        d.feed_text(prompt.data(), 15, DeltaRuleMode::kAuto, 0, nullptr);
+        d.feed_text(block.data(), 1, DeltaRuleMode::kRecurrent, 0, nullptr);
+        return d.snapshot()->deltanet[0].recurrent;
+      }());
+    }
+  }
+  // Only a traced block right after the save can be kept in part.
+  Sequence s(e);
+  s.feed_text(prompt.data(), 15, DeltaRuleMode::kAuto, 0, nullptr);
+  Sequence::DeltaNetSave save;
+  s.save_deltanet(save);
+  s.feed_text(block.data(), 12, DeltaRuleMode::kRecurrent, 0, nullptr);
+  EXPECT_THROW(s.rewind(save, 3), Error);
+}
+
 // Prompt lookup decoding returns exactly the plain greedy tokens, including on repetitive
 // prompts where drafts get accepted.
 TEST(PromptLookup, EqualsPlainGreedyTokenForToken) {
