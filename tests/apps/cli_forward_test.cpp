@@ -154,6 +154,34 @@ TEST(CliGenerate, GreedyIdsMatchGolden) {
   }
 }
 
+// --spec: every mode gives the golden greedy ids; --json reports the drafts.
+TEST(CliGenerate, SpeculationModesKeepTheGreedyIds) {
+  const Golden g("tiny-qwen35/golden/greedy.safetensors");
+  const std::string ids = join(g.i64("p0.prompt_ids"));
+  for (const char* mode : {"off", "pld", "mtp", "auto"}) {
+    RunOutput r = run("generate -m " + tiny_model_dir() + " --ids " + ids + " -n 32 --ignore-eos --json --spec " + mode +
+                      " --draft-max 3");
+    ASSERT_EQ(r.status, 0) << r.out;
+    auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+    EXPECT_EQ(j["ids"].get<std::vector<int64_t>>(), g.i64("p0.generated_ids")) << mode;
+    EXPECT_EQ(j["speculative"]["mode"], mode);
+    EXPECT_EQ(j["speculative"]["draft_max"], 3);
+    EXPECT_EQ(j["speculative"]["drafted"].get<int64_t>(),
+              j["mtp"]["drafted"].get<int64_t>() + j["pld"]["drafted"].get<int64_t>());
+    if (std::string(mode) == "mtp") EXPECT_GT(j["mtp"]["drafted"].get<int64_t>(), 0);
+    if (std::string(mode) == "off") EXPECT_EQ(j["speculative"]["drafted"], 0);
+    EXPECT_TRUE(j["timings"].contains("draft_ms"));
+  }
+  RunOutput r = run("generate -m " + tiny_model_dir() + " --ids 1,2 --spec eagle");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("--spec must be auto, mtp, pld or off"), std::string::npos) << r.out;
+  r = run("generate -m " + tiny_model_dir() + " --ids 1,2 --draft-max 0");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("--draft-max"), std::string::npos) << r.out;
+  r = run("serve --help");
+  EXPECT_NE(r.out.find("--spec MODE"), std::string::npos);
+}
+
 TEST(CliErrors, ClearMessagesAndNonZeroExit) {
   RunOutput r = run("forward -m /nonexistent --ids 1 --out /tmp/x.safetensors");
   EXPECT_NE(r.status, 0);
