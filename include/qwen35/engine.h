@@ -253,7 +253,8 @@ class PrefixCache {
 };
 
 // A copy of a session's state at one point of its timeline: DeltaNet conv and recurrent states,
-// the KV rows, the tokens. Taking one costs a copy of all of that (bytes()).
+// the KV rows, the tokens, and the MTP head's cache when the engine runs it. Taking one costs a
+// copy of all of that (bytes()).
 class Snapshot {
  public:
   ~Snapshot();
