@@ -10,6 +10,7 @@ constexpr double kPriorSlope = 0.15;       // verify(n) ~ decode * (1 + 0.15 (n 
 constexpr double kPriorMtpStep = 0.15;     // an MTP draft step ~ 0.15 decode steps (one layer + LM head)
 constexpr double kPriorAccept[2] = {0.7, 0.5};  // MTP, prompt lookup
 constexpr int kFirstProbe = 4, kLastProbe = 64;
+constexpr int kRemeasure = 64;  // drafting steps between two plain ones that re-measure a decode step
 
 void ema(double& avg, double x) { avg = avg > 0 ? avg + kEma * (x - avg) : x; }
 
@@ -84,6 +85,12 @@ SpecPolicy::Plan SpecPolicy::plan(int max_tokens, int pld_tokens) {
     case SpecMode::kPld: return pld_tokens > 0 ? Plan{DraftSource::kPld, std::min(pld_tokens, max_tokens)} : Plan{};
     case SpecMode::kAuto: break;
   }
+  // Everything is relative to a plain decode step: measure one first, and again now and then
+  // (costs grow with the context), or a verify cost steeper than the prior would go unseen.
+  if (!costs_.measured(1) || drafting_steps_ >= kRemeasure) {
+    drafting_steps_ = 0;
+    return {};
+  }
   Plan choice;
   double rate = 1.0 / costs_.block_ms(1);  // plain decoding
   if (mtp_) {
@@ -96,8 +103,10 @@ SpecPolicy::Plan SpecPolicy::plan(int max_tokens, int pld_tokens) {
   }
   if (choice.source != DraftSource::kNone) {
     plain_steps_ = 0;
+    ++drafting_steps_;
     return choice;
   }
+  drafting_steps_ = 0;
   // Nothing pays at the current estimates: now and then a one-token draft to re-measure them.
   if (++plain_steps_ < probe_after_) return {};
   const DraftSource probe = pld_tokens > 0 ? DraftSource::kPld : mtp_ ? DraftSource::kMtp : DraftSource::kNone;

@@ -10,7 +10,8 @@
 // plain decode step beats them all. Verify costs are measured per block size, relative to the
 // measured decode step (unmeasured sizes are interpolated, with a prior before any measurement).
 // When drafts stop paying it backs off, and probes with a one-token draft after 4, 8, 16 .. 64
-// plain steps so the estimates can recover.
+// plain steps so the estimates can recover. The first decode step of a session is plain, to
+// measure it, and so is one in every 64 drafting steps.
 #pragma once
 
 #include <array>
@@ -69,6 +70,7 @@ class SpecPolicy {
   // [source][depth 1..kMaxDraft]: P(draft token accepted | the ones before it were).
   std::array<std::array<double, SpeculativeParams::kMaxDraft + 1>, 2> accept_{};
   int plain_steps_ = 0;     // plain steps since the last draft
+  int drafting_steps_ = 0;  // drafting steps since the last plain one
   int probe_after_ = 4;     // plain steps before a probing one-token draft
   bool probing_ = false;
 };

@@ -97,6 +97,20 @@ TEST(SpecPolicy, DraftsWhenItPays) {
   EXPECT_EQ(q.plan(8, 0).source, DraftSource::kNone);
 }
 
+// Costs are relative to a measured plain step: none yet, or 64 drafting steps since the last one,
+// and the step is plain.
+TEST(SpecPolicy, PlainStepsMeasureTheDecodeCost) {
+  SpecCosts c;
+  c.record_block(4, 130);
+  c.record_mtp_step(10);
+  SpecPolicy p(spec(SpecMode::kAuto, 3), true, c);
+  EXPECT_EQ(p.plan(3, 0).source, DraftSource::kNone);
+  c.record_block(1, 100);
+  for (int i = 0; i < 64; ++i) ASSERT_EQ(p.plan(3, 0).source, DraftSource::kMtp) << i;
+  EXPECT_EQ(p.plan(3, 0).source, DraftSource::kNone);
+  EXPECT_EQ(p.plan(3, 0).source, DraftSource::kMtp);
+}
+
 // Drafts that keep failing: no drafts, then one-token probes after 4, 8, 16 .. 64 plain steps;
 // an accepted probe brings drafting back.
 TEST(SpecPolicy, BacksOffAndProbes) {
