@@ -11,7 +11,7 @@ namespace qwen35::app {
 const std::set<std::string>& engine_option_names() {
   static const std::set<std::string> names = {"-m",          "--model",         "--threads",         "--ctx",
                                                 "--image-size", "--prefill-block", "--image-min-pixels", "--image-max-pixels",
-                                                "--spec",       "--draft-max"};
+                                                "--weights",    "--spec",          "--draft-max"};
   return names;
 }
 
@@ -23,6 +23,8 @@ const char* kEngineOptionsHelp =
     "  --image-min-pixels N, --image-max-pixels N\n"
     "                        pixel limits of smart_resize (default: preprocessor_config.json)\n"
     "  --prefill-block N     prompt tokens per prefill step (default 512)\n"
+    "  --weights TYPE        convert float weights at load: q4_k_m, q8_0, q4_0, ..., bf16, f16, f32\n"
+    "                        (default: the checkpoint's own types)\n"
     "  --spec MODE           speculative decoding, never changing the output (default auto):\n"
     "                          auto  per step the draft and length that pay, from measured costs and\n"
     "                                acceptance (the model's MTP head or prompt lookup), or none\n"
@@ -62,6 +64,7 @@ EngineOptions engine_options_from(const Args& args, bool bundled_fallback) {
   o.prefill_block = args.get_int("--prefill-block", 512);
   if (o.threads < 0 || o.context_size < 0 || o.image_size < 0 || o.prefill_block <= 0)
     fail("--threads, --ctx, --image-size must be >= 0 and --prefill-block > 0");
+  o.weights = args.get_or("--weights", "");
   o.image_min_pixels = args.get_int("--image-min-pixels", 0);
   o.image_max_pixels = args.get_int("--image-max-pixels", 0);
   if (o.image_min_pixels < 0 || o.image_max_pixels < 0) fail("image pixel limits must be positive");

@@ -182,6 +182,9 @@ struct EngineOptions {
   int image_size = 0;            // > 0: resize images to this square size (multiple of 32) first
   int64_t image_min_pixels = 0;  // 0: from preprocessor_config.json
   int64_t image_max_pixels = 0;  // 0: from preprocessor_config.json
+  // Weight types: "" keeps the checkpoint's own; "q4_k_m", "q8_0", "bf16", ... quantize or convert
+  // float weights at load (see `qwen35 serve --help`).
+  std::string weights;
   // Default speculation of requests. With mode kOff or kPld the MTP head is not run at all (no
   // request can use it); kMtp fails to load a model without one.
   SpeculativeParams speculative;
@@ -199,8 +202,9 @@ struct ModelInfo {
   bool has_mtp = false;      // the multi-token-prediction head is loaded and in use
   int num_layers = 0;
   int64_t hidden_size = 0;
-  size_t weight_bytes = 0;
-  std::string kernels;       // kernel table in use (ref, avx2, avx512)
+  size_t weight_bytes = 0;   // weights as the kernels read them
+  std::string weights;       // the --weights choice in effect ("" = the checkpoint's own types)
+  std::string kernels;       // kernel table in use (ref, avx2, avx512, amx)
   int threads = 0;
 };
 

@@ -1,87 +1,119 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
-#include <exception>
+#include <chrono>
 #include <utility>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define QWEN35_CPU_RELAX() _mm_pause()
+#else
+#define QWEN35_CPU_RELAX() std::this_thread::yield()
+#endif
+
 namespace qwen35 {
+namespace {
+
+// How long an idle worker spins before it sleeps.
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+}  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
   if (n_threads <= 0) n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    std::lock_guard<std::mutex> lock(sleep_mu_);
+    stop_.store(true);
   }
-  start_cv_.notify_all();
+  sleep_cv_.notify_all();
   for (std::thread& t : workers_) t.join();
 }
 
-void ThreadPool::run_chunks() {
-  // Called with mu_ held; releases it while running a chunk.
-  std::unique_lock<std::mutex> lock(mu_, std::adopt_lock);
-  while (job_ && next_chunk_ < job_chunks_) {
-    size_t c = next_chunk_++;
+void ThreadPool::run_chunks(uint64_t generation) {
+  for (;;) {
+    // Claim the next chunk of this generation's job, or stop: a claim only ever succeeds for a
+    // chunk that exists, so a late worker never consumes a chunk of a newer job.
+    uint64_t cur = next_chunk_.load(std::memory_order_acquire);
+    size_t c;
+    for (;;) {
+      if ((cur >> 32) != (generation & 0xffffffffu)) return;  // that job is over
+      c = size_t(cur & 0xffffu);
+      if (c >= size_t((cur >> 16) & 0xffffu)) return;  // every chunk taken
+      if (next_chunk_.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel)) break;
+    }
+    // The job cannot finish before this chunk does, so its fields are stable now.
     const auto* fn = job_;
-    size_t n = job_n_, chunks = job_chunks_;
-    lock.unlock();
-    size_t begin = n * c / chunks, end = n * (c + 1) / chunks;
-    std::exception_ptr error;
+    const size_t n = job_n_, chunks = job_chunks_;
+    const size_t begin = n * c / chunks, end = n * (c + 1) / chunks;
     try {
       (*fn)(begin, end);
     } catch (...) {  // counted as done; parallel_for rethrows it once every chunk has finished
-      error = std::current_exception();
+      std::lock_guard<std::mutex> lock(error_mu_);
+      if (!job_error_) job_error_ = std::current_exception();
     }
-    lock.lock();
-    if (error && !job_error_) job_error_ = error;
-    if (++chunks_done_ == chunks) done_cv_.notify_all();
+    chunks_done_.fetch_add(1, std::memory_order_acq_rel);
   }
-  lock.release();
 }
 
-void ThreadPool::worker_loop(int) {
+void ThreadPool::worker_loop() {
   uint64_t seen = 0;
-  std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-    if (stop_) return;
-    seen = generation_;
-    lock.release();  // run_chunks adopts the held mutex and hands it back held
-    run_chunks();
-    lock = std::unique_lock<std::mutex>(mu_, std::adopt_lock);
+    // Spin, then sleep, until a new generation (job) or stop.
+    auto spin_until = std::chrono::steady_clock::now() + kSpin;
+    uint64_t g;
+    int polls = 0;
+    while ((g = generation_.load(std::memory_order_acquire)) == seen && !stop_.load(std::memory_order_relaxed)) {
+      QWEN35_CPU_RELAX();
+      if (++polls % 64 == 0 && std::chrono::steady_clock::now() > spin_until) {
+        std::unique_lock<std::mutex> lock(sleep_mu_);
+        sleepers_.fetch_add(1);
+        sleep_cv_.wait(lock, [&] { return generation_.load() != seen || stop_.load(); });
+        sleepers_.fetch_sub(1);
+        spin_until = std::chrono::steady_clock::now() + kSpin;
+      }
+    }
+    if (stop_.load()) return;
+    seen = g;
+    run_chunks(g);
   }
 }
 
-void ThreadPool::parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn) {
+void ThreadPool::parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn,
+                              size_t max_chunks) {
   if (n == 0) return;
   grain = std::max<size_t>(grain, 1);
-  size_t chunks = std::min<size_t>(size_t(size()), (n + grain - 1) / grain);
+  if (max_chunks == 0) max_chunks = size_t(size());
+  const size_t chunks = std::min<size_t>({max_chunks, (n + grain - 1) / grain, size_t(0xffff)});
   if (chunks <= 1 || workers_.empty()) {
     fn(0, n);
     return;
   }
   std::lock_guard<std::mutex> caller(caller_mu_);
-  std::unique_lock<std::mutex> lock(mu_);
+  syncs_.fetch_add(1, std::memory_order_relaxed);
   job_ = &fn;
   job_n_ = n;
   job_chunks_ = chunks;
-  next_chunk_ = 0;
-  chunks_done_ = 0;
-  ++generation_;
-  start_cv_.notify_all();
-  lock.release();
-  run_chunks();
-  lock = std::unique_lock<std::mutex>(mu_, std::adopt_lock);
-  done_cv_.wait(lock, [&] { return chunks_done_ == job_chunks_; });
-  job_ = nullptr;
-  if (job_error_) {
-    std::exception_ptr error = std::exchange(job_error_, nullptr);
-    lock.unlock();
-    std::rethrow_exception(error);
+  chunks_done_.store(0, std::memory_order_relaxed);
+  const uint64_t generation = generation_.load(std::memory_order_relaxed) + 1;
+  next_chunk_.store(((generation & 0xffffffffu) << 32) | (uint64_t(chunks) << 16), std::memory_order_release);
+  generation_.store(generation);  // seq_cst: ordered against the sleepers_ check below
+  if (sleepers_.load() > 0) {
+    std::lock_guard<std::mutex> lock(sleep_mu_);  // pairs with the sleepers' predicate check
+    sleep_cv_.notify_all();
   }
+  run_chunks(generation);
+  while (chunks_done_.load(std::memory_order_acquire) != chunks) QWEN35_CPU_RELAX();
+  job_ = nullptr;
+  std::exception_ptr error;
+  {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    error = std::exchange(job_error_, nullptr);
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace qwen35

@@ -47,4 +47,13 @@ MtpWeights bind_mtp_weights(const Checkpoint& ck, const TextConfig& c, const Tex
   return w;
 }
 
+std::vector<NamedMatrix> mtp_named_matrices(MtpWeights& w, int layer) {
+  const std::string b = "blk." + std::to_string(layer) + ".";
+  AttentionWeights& a = w.layer.attention;
+  MlpWeights& f = w.layer.mlp;
+  return {{b + "attn_q.weight", &a.q},          {b + "attn_k.weight", &a.k},     {b + "attn_v.weight", &a.v},
+          {b + "attn_output.weight", &a.o},     {b + "ffn_gate.weight", &f.gate}, {b + "ffn_up.weight", &f.up},
+          {b + "ffn_down.weight", &f.down},     {b + "nextn.eh_proj.weight", &w.fc}};
+}
+
 }  // namespace qwen35

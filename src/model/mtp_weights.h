@@ -13,6 +13,7 @@
 #include "io/checkpoint.h"
 #include "model/config.h"
 #include "model/text_weights.h"
+#include "model/weight_prep.h"
 
 namespace qwen35 {
 
@@ -39,5 +40,10 @@ bool has_mtp_weights(const Checkpoint& ck);
 // mtp_num_hidden_layers >= 1; only layer 0 is used, as vLLM and llama.cpp do); embed and lm_head
 // are taken from `text`. The checkpoint must outlive the weights.
 MtpWeights bind_mtp_weights(const Checkpoint& ck, const TextConfig& cfg, const TextWeights& text);
+
+// The head's matrices under their GGUF names as block `layer` of a file that bundles it
+// (block_count - 1: 32 for 9B): blk.N.attn_q/k/v/output, blk.N.ffn_gate/up/down and
+// blk.N.nextn.eh_proj (the shared embedding and LM head are not the head's to prepare).
+std::vector<NamedMatrix> mtp_named_matrices(MtpWeights& w, int layer);
 
 }  // namespace qwen35

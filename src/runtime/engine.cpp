@@ -77,8 +77,15 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
       fail("image size ", options.image_size, " must be a positive multiple of 32");
     progress("config", 0.0);
     if (!std::filesystem::is_directory(options.model_dir)) fail("model folder '", options.model_dir, "' does not exist");
+    e.pool = std::make_unique<ThreadPool>(options.threads);
+    e.compute = kernels::Compute{&kernels::active_table(), e.pool.get()};
     progress("weights", 0.1);
-    e.model = Model::load(options.model_dir);
+    ModelLoadOptions load;
+    load.weights = options.weights;
+    load.table = e.compute.k;
+    load.pool = e.pool.get();
+    load.on_prepare_progress = [&](double f) { progress("weights", 0.1 + 0.5 * f); };
+    e.model = Model::load(options.model_dir, load);
     progress("tokenizer", 0.6);
     e.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_file(options.model_dir));
     progress("image processor", 0.9);
@@ -95,9 +102,6 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
              p.merge_size, ") disagrees with config.json vision_config (patch ", v.patch_size, ", temporal ",
              v.temporal_patch_size, ", merge ", v.spatial_merge_size, ")");
     }
-    e.pool = std::make_unique<ThreadPool>(options.threads);
-    e.compute = kernels::Compute{&kernels::active_table(), e.pool.get()};
-
     const ModelConfig& cfg = e.model->config();
     e.defaults = SamplingParams{};
     read_generation_config(options.model_dir, e.defaults, e.eos_ids);
@@ -134,7 +138,8 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     info.has_mtp = e.mtp != nullptr;
     info.num_layers = cfg.text.num_layers;
     info.hidden_size = cfg.text.hidden_size;
-    info.weight_bytes = e.model->checkpoint().total_bytes();
+    info.weight_bytes = e.model->weight_bytes();
+    info.weights = options.weights;
     info.kernels = std::string(e.compute.k->name);
     info.threads = e.pool->size();
     progress("ready", 1.0);

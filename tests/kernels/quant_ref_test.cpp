@@ -80,7 +80,7 @@ TEST(QuantRef, ActivationQuantizerRules) {
     for (int64_t g = 0; g < n / 32; ++g) {
       int s = 0;
       for (int j = 0; j < 32; ++j) s += a.q(0)[g * 32 + j];
-      EXPECT_EQ(a.s32(0)[g], s);
+      EXPECT_EQ(fmt == ActFormat::kQ8x32 ? a.s32(0)[g] : a.h32(0)[g], s);
     }
     if (fmt == ActFormat::kQ8x256)
       for (int64_t g = 0; g < n / 16; ++g) {

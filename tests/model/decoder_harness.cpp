@@ -32,7 +32,7 @@ class Collector : public DecoderObserver {
 }  // namespace
 
 RunResult run_tokens(const Model& m, const std::vector<int64_t>& ids, DecoderState& state, int64_t block,
-                     DeltaRuleMode mode) {
+                     DeltaRuleMode mode, const kernels::Compute* compute) {
   const TextConfig& cfg = m.config().text;
   const int64_t T = int64_t(ids.size()), H = cfg.hidden_size, V = cfg.vocab_size;
   RunResult r;
@@ -41,7 +41,7 @@ RunResult run_tokens(const Model& m, const std::vector<int64_t>& ids, DecoderSta
   r.logits.resize(size_t(T * V));
   r.final_norm.resize(size_t(T * H));
   DecoderWorkspace ws;
-  const kernels::Compute c = test_compute();
+  const kernels::Compute c = compute ? *compute : test_compute();
   for (int64_t t0 = 0; t0 < T; t0 += block) {
     const int64_t n = std::min(block, T - t0);
     std::vector<int32_t> ids32(ids.begin() + t0, ids.begin() + t0 + n), pos(size_t(3 * n));

@@ -22,7 +22,7 @@ struct RunResult {
 // Feeds `ids` in blocks of `block` tokens (text positions continue from state.n_past) and
 // records everything. `state` may already hold earlier tokens.
 RunResult run_tokens(const Model& m, const std::vector<int64_t>& ids, DecoderState& state, int64_t block,
-                     DeltaRuleMode mode = DeltaRuleMode::kAuto);
+                     DeltaRuleMode mode = DeltaRuleMode::kAuto, const kernels::Compute* compute = nullptr);
 
 // [n_kv, T, hd] copy of a KV cache, the golden layout.
 std::vector<float> kv_as_heads_major(const KvCache& kv, int n_kv, int hd, bool keys);

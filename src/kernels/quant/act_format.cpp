@@ -33,9 +33,15 @@ ActLayout act_layout(ActFormat fmt, int64_t n) {
   const size_t nb = size_t(n / act_block(fmt));
   l.q = 0;
   l.d = align64(size_t(n));
-  l.s32 = l.d + align64(nb * sizeof(float));
-  l.s16 = l.s32 + align64(size_t(n / 32) * sizeof(int32_t));
-  l.row_bytes = fmt == ActFormat::kQ8x256 ? l.s16 + align64(size_t(n / 16) * sizeof(int16_t)) : l.s16;
+  const size_t after_d = l.d + align64(nb * sizeof(float));
+  if (fmt == ActFormat::kQ8x32) {
+    l.s32 = after_d;
+    l.row_bytes = l.s32 + align64(size_t(n / 32) * sizeof(int32_t));
+  } else {
+    l.s16 = after_d;
+    l.h32 = l.s16 + align64(size_t(n / 16) * sizeof(int16_t));
+    l.row_bytes = l.h32 + align64(size_t(n / 32) * sizeof(int16_t));
+  }
   return l;
 }
 
@@ -66,11 +72,11 @@ void quantize_act_ref(ActFormat fmt, const float* x, int64_t T, int64_t x_stride
       d[b] = db;
       for (int64_t j = 0; j < B; ++j) qb[j] = int8_t(std::nearbyint(xb[j] * id));
     }
-    int32_t* s32 = reinterpret_cast<int32_t*>(row + l.s32);
     for (int64_t g = 0; g < n / 32; ++g) {
       int32_t s = 0;
       for (int j = 0; j < 32; ++j) s += q[g * 32 + j];
-      s32[g] = s;
+      if (fmt == ActFormat::kQ8x32) reinterpret_cast<int32_t*>(row + l.s32)[g] = s;
+      else reinterpret_cast<int16_t*>(row + l.h32)[g] = int16_t(s);
     }
     if (fmt == ActFormat::kQ8x256) {
       int16_t* s16 = reinterpret_cast<int16_t*>(row + l.s16);

@@ -7,8 +7,10 @@
 // A row is stored as sections, each 64-byte aligned within the row:
 //   q    [n] int8           the quants, contiguous (SIMD and AMX tiles read them directly)
 //   d    [nb] f32           block scales: value = d * q
-//   s32  [n/32] int32       sums of q per 32 elements (both formats)
-//   s16  [n/16] int16       sums of q per 16 elements (kQ8x256 only)
+//   s32  [n/32] int32       sums of q per 32 elements (kQ8x32)
+//   s16  [n/16] int16       sums of q per 16 elements (kQ8x256)
+//   h32  [n/32] int16       sums of q per 32 elements (kQ8x256; int16 so that two neighbours
+//                           load as one pair for a 16-bit multiply-add)
 //
 // Quantization is defined exactly (every kernel table produces the same bytes): per block,
 // amax = max |x|; a block with amax < 1e-30 (or empty) has d = 0 and q = 0; a block with a
@@ -30,7 +32,7 @@ ActFormat act_format_for(DType weight);
 inline int64_t act_block(ActFormat f) { return f == ActFormat::kQ8x256 ? 256 : 32; }
 
 struct ActLayout {
-  size_t q = 0, d = 0, s32 = 0, s16 = 0;  // section offsets within a row
+  size_t q = 0, d = 0, s32 = 0, s16 = 0, h32 = 0;  // section offsets within a row (0: absent)
   size_t row_bytes = 0;
 };
 // n must be a multiple of act_block(fmt).
@@ -48,6 +50,7 @@ struct ActRows {
   const float* d(int64_t t) const { return reinterpret_cast<const float*>(row(t) + layout.d); }
   const int32_t* s32(int64_t t) const { return reinterpret_cast<const int32_t*>(row(t) + layout.s32); }
   const int16_t* s16(int64_t t) const { return reinterpret_cast<const int16_t*>(row(t) + layout.s16); }
+  const int16_t* h32(int64_t t) const { return reinterpret_cast<const int16_t*>(row(t) + layout.h32); }
 };
 
 // The exact quantization above, scalar (the oracle; tables provide faster twins).

@@ -233,8 +233,10 @@ float dot_row(DType dtype, const void* row, const ActRows& a, int64_t t) {
   if (act_block(a.fmt) != B || act_format_for(dtype) != a.fmt) fail("dot_row: activation format does not fit ", dtype_name(dtype));
   const int8_t* q = a.q(t);
   const float* d = a.d(t);
-  const int32_t* s32 = a.s32(t);
-  const int16_t* s16 = a.fmt == ActFormat::kQ8x256 ? a.s16(t) : nullptr;
+  const bool k256 = a.fmt == ActFormat::kQ8x256;
+  const int32_t* s32 = k256 ? nullptr : a.s32(t);
+  const int16_t* s16 = k256 ? a.s16(t) : nullptr;
+  const int16_t* h32 = k256 ? a.h32(t) : nullptr;
   DecodedBlock blk;
   float acc = 0;
   for (int64_t b = 0; b < a.n / B; ++b) {
@@ -246,7 +248,7 @@ float dot_row(DType dtype, const void* row, const ActRows& a, int64_t t) {
       for (int j = s * blk.sub; j < (s + 1) * blk.sub; ++j) part += int32_t(blk.q[j]) * qa[j];
       i1 += int32_t(blk.sc[s]) * part;
       if (blk.has_min) {
-        const int32_t asum = blk.sub == 16 ? s16[b * 16 + s] : s32[b * (B / 32) + s];
+        const int32_t asum = !k256 ? s32[b] : blk.sub == 16 ? s16[b * 16 + s] : h32[b * 8 + s];
         i2 += int32_t(blk.mn[s]) * asum;
       }
     }

@@ -7,8 +7,12 @@
 
 
 #include "kernels/kernels.h"
+#include "kernels/pack/interleave16.h"
 
 namespace qwen35::kernels {
+
+void install_avx512_quant(KernelTable& k);  // avx512_quant.cpp
+
 namespace {
 
 // This file is compiled with ISA flags, so it must not instantiate templates or inline functions
@@ -288,6 +292,8 @@ KernelTable make_avx512() {
   k.matmul[size_t(DType::F16)] = matmul_avx512<DType::F16>;
   k.dot = dot_avx512;
   k.axpy = axpy_avx512;
+  k.packing = interleave16::format();
+  install_avx512_quant(k);
   return k;
 }
 

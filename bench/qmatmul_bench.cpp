@@ -1,0 +1,117 @@
+// Block-format matmuls (int8 activations) at the 9B decoder's shapes, per kernel table and
+// thread count, through kernels::linear (activation quantization included).
+//
+//   build/bin/qmatmul_bench --benchmark_format=json --benchmark_out=qmatmul.json
+//
+// Arguments: dtype index, tokens T, threads. Decoding streams weights from memory, so each
+// iteration uses the next of several matrices (about 1.5 GB in all) to keep them out of the
+// caches. Counters: weight GB/s and integer GOPS (2 per multiply-add).
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "core/half.h"
+#include "core/thread_pool.h"
+#include "kernels/compute.h"
+
+namespace {
+
+using namespace qwen35;
+using namespace qwen35::kernels;
+
+constexpr int64_t kRows = 12288, kCols = 4096;
+const DType kTypes[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::Q5_K, DType::IQ4_NL};
+
+struct Matrices {
+  std::vector<std::vector<uint8_t>> bytes;
+  std::vector<WeightMatrix> m;
+};
+
+// Random blocks with small finite f16 scales, packed for the table.
+Matrices make(const KernelTable& table, DType t, size_t total_bytes) {
+  Matrices out;
+  std::mt19937 rng(1);
+  const size_t row_bytes = dtype_bytes(t, kCols);
+  const size_t n = std::max<size_t>(1, total_bytes / (row_bytes * kRows));
+  std::vector<uint8_t> plain(row_bytes * kRows);
+  for (auto& b : plain) b = uint8_t(rng());
+  const DTypeInfo& info = dtype_info(t);
+  // f16 scales sit at the start of legacy and Q4_K/Q5_K blocks, at the end of Q6_K (and Q2_K/Q3_K).
+  const size_t d_off = t == DType::Q6_K ? 208 : 0;
+  for (size_t b = 0; b < plain.size() / info.block_bytes; ++b) {
+    const uint16_t h = f32_to_f16(0.01f);
+    std::memcpy(plain.data() + b * info.block_bytes + d_off, &h, 2);
+    if (t == DType::Q4_K || t == DType::Q5_K) std::memcpy(plain.data() + b * info.block_bytes + 2, &h, 2);
+  }
+  WeightMatrix w{t, plain.data(), kRows, kCols, row_bytes};
+  for (size_t i = 0; i < n; ++i) {
+    const PackedFormat& f = table.packing;
+    if (f.layout && f.group_bytes(t, kCols)) {
+      const size_t gb = f.group_bytes(t, kCols);
+      const int64_t groups = (kRows + f.group_rows - 1) / f.group_rows;
+      out.bytes.emplace_back(gb * size_t(groups));
+      f.pack(w, 0, groups, out.bytes.back().data());
+      out.m.push_back(WeightMatrix{t, out.bytes.back().data(), kRows, kCols, 0, f.layout, gb});
+    } else {
+      out.bytes.push_back(plain);
+      out.m.push_back(WeightMatrix{t, out.bytes.back().data(), kRows, kCols, row_bytes});
+    }
+  }
+  return out;
+}
+
+void run(benchmark::State& state, const KernelTable& table) {
+  const DType t = kTypes[state.range(0)];
+  const int64_t T = state.range(1);
+  const int threads = int(state.range(2));
+  static std::unique_ptr<Matrices> cache;
+  static const KernelTable* cache_table = nullptr;
+  static DType cache_type = DType::F32;
+  if (!cache || cache_table != &table || cache_type != t) {
+    cache.reset();
+    cache = std::make_unique<Matrices>(make(table, t, size_t(1500) << 20));
+    cache_table = &table;
+    cache_type = t;
+  }
+  ThreadPool pool(threads);
+  Compute c{&table, &pool};
+  std::mt19937 rng(2);
+  std::normal_distribution<float> d(0, 1);
+  std::vector<float> x(size_t(T * kCols)), y(size_t(T * kRows));
+  for (auto& v : x) v = d(rng);
+  size_t i = 0;
+  for (auto _ : state) {
+    linear(c, x.data(), T, cache->m[i++ % cache->m.size()], y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double bytes = double(dtype_bytes(t, kCols)) * kRows;
+  state.counters["weight_GBps"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GOPS"] =
+      benchmark::Counter(2.0 * double(T) * kRows * kCols * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void register_all() {
+  for (const KernelTable* table : supported_tables()) {
+    if (table->name == "ref") continue;
+    auto* b = benchmark::RegisterBenchmark(("q/" + std::string(table->name)).c_str(),
+                                           [table](benchmark::State& s) { run(s, *table); });
+    b->Unit(benchmark::kMillisecond)->ArgNames({"type", "T", "threads"});
+    for (int ti = 0; ti < int(std::size(kTypes)); ++ti)
+      for (int64_t T : {1, 4, 16, 64})
+        for (int threads : {1, 2}) b->Args({ti, T, threads});
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,145 @@
+#include "kernels/pack/interleave16.h"
+
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/quant/blocks.h"
+#include "kernels/quant/quant_ref.h"
+
+namespace qwen35::kernels::interleave16 {
+namespace {
+
+using namespace quant;
+
+// One field of a plain block (bytes [off, off + len) of the row's block) and where its bytes go
+// in the packed block: 4-byte units, unit u of row r at dst + 64 * u + 4 * r (len a multiple of 4),
+// or, for 2-byte scalars (f16), row r at dst + 2 * r.
+struct Field {
+  size_t plain_off, len, packed_off;
+};
+
+// Moves one field in either direction: to_packed copies plain -> packed, else packed -> plain.
+void move_field(const Field& f, uint8_t* plain, uint8_t* packed, int r, bool to_packed) {
+  if (f.len == 2) {
+    uint8_t* p = packed + f.packed_off + 2 * size_t(r);
+    if (to_packed) std::memcpy(p, plain + f.plain_off, 2);
+    else std::memcpy(plain + f.plain_off, p, 2);
+    return;
+  }
+  for (size_t u = 0; u < f.len / 4; ++u) {
+    uint8_t* p = packed + f.packed_off + 64 * u + 4 * size_t(r);
+    if (to_packed) std::memcpy(p, plain + f.plain_off + 4 * u, 4);
+    else std::memcpy(plain + f.plain_off + 4 * u, p, 4);
+  }
+}
+
+// Q5_0/Q5_1 fifth bits: ggml keeps them as one u32 (bit e = element e); packed, byte j bit k holds
+// element 4k + j so that quad k's bits sit at bit k of every byte.
+void qh_to_packed(const uint8_t* ggml_qh, uint8_t* out) {
+  uint32_t qh;
+  std::memcpy(&qh, ggml_qh, 4);
+  for (int j = 0; j < 4; ++j) {
+    uint8_t b = 0;
+    for (int k = 0; k < 8; ++k) b |= uint8_t(((qh >> (4 * k + j)) & 1u) << k);
+    out[j] = b;
+  }
+}
+void qh_from_packed(const uint8_t* in, uint8_t* ggml_qh) {
+  uint32_t qh = 0;
+  for (int j = 0; j < 4; ++j)
+    for (int k = 0; k < 8; ++k) qh |= uint32_t((in[j] >> k) & 1u) << (4 * k + j);
+  std::memcpy(ggml_qh, &qh, 4);
+}
+
+// The field map of a packed format, or empty when the dtype is not packed.
+std::vector<Field> fields(DType t) {
+  switch (t) {
+    case DType::Q8_0: return {{0, 2, 0}, {2, 32, 32}};
+    case DType::Q4_0:
+    case DType::IQ4_NL: return {{0, 2, 0}, {2, 16, 32}};
+    case DType::Q4_1: return {{0, 2, 0}, {2, 2, 32}, {4, 16, 64}};
+    case DType::Q5_0: return {{0, 2, 0}, {2, 4, 32}, {6, 16, 96}};             // qh rearranged on the way
+    case DType::Q5_1: return {{0, 2, 0}, {2, 2, 32}, {4, 4, 64}, {8, 16, 128}};  // qh rearranged on the way
+    case DType::Q4_K: return {{0, 2, 0}, {2, 2, 32}, {4, 12, 64}, {16, 128, 256}};
+    case DType::Q5_K: return {{0, 2, 0}, {2, 2, 32}, {4, 12, 64}, {16, 32, 256}, {48, 128, 768}};
+    case DType::Q6_K: return {{0, 128, 0}, {128, 64, 2048}, {192, 16, 3072}, {208, 2, 3328}};
+    default: return {};
+  }
+}
+
+bool rearranged_qh(DType t) { return t == DType::Q5_0 || t == DType::Q5_1; }
+size_t qh_offset(DType t) { return t == DType::Q5_0 ? 2 : 4; }
+
+}  // namespace
+
+size_t block_bytes(DType dtype) { return fields(dtype).empty() ? 0 : size_t(kRows) * dtype_info(dtype).block_bytes; }
+
+size_t group_bytes(DType dtype, int64_t cols) {
+  const size_t b = block_bytes(dtype);
+  return b ? b * size_t(cols) / dtype_info(dtype).block_elems : 0;
+}
+
+void pack(const WeightMatrix& plain, int64_t g0, int64_t g1, uint8_t* dst) {
+  const DType t = plain.dtype;
+  const std::vector<Field> map = fields(t);
+  if (map.empty()) fail("interleave16: ", dtype_name(t), " is not packed");
+  const size_t bb = dtype_info(t).block_bytes, pb = block_bytes(t);
+  const int64_t nb = plain.cols / int64_t(dtype_info(t).block_elems);
+  const size_t gb = group_bytes(t, plain.cols);
+  std::vector<uint8_t> zero(bb, 0), blk(bb);
+  for (int64_t g = g0; g < g1; ++g) {
+    uint8_t* group = dst + size_t(g) * gb;
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* out = group + size_t(b) * pb;
+      for (int r = 0; r < kRows; ++r) {
+        const int64_t row = g * kRows + r;
+        if (row < plain.rows) std::memcpy(blk.data(), plain.row(row) + size_t(b) * bb, bb);
+        else std::memcpy(blk.data(), zero.data(), bb);
+        if (rearranged_qh(t)) {
+          uint8_t q[4];
+          qh_to_packed(blk.data() + qh_offset(t), q);
+          std::memcpy(blk.data() + qh_offset(t), q, 4);
+        }
+        for (const Field& f : map) move_field(f, blk.data(), out, r, true);
+      }
+    }
+  }
+}
+
+void unpack_row(const WeightMatrix& packed, int64_t row, uint8_t* plain_row) {
+  const DType t = packed.dtype;
+  const std::vector<Field> map = fields(t);
+  const size_t bb = dtype_info(t).block_bytes, pb = block_bytes(t);
+  const int64_t nb = packed.cols / int64_t(dtype_info(t).block_elems);
+  const uint8_t* group = static_cast<const uint8_t*>(packed.data) + size_t(row / kRows) * packed.group_bytes;
+  const int r = int(row % kRows);
+  for (int64_t b = 0; b < nb; ++b) {
+    uint8_t* blk = plain_row + size_t(b) * bb;
+    uint8_t* in = const_cast<uint8_t*>(group + size_t(b) * pb);  // read only: move_field with to_packed = false
+    for (const Field& f : map) move_field(f, blk, in, r, false);
+    if (rearranged_qh(t)) {
+      uint8_t q[4];
+      qh_from_packed(blk + qh_offset(t), q);
+      std::memcpy(blk + qh_offset(t), q, 4);
+    }
+  }
+}
+
+void row_to_f32(const WeightMatrix& packed, int64_t r, float* out) {
+  std::vector<uint8_t> plain(dtype_bytes(packed.dtype, size_t(packed.cols)));
+  unpack_row(packed, r, plain.data());
+  quant::dequantize_row(packed.dtype, plain.data(), out, packed.cols);
+}
+
+PackedFormat format() {
+  PackedFormat f;
+  f.layout = kLayout;
+  f.group_rows = kRows;
+  f.group_bytes = group_bytes;
+  f.pack = pack;
+  f.row_to_f32 = row_to_f32;
+  return f;
+}
+
+}  // namespace qwen35::kernels::interleave16

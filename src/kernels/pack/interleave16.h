@@ -1,0 +1,45 @@
+// The packed weight layout of the x86 tables ("interleave16"): rows in groups of 16, and within a
+// group, block by block, the 16 rows' fields side by side so that one 64-byte vector holds the
+// same field of all 16 rows (lane r = row r). Quants are interleaved in 4-byte units: vector k of
+// a block holds bytes 4k..4k+3 of each row's quant bytes, which is both what vpdpbusd wants (one
+// int32 lane per row, 4 products per lane) and the B-tile layout of AMX (K/4 rows of 16 x 4 bytes).
+// The packed bytes are a permutation of the plain ones: a group takes exactly 16 rows' bytes.
+//
+// Packed block of 16 rows, by format (offsets in bytes; "xN" = N vectors of 64 bytes):
+//   Q8_0    d[16] f16 @0 | qs x8 @32 (int8 as stored)
+//   Q4_0    d @0 | qs x4 @32 (each byte: element j low nibble, j+16 high nibble, as in ggml)
+//   IQ4_NL  as Q4_0 (nibbles are code-book indices)
+//   Q4_1    d @0 | m @32 | qs x4 @64
+//   Q5_0    d @0 | qh x1 @32 | qs x4 @96
+//   Q5_1    d @0 | m @32 | qh x1 @64 | qs x4 @128
+//           qh byte j of row r, bit k = fifth bit of element 4k + j (rearranged from ggml's u32)
+//   Q4_K    d @0 | dmin @32 | scales x3 @64 (ggml's 12 packed bytes) | qs x32 @256
+//           (qs vector 8c + m: bytes 32c + 4m.. of the row: low nibbles sub-block 2c, high 2c + 1)
+//   Q5_K    d @0 | dmin @32 | scales x3 @64 | qh x8 @256 | qs x32 @768
+//           (qh vector m: bytes 4m.. of the row's qh; bit s of byte j = fifth bit of element 32s + 4m + j)
+//   Q6_K    ql x32 @0 | qh x16 @2048 | scales x4 @3072 | d @3328
+//           (ql vector 16h + 8p + m: bytes 64h + 32p + 4m..; qh vector 8h + m: bytes 32h + 4m..)
+// Other formats stay in plain rows (group_bytes == 0) and run through the reference kernels.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/kernels.h"
+
+namespace qwen35::kernels::interleave16 {
+
+constexpr uint8_t kLayout = 1;
+constexpr int64_t kRows = 16;
+
+// Bytes of one packed block of 16 rows (0: not packed).
+size_t block_bytes(DType dtype);
+size_t group_bytes(DType dtype, int64_t cols);
+void pack(const WeightMatrix& plain, int64_t g0, int64_t g1, uint8_t* dst);
+void row_to_f32(const WeightMatrix& packed, int64_t r, float* out);
+// Row r's plain bytes back from a packed matrix (the inverse of pack; tests and row_to_f32).
+void unpack_row(const WeightMatrix& packed, int64_t r, uint8_t* plain_row);
+
+PackedFormat format();
+
+}  // namespace qwen35::kernels::interleave16

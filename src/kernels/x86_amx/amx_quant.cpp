@@ -1,0 +1,348 @@
+// AMX-INT8 matmuls of the block formats for blocks of many tokens (prefill, verification,
+// batches). Compiled with -mamx-tile -mamx-int8 and the AVX-512 flags; only reached after a CPU
+// check and the kernel's permission request (dispatch.cpp).
+//
+// A tile op multiplies 16 tokens x K activation bytes by K x 16 weight bytes into 16 x 16 int32
+// sums. K is one scale's worth of elements (32 for blocks and sub-blocks of 32, 16 for the
+// sub-blocks of 16), so each tile op yields exactly the integer partial sums of the canonical dot
+// (quant_ref.h), and the float steps that follow are the reference's: results equal the other
+// tables' bit for bit. The weights of a 16-row group are decoded once per token chunk into signed
+// bytes in "quad-major" order (quad u = elements 4u..4u+3 of all 16 rows, 64 bytes), which is the
+// B-tile layout, so a tile op reads K/4 consecutive quads.
+#include <immintrin.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "kernels/kernels.h"
+
+namespace qwen35::kernels {
+
+void install_avx512_quant(KernelTable& k);  // avx512_quant.cpp (the small-block kernels)
+
+namespace {
+
+// Internal-linkage helpers only (this file has ISA flags; see avx512_kernels.cpp).
+inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+inline __m512i vload(const uint8_t* p) { return _mm512_loadu_si512(p); }
+inline void vstore(uint8_t* p, __m512i v) { _mm512_storeu_si512(p, v); }
+inline __m512 load_f16x16(const uint8_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+inline __m512i lo_nib(__m512i v) { return _mm512_and_si512(v, _mm512_set1_epi8(0x0f)); }
+inline __m512i hi_nib(__m512i v) { return _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0f)); }
+inline int32_t load_i32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+struct ThreadScratch {
+  uint8_t* data = nullptr;
+  size_t bytes = 0;
+  ~ThreadScratch() { std::free(data); }
+};
+uint8_t* scratch(size_t bytes) {
+  thread_local ThreadScratch s;
+  if (s.bytes < bytes) {
+    std::free(s.data);
+    s.data = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) & ~size_t(63)));
+    if (!s.data) {
+      s.bytes = 0;
+      throw std::bad_alloc();
+    }
+    s.bytes = bytes;
+  }
+  return s.data;
+}
+
+// ---- Tile configuration ------------------------------------------------------------------------
+
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// Tiles 0/3: activations [M tokens x kb bytes]; 1/4: weights [kb/4 x 64 bytes]; 2/5: sums [M x 64].
+inline void configure(int M, int kb) {
+  TileConfig cfg;
+  for (int set = 0; set < 2; ++set) {
+    cfg.rows[3 * set + 0] = uint8_t(M);
+    cfg.colsb[3 * set + 0] = uint16_t(kb);
+    cfg.rows[3 * set + 1] = uint8_t(kb / 4);
+    cfg.colsb[3 * set + 1] = 64;
+    cfg.rows[3 * set + 2] = uint8_t(M);
+    cfg.colsb[3 * set + 2] = 64;
+  }
+  _tile_loadconfig(&cfg);
+}
+
+// sums[M][16] (int32, 64-byte rows) = A[M x kb] (stride a_stride) * B[kb/4 x 64]; `kSet` picks the
+// tile registers so that two products can be in flight (the tile intrinsics take literal register
+// numbers).
+template <int kSet>
+inline void tile_product(const int8_t* A, int64_t a_stride, const uint8_t* B, int32_t* sums) {
+  if constexpr (kSet == 0) {
+    _tile_loadd(0, A, a_stride);
+    _tile_loadd(1, B, 64);
+    _tile_zero(2);
+    _tile_dpbssd(2, 0, 1);
+    _tile_stored(2, sums, 64);
+  } else {
+    _tile_loadd(3, A, a_stride);
+    _tile_loadd(4, B, 64);
+    _tile_zero(5);
+    _tile_dpbssd(5, 3, 4);
+    _tile_stored(5, sums, 64);
+  }
+}
+
+// ---- Decoding a group's weights into signed bytes, quad-major ---------------------------------
+
+enum class Fmt { kQ8_0, kQ4_0, kIQ4_NL, kQ4_1, kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K };
+
+constexpr int block_elems(Fmt f) { return f == Fmt::kQ4_K || f == Fmt::kQ5_K || f == Fmt::kQ6_K ? 256 : 32; }
+constexpr size_t packed_block_bytes(Fmt f) {
+  switch (f) {
+    case Fmt::kQ8_0: return 544;
+    case Fmt::kQ4_1: return 320;
+    case Fmt::kQ5_0: return 352;
+    case Fmt::kQ5_1: return 384;
+    case Fmt::kQ4_K: return 2304;
+    case Fmt::kQ5_K: return 2816;
+    case Fmt::kQ6_K: return 3360;
+    default: return 288;
+  }
+}
+constexpr size_t legacy_qs(Fmt f) {
+  return f == Fmt::kQ4_1 ? 64 : f == Fmt::kQ5_0 ? 96 : f == Fmt::kQ5_1 ? 128 : 32;
+}
+
+// Quad u of the decoded group sits at out + 64 u. Values are the reference's integer quants.
+template <Fmt F>
+void decode_group(const uint8_t* group, int64_t nb, uint8_t* out) {
+  const __m512i sixteen = _mm512_set1_epi8(16);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* pb = group + size_t(b) * packed_block_bytes(F);
+    if constexpr (F == Fmt::kQ8_0) {
+      std::memcpy(out + size_t(b) * 512, pb + 32, 512);
+    } else if constexpr (block_elems(F) == 32) {
+      __m512i book;
+      if constexpr (F == Fmt::kIQ4_NL)
+        book = _mm512_broadcast_i32x4(_mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113));
+      for (int v = 0; v < 4; ++v) {
+        const __m512i p = vload(pb + legacy_qs(F) + 64 * v);
+        __m512i q[2] = {lo_nib(p), hi_nib(p)};  // quads v and v + 4
+        for (int h = 0; h < 2; ++h) {
+          const int k = v + 4 * h;
+          if constexpr (F == Fmt::kQ5_0 || F == Fmt::kQ5_1) {
+            const __m512i qh = vload(pb + (F == Fmt::kQ5_0 ? 32 : 64));
+            q[h] = _mm512_or_si512(q[h], _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(qh, _mm512_set1_epi8(int8_t(1 << k))), sixteen));
+          }
+          if constexpr (F == Fmt::kQ4_0) q[h] = _mm512_sub_epi8(q[h], _mm512_set1_epi8(8));
+          if constexpr (F == Fmt::kQ5_0) q[h] = _mm512_sub_epi8(q[h], sixteen);
+          if constexpr (F == Fmt::kIQ4_NL) q[h] = _mm512_shuffle_epi8(book, q[h]);
+          vstore(out + size_t(b) * 512 + 64 * size_t(k), q[h]);
+        }
+      }
+    } else if constexpr (F == Fmt::kQ4_K || F == Fmt::kQ5_K) {
+      const size_t qs = F == Fmt::kQ5_K ? 768 : 256;
+      uint8_t* ob = out + size_t(b) * 4096;
+      for (int c = 0; c < 4; ++c)
+        for (int m = 0; m < 8; ++m) {
+          const __m512i p = vload(pb + qs + 64 * (8 * c + m));
+          __m512i lo = lo_nib(p), hi = hi_nib(p);
+          if constexpr (F == Fmt::kQ5_K) {
+            const __m512i qh = vload(pb + 256 + 64 * m);
+            lo = _mm512_or_si512(lo, _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(qh, _mm512_set1_epi8(int8_t(1 << (2 * c)))), sixteen));
+            hi = _mm512_or_si512(hi, _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(qh, _mm512_set1_epi8(int8_t(1 << (2 * c + 1)))), sixteen));
+          }
+          vstore(ob + 64 * size_t(16 * c + m), lo);
+          vstore(ob + 64 * size_t(16 * c + 8 + m), hi);
+        }
+    } else {  // Q6_K
+      const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30), off = _mm512_set1_epi8(32);
+      uint8_t* ob = out + size_t(b) * 4096;
+      for (int h = 0; h < 2; ++h)
+        for (int m = 0; m < 8; ++m) {
+          const __m512i A = vload(pb + 64 * (16 * h + m)), B = vload(pb + 64 * (16 * h + 8 + m));
+          const __m512i H = vload(pb + 2048 + 64 * (8 * h + m));
+          const __m512i e[4] = {
+              _mm512_or_si512(_mm512_and_si512(A, m4), _mm512_and_si512(_mm512_slli_epi16(H, 4), m30)),
+              _mm512_or_si512(_mm512_and_si512(B, m4), _mm512_and_si512(_mm512_slli_epi16(H, 2), m30)),
+              _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(A, 4), m4), _mm512_and_si512(H, m30)),
+              _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(B, 4), m4), _mm512_and_si512(_mm512_srli_epi16(H, 2), m30))};
+          for (int g = 0; g < 4; ++g) vstore(ob + 64 * size_t(32 * h + 8 * g + m), _mm512_sub_epi8(e[g], off));
+        }
+    }
+  }
+}
+
+// ---- Per-block scale steps (the canonical float part) -----------------------------------------
+
+inline void store_rows(float* y, int64_t o, int64_t o_end, __m512 v) {
+  const int64_t n = imin(16, o_end - o);
+  _mm512_mask_storeu_ps(y + o, n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1), v);
+}
+
+// The 8 scales and 4 min pairs of a Q4_K/Q5_K block for 16 rows (as in avx512_quant.cpp).
+inline void k4_scales(const uint8_t* pb_scales, __m512i sc[8], __m512i mn_pairs[4]) {
+  const __m512i u0 = vload(pb_scales), u1 = vload(pb_scales + 64), u2 = vload(pb_scales + 128);
+  const __m512i m6 = _mm512_set1_epi32(63), m4 = _mm512_set1_epi32(15), m2 = _mm512_set1_epi32(3);
+  __m512i mn[8];
+  for (int i = 0; i < 4; ++i) {
+    sc[i] = _mm512_and_si512(_mm512_srli_epi32(u0, 8 * i), m6);
+    mn[i] = _mm512_and_si512(_mm512_srli_epi32(u1, 8 * i), m6);
+    const __m512i b8 = _mm512_srli_epi32(u2, 8 * i);
+    sc[i + 4] = _mm512_or_si512(_mm512_and_si512(b8, m4),
+                                _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u0, 8 * i + 6), m2), 4));
+    mn[i + 4] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(b8, 4), m4),
+                                _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u1, 8 * i + 6), m2), 4));
+  }
+  for (int p = 0; p < 4; ++p) mn_pairs[p] = _mm512_or_si512(mn[2 * p], _mm512_slli_epi32(mn[2 * p + 1], 16));
+}
+
+// One token tile [t0, t0 + M) of one group: every block's tile products and scale steps.
+template <Fmt F>
+void group_tile(const ActRows& a, int64_t t0, int M, const uint8_t* group, const uint8_t* decoded, int64_t nb,
+                float* y, int64_t ys, int64_t o, int64_t o_end, int32_t* sums) {
+  __m512 acc[16];
+  for (int t = 0; t < 16; ++t) acc[t] = _mm512_setzero_ps();
+  const int64_t as = int64_t(a.layout.row_bytes);
+  const int8_t* q0 = a.q(t0);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* pb = group + size_t(b) * packed_block_bytes(F);
+    if constexpr (block_elems(F) == 32) {
+      tile_product<0>(q0 + 32 * b, as, decoded + size_t(b) * 512, sums);
+      const __m512 dw = load_f16x16(pb);
+      constexpr bool kMin = F == Fmt::kQ4_1 || F == Fmt::kQ5_1;
+      __m512 mw = _mm512_setzero_ps();
+      if constexpr (kMin) mw = load_f16x16(pb + 32);
+      for (int t = 0; t < M; ++t) {
+        const __m512 dav = _mm512_set1_ps(a.d(t0 + t)[b]);
+        const __m512i isum = _mm512_load_si512(sums + 16 * t);
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, dav), acc[t]);
+        if constexpr (kMin) acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(float(a.s32(t0 + t)[b])), _mm512_mul_ps(mw, dav), acc[t]);
+      }
+    } else if constexpr (F == Fmt::kQ4_K || F == Fmt::kQ5_K) {
+      const uint8_t* db = decoded + size_t(b) * 4096;
+      for (int s = 0; s < 8; s += 2) {
+        tile_product<0>(q0 + 256 * b + 32 * s, as, db + 512 * size_t(s), sums + 256 * s);
+        tile_product<1>(q0 + 256 * b + 32 * (s + 1), as, db + 512 * size_t(s + 1), sums + 256 * (s + 1));
+      }
+      __m512i sc[8], mnp[4];
+      k4_scales(pb + 64, sc, mnp);
+      const __m512 d = load_f16x16(pb), dmin = load_f16x16(pb + 32);
+      for (int t = 0; t < M; ++t) {
+        __m512i I1 = _mm512_mullo_epi32(_mm512_load_si512(sums + 16 * t), sc[0]);
+        for (int s = 1; s < 8; ++s)
+          I1 = _mm512_add_epi32(I1, _mm512_mullo_epi32(_mm512_load_si512(sums + 256 * s + 16 * t), sc[s]));
+        const int16_t* h32 = a.h32(t0 + t) + 8 * b;
+        __m512i I2 = _mm512_setzero_si512();
+        for (int p = 0; p < 4; ++p) I2 = _mm512_dpwssd_epi32(I2, mnp[p], _mm512_set1_epi32(load_i32(h32 + 2 * p)));
+        const __m512 dav = _mm512_set1_ps(a.d(t0 + t)[b]);
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1), _mm512_mul_ps(d, dav), acc[t]);
+        acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(I2), _mm512_mul_ps(dmin, dav), acc[t]);
+      }
+    } else {  // Q6_K: 16 sub-blocks of 16
+      const uint8_t* db = decoded + size_t(b) * 4096;
+      for (int s = 0; s < 16; s += 2) {
+        tile_product<0>(q0 + 256 * b + 16 * s, as, db + 256 * size_t(s), sums + 256 * s);
+        tile_product<1>(q0 + 256 * b + 16 * (s + 1), as, db + 256 * size_t(s + 1), sums + 256 * (s + 1));
+      }
+      __m512i sc[16];
+      for (int s = 0; s < 16; ++s) {
+        const __m512i sv = vload(pb + 3072 + 64 * (s / 4));
+        sc[s] = _mm512_srai_epi32(_mm512_slli_epi32(sv, 8 * (3 - s % 4)), 24);
+      }
+      const __m512 d = load_f16x16(pb + 3328);
+      for (int t = 0; t < M; ++t) {
+        __m512i I1 = _mm512_mullo_epi32(_mm512_load_si512(sums + 16 * t), sc[0]);
+        for (int s = 1; s < 16; ++s)
+          I1 = _mm512_add_epi32(I1, _mm512_mullo_epi32(_mm512_load_si512(sums + 256 * s + 16 * t), sc[s]));
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1), _mm512_mul_ps(d, _mm512_set1_ps(a.d(t0 + t)[b])), acc[t]);
+      }
+    }
+  }
+  for (int t = 0; t < M; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
+}
+
+constexpr int kernel_k_bytes(Fmt f) { return f == Fmt::kQ6_K ? 16 : 32; }
+
+// Blocks of fewer tokens than this go to the AVX-512 kernels (a tile op costs the same for 1 or
+// 16 tokens).
+constexpr int64_t kAmxMinTokens = 8;
+
+template <Fmt F>
+void qmatmul_amx(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys);
+
+template <Fmt F>
+struct Fallback {
+  static QMatmulFn fn;
+};
+template <Fmt F>
+QMatmulFn Fallback<F>::fn = nullptr;
+
+template <Fmt F>
+void qmatmul_amx(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
+  if (a.T < kAmxMinTokens) return Fallback<F>::fn(a, w, o_begin, o_end, y, ys);
+  const int64_t nb = w.cols / block_elems(F);
+  o_end = imin(o_end, w.rows);
+  // Token chunks whose activations stay in L2 while every group of the row range passes.
+  const int64_t chunk = imin(256, (int64_t(1) << 20) / w.cols / 16 * 16 + 16);
+  uint8_t* decoded = scratch(size_t(w.cols) * 16 + size_t(16 * 16 * 16) * sizeof(int32_t));
+  int32_t* sums = reinterpret_cast<int32_t*>(decoded + size_t(w.cols) * 16);
+  int configured_m = 0;
+  for (int64_t c0 = 0; c0 < a.T; c0 += chunk) {
+    const int64_t c1 = imin(a.T, c0 + chunk);
+    for (int64_t o = o_begin; o < o_end; o += 16) {
+      const uint8_t* group = static_cast<const uint8_t*>(w.data) + size_t(o / 16) * w.group_bytes;
+      decode_group<F>(group, nb, decoded);
+      for (int64_t t0 = c0; t0 < c1; t0 += 16) {
+        const int M = int(imin(16, c1 - t0));
+        if (M != configured_m) {
+          configure(M, kernel_k_bytes(F));
+          configured_m = M;
+        }
+        group_tile<F>(a, t0, M, group, decoded, nb, y, ys, o, o_end, sums);
+      }
+    }
+  }
+  _tile_release();
+}
+
+template <Fmt F>
+void install(KernelTable& k, DType d) {
+  Fallback<F>::fn = k.qmatmul[size_t(d)];
+  k.qmatmul[size_t(d)] = qmatmul_amx<F>;
+}
+
+KernelTable make_amx(const KernelTable& base) {
+  KernelTable k = base;
+  k.name = "amx";
+  install<Fmt::kQ8_0>(k, DType::Q8_0);
+  install<Fmt::kQ4_0>(k, DType::Q4_0);
+  install<Fmt::kIQ4_NL>(k, DType::IQ4_NL);
+  install<Fmt::kQ4_1>(k, DType::Q4_1);
+  install<Fmt::kQ5_0>(k, DType::Q5_0);
+  install<Fmt::kQ5_1>(k, DType::Q5_1);
+  install<Fmt::kQ4_K>(k, DType::Q4_K);
+  install<Fmt::kQ5_K>(k, DType::Q5_K);
+  install<Fmt::kQ6_K>(k, DType::Q6_K);
+  return k;
+}
+
+}  // namespace
+
+// Only called by dispatch.cpp after the CPU and permission checks; `avx512` is the table whose
+// kernels serve small blocks and every other operation.
+const KernelTable& amx_table_unchecked(const KernelTable& avx512) {
+  static const KernelTable table = make_amx(avx512);
+  return table;
+}
+
+}  // namespace qwen35::kernels

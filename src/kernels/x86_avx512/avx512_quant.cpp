@@ -1,0 +1,411 @@
+// AVX-512 VNNI kernels of the block formats: activation quantization and matmuls over weights in
+// the interleave16 layout (kernels/pack/interleave16.h). Compiled with -mavx512* -mavx512vnni;
+// only reached after a CPU check.
+//
+// One 64-byte vector holds the same 4 quant bytes of 16 weight rows, so vpdpbusd against one
+// broadcast group of 4 activation bytes gives 16 per-row partial sums at once, and the
+// canonical per-block scale step (quant_ref.h) runs on 16 rows per instruction. Integer sums are
+// exact whatever the instruction order, and the float steps are exactly the reference's, so the
+// results equal the ref table's bit for bit.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/kernels.h"
+
+namespace qwen35::kernels {
+namespace {
+
+// This file is compiled with ISA flags: internal-linkage helpers only (see avx512_kernels.cpp).
+inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int32_t load_i32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline int16_t load_i16(const void* p) {
+  int16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+inline __m512i bcast32(const void* p) { return _mm512_set1_epi32(load_i32(p)); }
+inline __m512 load_f16x16(const uint8_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+inline __m512i vload(const uint8_t* p) { return _mm512_loadu_si512(p); }
+
+// ---- Activation quantization (act_format.h's exact rules) ------------------------------------
+
+inline float hmax(__m512 v) { return _mm512_reduce_max_ps(v); }
+
+void quantize_act_avx512(ActFormat fmt, const float* x, int64_t T, int64_t x_stride, int64_t n, uint8_t* out) {
+  const ActLayout l = act_layout(fmt, n);
+  const int64_t B = fmt == ActFormat::kQ8x256 ? 256 : 32;
+  const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+  const __m512 big = _mm512_set1_ps(3.4028234663852886e38f);
+  for (int64_t t = 0; t < T; ++t) {
+    const float* xr = x + t * x_stride;
+    uint8_t* row = out + size_t(t) * l.row_bytes;
+    int8_t* q = reinterpret_cast<int8_t*>(row + l.q);
+    float* d = reinterpret_cast<float*>(row + l.d);
+    for (int64_t b = 0; b < n / B; ++b) {
+      const float* xb = xr + b * B;
+      __m512 amax = _mm512_setzero_ps();
+      __mmask16 finite = 0xffff;
+      for (int64_t j = 0; j < B; j += 16) {
+        const __m512 a = _mm512_and_ps(_mm512_loadu_ps(xb + j), abs_mask);
+        finite &= _mm512_cmp_ps_mask(a, big, _CMP_LE_OQ);
+        amax = _mm512_max_ps(amax, a);
+      }
+      int8_t* qb = q + b * B;
+      const float m = hmax(amax);
+      if (finite != 0xffff || m < 1e-30f) {
+        d[b] = finite != 0xffff ? __builtin_nanf("") : 0.0f;
+        std::memset(qb, 0, size_t(B));
+        continue;
+      }
+      const float db = m / 127.0f, id = 1.0f / db;
+      d[b] = db;
+      const __m512 idv = _mm512_set1_ps(id);
+      for (int64_t j = 0; j < B; j += 16) {
+        const __m512i qi = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + j), idv));  // nearest even
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(qb + j), _mm512_cvtsepi32_epi8(qi));
+      }
+    }
+    // Sums of q per 32 (and per 16): vpdpbusd with ones adds groups of 4 signed bytes.
+    const __m512i ones = _mm512_set1_epi8(1);
+    for (int64_t g = 0; g < n / 32; ++g) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + g * 32));
+      const __m512i s4 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_castsi256_si512(v));
+      // Lanes 0..7 hold the 8 groups of 4; lanes 8..15 are zero (upper half of v was undefined).
+      const __m256i lo = _mm512_castsi512_si256(s4);
+      const __m128i h0 = _mm_add_epi32(_mm256_castsi256_si128(lo), _mm_shuffle_epi32(_mm256_castsi256_si128(lo), 0x4e));
+      const __m128i h1 = _mm_add_epi32(_mm256_extracti128_si256(lo, 1), _mm_shuffle_epi32(_mm256_extracti128_si256(lo, 1), 0x4e));
+      // h0: lanes 0,1 = sums of groups {0,2},{1,3} -> first 16 = lane0 + lane1; h1 likewise for the last 16.
+      const int32_t first16 = _mm_cvtsi128_si32(h0) + _mm_extract_epi32(h0, 1);
+      const int32_t last16 = _mm_cvtsi128_si32(h1) + _mm_extract_epi32(h1, 1);
+      if (fmt == ActFormat::kQ8x32) {
+        reinterpret_cast<int32_t*>(row + l.s32)[g] = first16 + last16;
+      } else {
+        reinterpret_cast<int16_t*>(row + l.h32)[g] = int16_t(first16 + last16);
+        reinterpret_cast<int16_t*>(row + l.s16)[2 * g] = int16_t(first16);
+        reinterpret_cast<int16_t*>(row + l.s16)[2 * g + 1] = int16_t(last16);
+      }
+    }
+  }
+}
+
+// ---- Shared pieces of the matmuls ------------------------------------------------------------
+
+// Rows [o, o + 16) of y for token t: store the valid lanes.
+inline void store_rows(float* y, int64_t o, int64_t o_end, __m512 v) {
+  const int64_t n = imin(16, o_end - o);
+  const __mmask16 m = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+  _mm512_mask_storeu_ps(y + o, m, v);
+}
+
+// Low and high nibbles of a packed vector as bytes 0..15.
+inline __m512i lo_nib(__m512i v) { return _mm512_and_si512(v, _mm512_set1_epi8(0x0f)); }
+inline __m512i hi_nib(__m512i v) { return _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0f)); }
+
+// Token tiles: up to TT tokens share one unpacking of a block's weights.
+constexpr int kTokenTile = 4;
+
+// ---- Legacy formats (blocks of 32; activations kQ8x32) ----------------------------------------
+
+enum class Legacy { kQ8_0, kQ4_0, kIQ4_NL, kQ4_1, kQ5_0, kQ5_1 };
+
+template <Legacy L>
+constexpr bool legacy_has_min() {
+  return L == Legacy::kQ4_1 || L == Legacy::kQ5_1;
+}
+
+// Byte offsets of the packed block's parts (interleave16.h) and its size.
+template <Legacy L>
+struct LegacyLayout {
+  static constexpr size_t kMin = 32;
+  static constexpr size_t kQh = L == Legacy::kQ5_0 ? 32 : 64;
+  static constexpr size_t kQs = L == Legacy::kQ8_0 || L == Legacy::kQ4_0 || L == Legacy::kIQ4_NL ? 32
+                                : L == Legacy::kQ4_1                                          ? 64
+                                : L == Legacy::kQ5_0                                          ? 96
+                                                                                              : 128;
+  static constexpr size_t kBlock = L == Legacy::kQ8_0 ? 544 : L == Legacy::kQ4_1 ? 320 : L == Legacy::kQ5_0 ? 352 : L == Legacy::kQ5_1 ? 384 : 288;
+};
+
+// The block's 8 weight vectors as unsigned bytes (quad k = elements 4k..4k+3 of every row) and
+// the offset c they carry: w_u8 = w + c, so sum(w * a) = sum(w_u8 * a) - c * sum(a).
+template <Legacy L>
+inline int unpack_legacy(const uint8_t* pb, __m512i W[8]) {
+  using Lay = LegacyLayout<L>;
+  if constexpr (L == Legacy::kQ8_0) {
+    const __m512i flip = _mm512_set1_epi8(int8_t(0x80));
+    for (int k = 0; k < 8; ++k) W[k] = _mm512_xor_si512(vload(pb + Lay::kQs + 64 * k), flip);
+    return 128;
+  } else {
+    for (int v = 0; v < 4; ++v) {
+      const __m512i p = vload(pb + Lay::kQs + 64 * v);
+      W[v] = lo_nib(p);
+      W[v + 4] = hi_nib(p);
+    }
+    if constexpr (L == Legacy::kIQ4_NL) {
+      // Code book + 128 as unsigned bytes: vpshufb looks up each nibble.
+      const __m512i book = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141,
+                                                                (char)153, (char)166, (char)181, (char)197, (char)217,
+                                                                (char)241));
+      for (int k = 0; k < 8; ++k) W[k] = _mm512_shuffle_epi8(book, W[k]);
+      return 128;
+    }
+    if constexpr (L == Legacy::kQ5_0 || L == Legacy::kQ5_1) {
+      const __m512i qh = vload(pb + Lay::kQh);
+      const __m512i sixteen = _mm512_set1_epi8(16);
+      for (int k = 0; k < 8; ++k) {
+        const __mmask64 bit = _mm512_test_epi8_mask(qh, _mm512_set1_epi8(int8_t(1 << k)));
+        W[k] = _mm512_or_si512(W[k], _mm512_maskz_mov_epi8(bit, sixteen));
+      }
+      return L == Legacy::kQ5_0 ? 16 : 0;
+    }
+    return L == Legacy::kQ4_0 ? 8 : 0;
+  }
+}
+
+template <Legacy L, int TT>
+void legacy_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o,
+                  int64_t o_end) {
+  using Lay = LegacyLayout<L>;
+  __m512 acc[TT];
+  for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
+  const int8_t* q[TT];
+  const float* da[TT];
+  const int32_t* s32[TT];
+  for (int t = 0; t < TT; ++t) {
+    q[t] = a.q(t0 + t);
+    da[t] = a.d(t0 + t);
+    s32[t] = a.s32(t0 + t);
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* pb = group + size_t(b) * Lay::kBlock;
+    __m512i W[8];
+    const int c = unpack_legacy<L>(pb, W);
+    const __m512 dw = load_f16x16(pb);
+    __m512 mw;
+    if constexpr (legacy_has_min<L>()) mw = load_f16x16(pb + Lay::kMin);
+    for (int t = 0; t < TT; ++t) {
+      const int8_t* qa = q[t] + 32 * b;
+      __m512i isum = c ? _mm512_set1_epi32(-c * s32[t][b]) : _mm512_setzero_si512();
+      for (int k = 0; k < 8; ++k) isum = _mm512_dpbusd_epi32(isum, W[k], bcast32(qa + 4 * k));
+      const __m512 dav = _mm512_set1_ps(da[t][b]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, dav), acc[t]);
+      if constexpr (legacy_has_min<L>())
+        acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(float(s32[t][b])), _mm512_mul_ps(mw, dav), acc[t]);
+    }
+  }
+  for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
+}
+
+// ---- Q4_K / Q5_K (super-blocks of 256, 8 sub-blocks of 32 with scales and mins; kQ8x256) ------
+
+template <bool kFive>
+struct K4Layout {
+  static constexpr size_t kDmin = 32, kScales = 64, kQh = 256;
+  static constexpr size_t kQs = kFive ? 768 : 256;
+  static constexpr size_t kBlock = kFive ? 2816 : 2304;
+};
+
+// The 8 scales and the 4 pairs of mins of a block for 16 rows, from ggml's 12 packed bytes (three
+// dwords per row: u0 = bytes 0..3, u1 = 4..7, u2 = 8..11).
+inline void k4_scales(const uint8_t* pb_scales, __m512i sc[8], __m512i mn_pairs[4]) {
+  const __m512i u0 = vload(pb_scales), u1 = vload(pb_scales + 64), u2 = vload(pb_scales + 128);
+  const __m512i m6 = _mm512_set1_epi32(63), m4 = _mm512_set1_epi32(15), m2 = _mm512_set1_epi32(3);
+  __m512i mn[8];
+  for (int i = 0; i < 4; ++i) {
+    sc[i] = _mm512_and_si512(_mm512_srli_epi32(u0, 8 * i), m6);
+    mn[i] = _mm512_and_si512(_mm512_srli_epi32(u1, 8 * i), m6);
+    // Sub-block i + 4: low 4 bits from byte 8 + i, high 2 bits from the top of bytes i / 4 + i.
+    const __m512i b8 = _mm512_srli_epi32(u2, 8 * i);
+    sc[i + 4] = _mm512_or_si512(_mm512_and_si512(b8, m4),
+                                _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u0, 8 * i + 6), m2), 4));
+    mn[i + 4] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(b8, 4), m4),
+                                _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u1, 8 * i + 6), m2), 4));
+  }
+  for (int p = 0; p < 4; ++p) mn_pairs[p] = _mm512_or_si512(mn[2 * p], _mm512_slli_epi32(mn[2 * p + 1], 16));
+}
+
+template <bool kFive, int TT>
+void k4_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o,
+              int64_t o_end) {
+  using Lay = K4Layout<kFive>;
+  __m512 acc[TT];
+  for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* pb = group + size_t(b) * Lay::kBlock;
+    __m512i sc[8], mnp[4];
+    k4_scales(pb + Lay::kScales, sc, mnp);
+    __m512i I1[TT], I2[TT];
+    for (int t = 0; t < TT; ++t) {
+      I1[t] = _mm512_setzero_si512();
+      I2[t] = _mm512_setzero_si512();
+    }
+    // Sub-blocks in pairs (2c, 2c + 1): the low and high nibbles of the same 8 vectors.
+    for (int c = 0; c < 4; ++c) {
+      __m512i Wl[8], Wh[8];
+      for (int m = 0; m < 8; ++m) {
+        const __m512i p = vload(pb + Lay::kQs + 64 * (8 * c + m));
+        Wl[m] = lo_nib(p);
+        Wh[m] = hi_nib(p);
+        if constexpr (kFive) {
+          const __m512i qh = vload(pb + Lay::kQh + 64 * m);
+          const __m512i sixteen = _mm512_set1_epi8(16);
+          Wl[m] = _mm512_or_si512(Wl[m], _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(qh, _mm512_set1_epi8(int8_t(1 << (2 * c)))), sixteen));
+          Wh[m] = _mm512_or_si512(Wh[m], _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(qh, _mm512_set1_epi8(int8_t(1 << (2 * c + 1)))), sixteen));
+        }
+      }
+      for (int t = 0; t < TT; ++t) {
+        const int8_t* qa = a.q(t0 + t) + 256 * b + 64 * c;
+        __m512i sl = _mm512_setzero_si512(), sh = _mm512_setzero_si512();
+        for (int m = 0; m < 8; ++m) {
+          sl = _mm512_dpbusd_epi32(sl, Wl[m], bcast32(qa + 4 * m));
+          sh = _mm512_dpbusd_epi32(sh, Wh[m], bcast32(qa + 32 + 4 * m));
+        }
+        I1[t] = _mm512_add_epi32(I1[t], _mm512_add_epi32(_mm512_mullo_epi32(sl, sc[2 * c]), _mm512_mullo_epi32(sh, sc[2 * c + 1])));
+      }
+    }
+    const __m512 d = load_f16x16(pb), dmin = load_f16x16(pb + Lay::kDmin);
+    for (int t = 0; t < TT; ++t) {
+      const int16_t* h32 = a.h32(t0 + t) + 8 * b;
+      for (int p = 0; p < 4; ++p) I2[t] = _mm512_dpwssd_epi32(I2[t], mnp[p], bcast32(h32 + 2 * p));
+      const __m512 dav = _mm512_set1_ps(a.d(t0 + t)[b]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1[t]), _mm512_mul_ps(d, dav), acc[t]);
+      acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(I2[t]), _mm512_mul_ps(dmin, dav), acc[t]);
+    }
+  }
+  for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
+}
+
+// ---- Q6_K (16 sub-blocks of 16 with int8 scales; kQ8x256) --------------------------------------
+
+constexpr size_t kQ6Qh = 2048, kQ6Scales = 3072, kQ6D = 3328, kQ6Block = 3360;
+
+template <int TT>
+void q6k_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o,
+               int64_t o_end) {
+  __m512 acc[TT];
+  for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
+  const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* pb = group + size_t(b) * kQ6Block;
+    __m512i I1[TT];
+    for (int t = 0; t < TT; ++t) I1[t] = _mm512_setzero_si512();
+    // Half h, quad m: elements 128h + 32e + 4m + j for e = 0..3 (sub-blocks 8h + 2e + m / 4).
+    for (int h = 0; h < 2; ++h) {
+      for (int g = 0; g < 2; ++g) {  // quads m = 4g..4g+3: one sub-block per e
+        __m512i W[4][4];             // [e][m - 4g]
+        for (int mm = 0; mm < 4; ++mm) {
+          const int m = 4 * g + mm;
+          const __m512i A = vload(pb + 64 * (16 * h + m)), Bv = vload(pb + 64 * (16 * h + 8 + m));
+          const __m512i H = vload(pb + kQ6Qh + 64 * (8 * h + m));
+          W[0][mm] = _mm512_or_si512(_mm512_and_si512(A, m4), _mm512_and_si512(_mm512_slli_epi16(H, 4), m30));
+          W[1][mm] = _mm512_or_si512(_mm512_and_si512(Bv, m4), _mm512_and_si512(_mm512_slli_epi16(H, 2), m30));
+          W[2][mm] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(A, 4), m4), _mm512_and_si512(H, m30));
+          W[3][mm] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(Bv, 4), m4),
+                                     _mm512_and_si512(_mm512_srli_epi16(H, 2), m30));
+        }
+        for (int e = 0; e < 4; ++e) {
+          const int s = 8 * h + 2 * e + g;  // sub-block
+          // Scale s of every row: byte s % 4 of scale vector s / 4, sign-extended.
+          const __m512i sv = vload(pb + kQ6Scales + 64 * (s / 4));
+          const __m512i sc = _mm512_srai_epi32(_mm512_slli_epi32(sv, 8 * (3 - s % 4)), 24);
+          for (int t = 0; t < TT; ++t) {
+            const int8_t* qa = a.q(t0 + t) + 256 * b + 16 * s;
+            __m512i part = _mm512_set1_epi32(-32 * int32_t(load_i16(a.s16(t0 + t) + 16 * b + s)));
+            for (int mm = 0; mm < 4; ++mm) part = _mm512_dpbusd_epi32(part, W[e][mm], bcast32(qa + 4 * mm));
+            I1[t] = _mm512_add_epi32(I1[t], _mm512_mullo_epi32(part, sc));
+          }
+        }
+      }
+    }
+    const __m512 d = load_f16x16(pb + kQ6D);
+    for (int t = 0; t < TT; ++t)
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1[t]), _mm512_mul_ps(d, _mm512_set1_ps(a.d(t0 + t)[b])), acc[t]);
+  }
+  for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
+}
+
+// ---- Dispatch over groups and token tiles ----------------------------------------------------
+
+using GroupFn = void (*)(const ActRows&, int64_t, const uint8_t*, int64_t, float*, int64_t, int64_t, int64_t);
+
+template <template <int> class G>
+void run_groups(const ActRows& a, const WeightMatrix& w, int64_t block_elems, int64_t o_begin, int64_t o_end, float* y,
+                int64_t ys) {
+  const int64_t nb = w.cols / block_elems;
+  o_end = imin(o_end, w.rows);
+  for (int64_t o = o_begin; o < o_end; o += 16) {
+    const uint8_t* group = static_cast<const uint8_t*>(w.data) + size_t(o / 16) * w.group_bytes;
+    int64_t t0 = 0;
+    for (; t0 + kTokenTile <= a.T; t0 += kTokenTile) G<kTokenTile>::run(a, t0, group, nb, y, ys, o, o_end);
+    switch (a.T - t0) {
+      case 3: G<3>::run(a, t0, group, nb, y, ys, o, o_end); break;
+      case 2: G<2>::run(a, t0, group, nb, y, ys, o, o_end); break;
+      case 1: G<1>::run(a, t0, group, nb, y, ys, o, o_end); break;
+      default: break;
+    }
+  }
+}
+
+template <Legacy L>
+struct LegacyG {
+  template <int TT>
+  struct F {
+    static void run(const ActRows& a, int64_t t0, const uint8_t* g, int64_t nb, float* y, int64_t ys, int64_t o,
+                    int64_t oe) {
+      legacy_group<L, TT>(a, t0, g, nb, y, ys, o, oe);
+    }
+  };
+};
+template <bool kFive>
+struct K4G {
+  template <int TT>
+  struct F {
+    static void run(const ActRows& a, int64_t t0, const uint8_t* g, int64_t nb, float* y, int64_t ys, int64_t o,
+                    int64_t oe) {
+      k4_group<kFive, TT>(a, t0, g, nb, y, ys, o, oe);
+    }
+  };
+};
+template <int TT>
+struct Q6G {
+  static void run(const ActRows& a, int64_t t0, const uint8_t* g, int64_t nb, float* y, int64_t ys, int64_t o,
+                  int64_t oe) {
+    q6k_group<TT>(a, t0, g, nb, y, ys, o, oe);
+  }
+};
+
+template <Legacy L>
+void qmatmul_legacy(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
+  run_groups<LegacyG<L>::template F>(a, w, 32, o_begin, o_end, y, ys);
+}
+template <bool kFive>
+void qmatmul_k4(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
+  run_groups<K4G<kFive>::template F>(a, w, 256, o_begin, o_end, y, ys);
+}
+void qmatmul_q6k(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
+  run_groups<Q6G>(a, w, 256, o_begin, o_end, y, ys);
+}
+
+}  // namespace
+
+// Filled into the AVX-512 table by avx512_kernels.cpp.
+void install_avx512_quant(KernelTable& k) {
+  k.quantize_act = quantize_act_avx512;
+  k.qmatmul[size_t(DType::Q8_0)] = qmatmul_legacy<Legacy::kQ8_0>;
+  k.qmatmul[size_t(DType::Q4_0)] = qmatmul_legacy<Legacy::kQ4_0>;
+  k.qmatmul[size_t(DType::IQ4_NL)] = qmatmul_legacy<Legacy::kIQ4_NL>;
+  k.qmatmul[size_t(DType::Q4_1)] = qmatmul_legacy<Legacy::kQ4_1>;
+  k.qmatmul[size_t(DType::Q5_0)] = qmatmul_legacy<Legacy::kQ5_0>;
+  k.qmatmul[size_t(DType::Q5_1)] = qmatmul_legacy<Legacy::kQ5_1>;
+  k.qmatmul[size_t(DType::Q4_K)] = qmatmul_k4<false>;
+  k.qmatmul[size_t(DType::Q5_K)] = qmatmul_k4<true>;
+  k.qmatmul[size_t(DType::Q6_K)] = qmatmul_q6k;
+}
+
+}  // namespace qwen35::kernels

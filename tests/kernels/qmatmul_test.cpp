@@ -1,0 +1,143 @@
+// Every kernel table this CPU supports against the scalar reference for block-format weights:
+// activation quantization byte for byte, packing round trips, and matmuls bit for bit (the
+// canonical integer dot makes every table, block size and row range give identical floats).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/compute.h"
+#include "kernels/kernels.h"
+#include "kernels/quant/quant_ref.h"
+#include "quant_testing.h"
+
+namespace qwen35::kernels {
+namespace {
+
+using testing::random_block_rows;
+using testing::random_floats;
+using testing::weight_block_formats;
+
+// A matrix of block rows prepared for one table: plain (with a misaligned start) and, when the
+// table packs this dtype, its packed copy.
+struct Prepared {
+  std::vector<uint8_t> plain_bytes, packed_bytes;
+  WeightMatrix plain, used;
+};
+
+Prepared prepare(const KernelTable& table, DType t, int64_t rows, int64_t cols, std::mt19937& rng) {
+  Prepared p;
+  std::vector<uint8_t> raw = random_block_rows(t, rows, cols, rng);
+  p.plain_bytes.assign(raw.size() + 1, 0);
+  std::memcpy(p.plain_bytes.data() + 1, raw.data(), raw.size());  // misaligned rows
+  p.plain = WeightMatrix{t, p.plain_bytes.data() + 1, rows, cols, dtype_bytes(t, size_t(cols))};
+  p.used = p.plain;
+  const PackedFormat& f = table.packing;
+  if (f.layout != 0 && f.group_bytes(t, cols) != 0) {
+    const int64_t groups = (rows + f.group_rows - 1) / f.group_rows;
+    const size_t gb = f.group_bytes(t, cols);
+    p.packed_bytes.assign(size_t(groups) * gb + 64, 0xAB);
+    uint8_t* dst = p.packed_bytes.data() + 64 - (reinterpret_cast<uintptr_t>(p.packed_bytes.data()) % 64);
+    f.pack(p.plain, 0, groups, dst);
+    p.used = WeightMatrix{t, dst, rows, cols, 0, f.layout, gb};
+  }
+  return p;
+}
+
+std::vector<uint8_t> quantized_rows(const KernelTable& table, ActFormat fmt, const std::vector<float>& x, int64_t T,
+                                    int64_t n, int64_t stride) {
+  std::vector<uint8_t> out(size_t(T) * act_layout(fmt, n).row_bytes);
+  table.quantize_act(fmt, x.data() + 1, T, stride, n, out.data());
+  return out;
+}
+
+std::vector<float> activations(int64_t T, int64_t n, int64_t stride, std::mt19937& rng) {
+  std::vector<float> x = random_floats(size_t(T * stride + 1), rng, 2.0f);
+  // Some structure: a zero block, a row of tiny values, a huge outlier.
+  for (int64_t j = 0; j < std::min<int64_t>(32, n); ++j) x[size_t(1 + j)] = 0;
+  if (T > 1)
+    for (int64_t j = 0; j < n; ++j) x[size_t(1 + stride + j)] *= 1e-20f;
+  if (T > 2) x[size_t(1 + 2 * stride + n / 2)] = 3e4f;
+  return x;
+}
+
+TEST(QuantKernels, ActivationQuantizationIsIdenticalInEveryTable) {
+  std::mt19937 rng(21);
+  for (const KernelTable* table : supported_tables())
+    for (ActFormat fmt : {ActFormat::kQ8x32, ActFormat::kQ8x256})
+      for (int64_t n : {256, 512, 1280}) {
+        const int64_t T = 5, stride = n + 7;
+        std::vector<float> x = activations(T, n, stride, rng);
+        EXPECT_EQ(quantized_rows(*table, fmt, x, T, n, stride), quantized_rows(ref_table(), fmt, x, T, n, stride))
+            << table->name << " fmt " << int(fmt) << " n " << n;
+      }
+}
+
+TEST(QuantKernels, PackingRoundTrips) {
+  std::mt19937 rng(22);
+  for (const KernelTable* table : supported_tables()) {
+    if (table->packing.layout == 0) continue;
+    for (DType t : weight_block_formats()) {
+      const int64_t B = int64_t(dtype_info(t).block_elems), rows = 21, cols = 2 * B;
+      Prepared p = prepare(*table, t, rows, cols, rng);
+      if (p.used.layout == 0) continue;
+      std::vector<float> want(static_cast<size_t>(cols)), got(static_cast<size_t>(cols));
+      for (int64_t r = 0; r < rows; ++r) {
+        quant::dequantize_row(t, p.plain.row(r), want.data(), cols);
+        weight_row_to_f32(p.used, r, got.data());
+        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * 4)) << table->name << " " << dtype_name(t) << " row " << r;
+      }
+    }
+  }
+}
+
+TEST(QuantKernels, EveryTableMatchesTheReferenceBitForBit) {
+  std::mt19937 rng(23);
+  for (const KernelTable* table : supported_tables()) {
+    for (DType t : weight_block_formats()) {
+      const int64_t B = int64_t(dtype_info(t).block_elems);
+      const ActFormat fmt = act_format_for(t);
+      // Token counts cover the small-block kernels, full and partial AMX tiles, and (with 300
+      // tokens) more than one token chunk.
+      for (auto [rows, nblocks, Ts] : std::vector<std::tuple<int64_t, int64_t, std::vector<int64_t>>>{
+               {1, 1, {1, 2, 3, 4, 5, 7, 8, 9, 16, 17}},
+               {16, 2, {1, 4, 9, 16, 33}},
+               {17, 3, {1, 2, 5, 8, 17, 40}},
+               {40, 1, {3, 16, 300}},
+               {5, 4, {1, 7, 19}}}) {
+        const int64_t cols = nblocks * B;
+        Prepared p = prepare(*table, t, rows, cols, rng);
+        for (int64_t T : Ts) {
+          const int64_t stride = cols + 3;
+          std::vector<float> x = activations(T, cols, stride, rng);
+          std::vector<uint8_t> qa = quantized_rows(ref_table(), fmt, x, T, cols, stride);
+          const ActRows a{fmt, T, cols, qa.data(), act_layout(fmt, cols)};
+          const int64_t ys = rows + 2;
+          std::vector<float> want(size_t(T * ys), -1.0f), got(size_t(T * ys), -1.0f);
+          ref_table().qmatmul[size_t(t)](a, p.plain, 0, rows, want.data(), ys);
+          ASSERT_TRUE(table->qmatmul[size_t(t)]) << table->name << " " << dtype_name(t);
+          table->qmatmul[size_t(t)](a, p.used, 0, rows, got.data(), ys);
+          for (size_t i = 0; i < want.size(); ++i)
+            ASSERT_EQ(std::memcmp(&want[i], &got[i], 4), 0)
+                << table->name << " " << dtype_name(t) << " " << rows << "x" << cols << " T=" << T << " at t="
+                << i / size_t(ys) << " o=" << i % size_t(ys) << ": " << got[i] << " vs " << want[i];
+          // A row range starting at a group boundary leaves the rows before it untouched.
+          const int64_t q = p.used.layout ? table->packing.group_rows : 1;
+          if (rows > q) {
+            std::vector<float> part(size_t(T * ys), -7.0f);
+            table->qmatmul[size_t(t)](a, p.used, q, rows, part.data(), ys);
+            for (int64_t tt = 0; tt < T; ++tt) {
+              for (int64_t o = 0; o < q; ++o) ASSERT_EQ(part[size_t(tt * ys + o)], -7.0f);
+              for (int64_t o = q; o < rows; ++o) ASSERT_EQ(part[size_t(tt * ys + o)], want[size_t(tt * ys + o)]);
+              for (int64_t o = rows; o < ys; ++o) ASSERT_EQ(part[size_t(tt * ys + o)], -7.0f);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qwen35::kernels
