@@ -8,6 +8,7 @@ int cmd_run(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_render(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
@@ -17,6 +18,7 @@ const std::vector<Command>& commands() {
       {"forward", "run the decoder on ids and write logits/hidden states/caches", cmd_forward},
       {"tokenize", "encode JSON lines of text to ids (--decode: the inverse)", cmd_tokenize},
       {"render", "render chat messages with the Qwen3.5 chat format", cmd_render},
+      {"bench", "measure prompt and generation speed (llama-bench style)", cmd_bench},
   };
   return table;
 }

@@ -1,5 +1,7 @@
 #include "apps/qwen35/engine_options.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -44,6 +46,27 @@ std::string bundled_model_dir() {
   return fs::weakly_canonical(dir, ec).string();
 }
 
+std::string default_weights(const std::string& model_dir, std::string* notice) {
+  namespace fs = std::filesystem;
+  notice->clear();
+  std::error_code ec;
+  if (!fs::is_directory(model_dir, ec)) return "";
+  uintmax_t bytes = 0;
+  for (const auto& entry : fs::directory_iterator(model_dir, ec))
+    if (entry.path().extension() == ".safetensors") bytes += entry.file_size(ec);
+  const double memory = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
+  // "Comfortably": the weights plus caches, activations and everything else on the machine.
+  if (memory <= 0 || double(bytes) <= 0.6 * memory) return "";
+  char buf[400];
+  std::snprintf(buf, sizeof buf,
+                "qwen35: the checkpoint's %.1f GB of float weights would not fit comfortably in this machine's %.1f GB"
+                " of memory; quantizing them at load to q4_k_m (about 0.31 of that size). --weights bf16 keeps them,"
+                " --weights q8_0 quantizes less.\n",
+                double(bytes) / 1e9, memory / 1e9);
+  *notice = buf;
+  return "q4_k_m";
+}
+
 EngineOptions engine_options_from(const Args& args, bool bundled_fallback) {
   EngineOptions o;
   o.model_dir = args.get("-m").value_or(args.get_or("--model", ""));
@@ -65,6 +88,11 @@ EngineOptions engine_options_from(const Args& args, bool bundled_fallback) {
   if (o.threads < 0 || o.context_size < 0 || o.image_size < 0 || o.prefill_block <= 0)
     fail("--threads, --ctx, --image-size must be >= 0 and --prefill-block > 0");
   o.weights = args.get_or("--weights", "");
+  if (!args.has("--weights")) {
+    std::string notice;
+    o.weights = default_weights(o.model_dir, &notice);
+    if (!notice.empty()) std::fputs(notice.c_str(), stderr);
+  }
   o.image_min_pixels = args.get_int("--image-min-pixels", 0);
   o.image_max_pixels = args.get_int("--image-max-pixels", 0);
   if (o.image_min_pixels < 0 || o.image_max_pixels < 0) fail("image pixel limits must be positive");

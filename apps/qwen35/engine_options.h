@@ -15,7 +15,11 @@ const std::set<std::string>& engine_option_names();
 extern const char* kEngineOptionsHelp;
 
 // Without -m: with `bundled_fallback`, the bundled tiny model (saying so on stderr); else an error.
+// Without --weights, a checkpoint of float weights that would not fit comfortably in this
+// machine's memory is quantized at load to a type that fits a 16 GB machine (saying so).
 EngineOptions engine_options_from(const Args& args, bool bundled_fallback = false);
+// The --weights default above: "" or a preset name, with the notice to print ("" for none).
+std::string default_weights(const std::string& model_dir, std::string* notice);
 // The bundled tiny model: $QWEN35_DEFAULT_MODEL, else <bin>/../../tests/data/tiny-qwen35
 // (build/bin/qwen35 in a source checkout); "" when neither exists.
 std::string bundled_model_dir();

@@ -21,7 +21,8 @@ constexpr auto kSpin = std::chrono::microseconds(200);
 
 ThreadPool::ThreadPool(int n_threads) {
   if (n_threads <= 0) n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  limit_.store(n_threads);
+  for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -59,7 +60,7 @@ void ThreadPool::run_chunks(uint64_t generation) {
   }
 }
 
-void ThreadPool::worker_loop() {
+void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
     // Spin, then sleep, until a new generation (job) or stop.
@@ -78,7 +79,7 @@ void ThreadPool::worker_loop() {
     }
     if (stop_.load()) return;
     seen = g;
-    run_chunks(g);
+    if (index < limit_.load(std::memory_order_relaxed)) run_chunks(g);
   }
 }
 
@@ -86,9 +87,10 @@ void ThreadPool::parallel_for(size_t n, size_t grain, const std::function<void(s
                               size_t max_chunks) {
   if (n == 0) return;
   grain = std::max<size_t>(grain, 1);
-  if (max_chunks == 0) max_chunks = size_t(size());
+  const size_t threads = size_t(limit_.load(std::memory_order_relaxed));
+  if (max_chunks == 0) max_chunks = threads;
   const size_t chunks = std::min<size_t>({max_chunks, (n + grain - 1) / grain, size_t(0xffff)});
-  if (chunks <= 1 || workers_.empty()) {
+  if (chunks <= 1 || threads <= 1) {
     fn(0, n);
     return;
   }

@@ -29,6 +29,10 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return int(workers_.size()) + 1; }
+  // Lets at most n threads (the caller included) take part in later loops (benchmarks of fewer
+  // threads on one pool); n <= 0 or > size() means all.
+  void set_limit(int n) { limit_.store(n <= 0 || n > size() ? size() : n); }
+  int limit() const { return limit_.load(); }
 
   // Splits [0, n) into contiguous ranges of at least `grain` items (at most `max_chunks` ranges,
   // default one per thread) and runs fn(begin, end) on them across the pool; threads take the
@@ -40,7 +44,7 @@ class ThreadPool {
   uint64_t sync_count() const { return syncs_.load(std::memory_order_relaxed); }
 
  private:
-  void worker_loop();
+  void worker_loop(int index);
   void run_chunks(uint64_t generation);
 
   std::vector<std::thread> workers_;
@@ -59,6 +63,7 @@ class ThreadPool {
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> syncs_{0};
+  std::atomic<int> limit_{0};
 
   std::mutex error_mu_;
   std::exception_ptr job_error_;  // first exception thrown by a chunk of the current job

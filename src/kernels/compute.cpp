@@ -89,7 +89,7 @@ void linear_fused(const Compute& c, Activations& x, std::initializer_list<Linear
     }
   }
   // Chunks of about equal cost, several per thread so that a slow core is helped by the other.
-  const size_t n_chunks = std::min(items.size(), size_t(c.pool->size()) * 4);
+  const size_t n_chunks = std::min(items.size(), size_t(c.pool->limit()) * 4);
   std::vector<size_t> starts(n_chunks + 1, items.size());
   {
     double acc = 0;
@@ -111,7 +111,7 @@ void linear_fused(const Compute& c, Activations& x, std::initializer_list<Linear
         float_kernel(c, w.dtype)(x.x(), x.T(), x.stride(), w, it.r0, it.r1, out.y, out.y_stride);
       }
     }
-  });
+  }, n_chunks);
 }
 
 void linear(const Compute& c, Activations& x, const WeightMatrix& w, float* y, int64_t y_stride) {

@@ -36,6 +36,15 @@ using MatmulFn = void (*)(const float* x, int64_t T, int64_t x_stride, const Wei
 // Converts n elements of one row of a weight (starting at element 0 of `row`) to f32.
 using RowToF32Fn = void (*)(DType dtype, const void* row, float* out, int64_t n);
 using DotFn = float (*)(const float* a, const float* b, int64_t n);
+// Elementwise activations, y[i] = f(x[i]) (y may alias x). Every element is computed by the same
+// code whatever its index (vector tails are masked, not scalar), so a value's result never depends
+// on where in a row or block it sits.
+using UnaryFn = void (*)(const float* x, float* y, int64_t n);
+// Reads n bytes (n a multiple of 256) as fast as the core can and returns a checksum of them: the
+// machine's read bandwidth, measured the way the matmuls read weights (qwen35 bench).
+using StreamReadFn = uint64_t (*)(const void* p, size_t n);
+// y[i] = silu(g[i]) * u[i] (the SwiGLU product; y may alias g or u).
+using SwigluFn = void (*)(const float* g, const float* u, float* y, int64_t n);
 // y[i] += a * x[i]
 using AxpyFn = void (*)(float a, const float* x, float* y, int64_t n);
 
@@ -96,6 +105,10 @@ struct KernelTable {
   RowToF32Fn row_to_f32 = nullptr;
   DotFn dot = nullptr;
   AxpyFn axpy = nullptr;
+  UnaryFn silu = nullptr;     // x * sigmoid(x)
+  UnaryFn sigmoid = nullptr;  // 1 / (1 + e^-x)
+  SwigluFn swiglu = nullptr;
+  StreamReadFn stream_read = nullptr;
   DeltaRecurrentFn delta_recurrent = nullptr;
   DeltaChunkFn delta_chunk = nullptr;
 };

@@ -27,16 +27,20 @@ void AttentionScratch::set_positions(const MRope& rope, const int32_t* positions
 }
 
 void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const AttentionWeights& w, const MRope& rope,
-                       const float* a, int64_t T, KvCache& kv, AttentionScratch& s,
-                       float* out) {
+                       const float* a, int64_t T, KvCache& kv, AttentionScratch& s, float* out) {
+  s.in.bind(a, T, cfg.hidden_size);
+  attention_forward(c, cfg, w, rope, s.in, kv, s, out);
+}
+
+void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const AttentionWeights& w, const MRope& rope,
+                       kernels::Activations& a, KvCache& kv, AttentionScratch& s, float* out) {
+  const int64_t T = a.T();
   s.reserve(cfg, T);
   const int nq = cfg.num_heads, nkv = cfg.num_kv_heads, hd = cfg.head_dim;
   const int64_t QD = int64_t(nq) * hd, KD = int64_t(nkv) * hd, qg_stride = w.q.rows;
   const int half = rope.half();
 
-  kernels::linear(c, a, T, w.q, s.qg.data());
-  kernels::linear(c, a, T, w.k, s.k.data());
-  kernels::linear(c, a, T, w.v, s.v.data());
+  kernels::linear_fused(c, a, {{&w.q, s.qg.data(), w.q.rows}, {&w.k, s.k.data(), KD}, {&w.v, s.v.data(), KD}});
 
   for (int64_t t = 0; t < T; ++t) {
     // q_proj rows are per head [query(hd) ; gate(hd)] when gated.
@@ -82,14 +86,17 @@ void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const A
   });
 
   if (cfg.attn_output_gate) {
+    thread_local std::vector<float> gate;
+    gate.resize(size_t(hd));
     for (int64_t t = 0; t < T; ++t)
       for (int h = 0; h < nq; ++h) {
-        const float* gate = s.qg.data() + t * qg_stride + int64_t(h) * 2 * hd + hd;
+        c.k->sigmoid(s.qg.data() + t * qg_stride + int64_t(h) * 2 * hd + hd, gate.data(), hd);
         float* o = s.attn.data() + t * QD + int64_t(h) * hd;
-        for (int d = 0; d < hd; ++d) o[d] *= sigmoid(gate[d]);
+        for (int d = 0; d < hd; ++d) o[d] *= gate[size_t(d)];
       }
   }
-  kernels::linear(c, s.attn.data(), T, w.o, out);
+  s.attn_in.bind(s.attn.data(), T, QD);
+  kernels::linear(c, s.attn_in, w.o, out, w.o.rows);
 }
 
 }  // namespace qwen35

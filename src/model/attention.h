@@ -20,11 +20,17 @@ struct AttentionScratch {
   std::vector<float> v;     // [T, nkv*hd]
   std::vector<float> attn;  // [T, nq*hd]
   std::vector<float> cos, sin;  // [T, rotary/2], shared by every attention layer of one call
+  kernels::Activations in;       // the layer input, when the caller passes plain rows
+  kernels::Activations attn_in;  // attn, input of the output projection
   void reserve(const TextConfig& cfg, int64_t tokens);
   // Rotary angles of T tokens at positions [3, T] (rows t, h, w); once per forward, not per layer.
   void set_positions(const MRope& rope, const int32_t* positions, int64_t T);
 };
 
+// out[T, H] = Attention(a[T, H]) at the angles set by s.set_positions; appends T rows to `kv`.
+// `a` may already hold quantized forms of its rows.
+void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const AttentionWeights& w, const MRope& rope,
+                       kernels::Activations& a, KvCache& kv, AttentionScratch& s, float* out);
 // out[T, H] = Attention(a[T, H]) at the angles set by s.set_positions; appends T rows to `kv`.
 void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const AttentionWeights& w, const MRope& rope,
                        const float* a, int64_t T, KvCache& kv, AttentionScratch& s,

@@ -26,29 +26,47 @@ void DeltaNetScratch::reserve(const TextConfig& cfg, int64_t tokens) {
 
 namespace {
 
-// Causal depthwise conv over [cached K inputs | T new inputs], then SiLU. The state keeps the
-// last K pre-conv inputs (oldest first), as the reference cache does.
-void causal_conv_silu(const TextConfig& cfg, const std::vector<float>& weight, const float* x, int64_t T,
-                      std::vector<float>& conv_state, float* y) {
+// Blocks this long split their token or channel loops over the pool; shorter ones (decoding)
+// run on the calling thread, where the loops cost less than a hand-over.
+constexpr int64_t kParallelTokens = 8;
+
+// Causal depthwise conv over [cached K inputs | T new inputs] for channels [c0, c1), then SiLU.
+// The state keeps the last K pre-conv inputs (oldest first), as the reference cache does. Taps
+// are summed in tap order for every channel and token.
+void causal_conv_silu(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* x,
+                      int64_t T, const float* state, float* y, int64_t c0, int64_t c1) {
   const int64_t C = cfg.conv_dim(), K = cfg.conv_kernel;
   for (int64_t t = 0; t < T; ++t) {
-    for (int64_t ch = 0; ch < C; ++ch) {
-      const float* w = weight.data() + ch * K;
-      float acc = 0;
+    float* yt = y + t * C;
+    if (t >= K - 1) {
+      for (int64_t ch = c0; ch < c1; ++ch) yt[ch] = 0;
       for (int64_t j = 0; j < K; ++j) {
-        // Input at time t - (K-1) + j; negative times come from the state's last K-1 columns.
-        const int64_t src = t - (K - 1) + j;
-        const float v = src >= 0 ? x[src * C + ch] : conv_state[size_t(ch * K + K + src)];
-        acc += w[j] * v;
+        const float* wj = w.conv_t.data() + j * C;
+        const float* xs = x + (t - (K - 1) + j) * C;
+        for (int64_t ch = c0; ch < c1; ++ch) yt[ch] += wj[ch] * xs[ch];
       }
-      y[t * C + ch] = silu(acc);
+    } else {
+      // Inputs before this block come from the state's last K-1 columns.
+      for (int64_t ch = c0; ch < c1; ++ch) {
+        float acc = 0;
+        for (int64_t j = 0; j < K; ++j) {
+          const int64_t src = t - (K - 1) + j;
+          acc += w.conv_t[size_t(j * C + ch)] * (src >= 0 ? x[src * C + ch] : state[ch * K + K + src]);
+        }
+        yt[ch] = acc;
+      }
     }
+    c.k->silu(yt + c0, yt + c0, c1 - c0);
   }
-  // New state: the last K of [old state | new inputs].
-  for (int64_t ch = 0; ch < C; ++ch) {
-    float* st = conv_state.data() + ch * K;
+}
+
+// New conv state: the last K of [old state | new inputs], for channels [c0, c1).
+void update_conv_state(const TextConfig& cfg, const float* x, int64_t T, float* state, int64_t c0, int64_t c1) {
+  const int64_t C = cfg.conv_dim(), K = cfg.conv_kernel;
+  const int64_t keep = std::max<int64_t>(0, K - T);  // old columns that survive
+  for (int64_t ch = c0; ch < c1; ++ch) {
+    float* st = state + ch * K;
     float window[16];
-    const int64_t keep = std::max<int64_t>(0, K - T);  // old columns that survive
     for (int64_t j = 0; j < keep; ++j) window[j] = st[K - keep + j];
     for (int64_t j = keep; j < K; ++j) window[j] = x[(T - (K - j)) * C + ch];
     std::memcpy(st, window, size_t(K) * sizeof(float));
@@ -63,107 +81,134 @@ void l2_normalize(const float* x, int64_t n, float scale, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * inv) * scale;
 }
 
-// beta = sigmoid(b), g = -exp(A_log) softplus(a + dt_bias) in place, and the normalised q, k of
-// every token from the conv output.
-void gates_and_qk(const TextConfig& cfg, const DeltaNetWeights& w, int64_t T, DeltaNetScratch& s) {
+// Runs fn(begin, end) over [0, n) on the pool when the block is long, inline otherwise.
+template <typename F>
+void for_range(const kernels::Compute& c, int64_t T, int64_t n, int64_t grain, F&& fn) {
+  if (T < kParallelTokens) return fn(int64_t(0), n);
+  c.pool->parallel_for(size_t(n), size_t(grain), [&](size_t b, size_t e) { fn(int64_t(b), int64_t(e)); });
+}
+
+// The conv (with its state update) and the gates of T tokens: s.qkv -> s.mixed, s.q, s.k; the
+// beta and decay logits in s.beta, s.g turned into gates in place.
+void conv_and_gates(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* qkv,
+                    int64_t T, DeltaNetState& state, DeltaNetScratch& s) {
   const int64_t C = cfg.conv_dim(), Hk = cfg.linear_key_heads, Hv = cfg.linear_value_heads;
   const int dk = cfg.linear_key_dim;
   const int64_t QK = Hk * dk;
-  for (int64_t t = 0; t < T; ++t) {
-    for (int64_t h = 0; h < Hv; ++h) {
-      float& b = s.beta[size_t(t * Hv + h)];
-      float& g = s.g[size_t(t * Hv + h)];
-      b = sigmoid(b);
-      g = w.neg_a[size_t(h)] * softplus(g + w.dt_bias[size_t(h)]);
-    }
-    const float* row = s.mixed.data() + t * C;
-    const float q_scale = 1.0f / std::sqrt(float(dk));
-    for (int64_t h = 0; h < Hk; ++h) {
-      l2_normalize(row + h * dk, dk, q_scale, s.q.data() + t * QK + h * dk);
-      l2_normalize(row + QK + h * dk, dk, 1.0f, s.k.data() + t * QK + h * dk);
-    }
-  }
-}
+  // Conv over channel blocks (each channel is independent along time).
+  for_range(c, T, C, 256, [&](int64_t c0, int64_t c1) {
+    causal_conv_silu(c, cfg, w, qkv, T, state.conv.data(), s.mixed.data(), c0, c1);
+    update_conv_state(cfg, qkv, T, state.conv.data(), c0, c1);
+  });
 
-// The delta rule of every value head over T tokens, from and into state.recurrent; outputs to s.core.
-void delta_rule(const kernels::Compute& c, const TextConfig& cfg, int64_t T, bool chunked, DeltaNetState& state,
-                DeltaNetScratch& s) {
-  const int64_t C = cfg.conv_dim(), Hk = cfg.linear_key_heads, Hv = cfg.linear_value_heads;
-  const int dk = cfg.linear_key_dim, dv = cfg.linear_value_dim;
-  const int64_t QK = Hk * dk, VS = Hv * int64_t(dv);
-  // Value head h reads key head h / (Hv / Hk) (consecutive value heads share a key head).
-  const int64_t group = Hv / Hk;
-  c.pool->parallel_for(size_t(Hv), 1, [&](size_t hb, size_t he) {
-    thread_local std::vector<float> work;
-    work.resize(kernels::delta_chunk_work_floats(dk, dv));
-    for (size_t hv = hb; hv < he; ++hv) {
-      const int64_t h = int64_t(hv), kh = h / group;
-      kernels::DeltaRuleHead head;
-      head.q = s.q.data() + kh * dk;
-      head.k = s.k.data() + kh * dk;
-      head.qk_stride = QK;
-      head.v = s.mixed.data() + 2 * QK + h * dv;
-      head.v_stride = C;
-      head.beta = s.beta.data() + h;
-      head.g = s.g.data() + h;
-      head.gate_stride = Hv;
-      head.o = s.core.data() + h * dv;
-      head.o_stride = VS;
-      float* S = state.recurrent.data() + h * dk * dv;
-      if (!chunked) {
-        c.k->delta_recurrent(head, T, dk, dv, S);
-        continue;
+  // Gates and q/k normalisation per token.
+  const float q_scale = 1.0f / std::sqrt(float(dk));
+  for_range(c, T, T, 16, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      for (int64_t h = 0; h < Hv; ++h) {
+        float& g = s.g[size_t(t * Hv + h)];
+        g = w.neg_a[size_t(h)] * softplus(g + w.dt_bias[size_t(h)]);
       }
-      for (int64_t t0 = 0; t0 < T; t0 += kernels::kDeltaChunk) {
-        const int64_t n = std::min(kernels::kDeltaChunk, T - t0);
-        kernels::DeltaRuleHead part = head;
-        part.q += t0 * QK;
-        part.k += t0 * QK;
-        part.v += t0 * C;
-        part.beta += t0 * Hv;
-        part.g += t0 * Hv;
-        part.o += t0 * VS;
-        c.k->delta_chunk(part, n, dk, dv, S, work.data());
+      c.k->sigmoid(s.beta.data() + t * Hv, s.beta.data() + t * Hv, Hv);
+      const float* row = s.mixed.data() + t * C;
+      for (int64_t h = 0; h < Hk; ++h) {
+        l2_normalize(row + h * dk, dk, q_scale, s.q.data() + t * QK + h * dk);
+        l2_normalize(row + QK + h * dk, dk, 1.0f, s.k.data() + t * QK + h * dk);
       }
     }
   });
 }
 
+// Value head h of the block in the scratch; it reads key head h / (Hv / Hk) (consecutive value
+// heads share a key head).
+kernels::DeltaRuleHead head_of(const TextConfig& cfg, DeltaNetScratch& s, int64_t h) {
+  const int64_t C = cfg.conv_dim(), Hk = cfg.linear_key_heads, Hv = cfg.linear_value_heads;
+  const int dk = cfg.linear_key_dim, dv = cfg.linear_value_dim;
+  const int64_t QK = Hk * dk, kh = h / (Hv / Hk);
+  kernels::DeltaRuleHead head;
+  head.q = s.q.data() + kh * dk;
+  head.k = s.k.data() + kh * dk;
+  head.qk_stride = QK;
+  head.v = s.mixed.data() + 2 * QK + h * dv;
+  head.v_stride = C;
+  head.beta = s.beta.data() + h;
+  head.g = s.g.data() + h;
+  head.gate_stride = Hv;
+  head.o = s.core.data() + h * dv;
+  head.o_stride = Hv * int64_t(dv);
+  return head;
+}
+
 }  // namespace
 
-void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* a,
-                      int64_t T, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode, float* out,
-                      DeltaNetTrace* trace) {
+void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
+                      kernels::Activations& a, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode,
+                      float* out, DeltaNetTrace* trace) {
+  const int64_t T = a.T();
   s.reserve(cfg, T);
-  const int64_t C = cfg.conv_dim(), Hv = cfg.linear_value_heads;
-  const int dv = cfg.linear_value_dim;
-  const int64_t VS = Hv * int64_t(dv);
+  const int64_t C = cfg.conv_dim(), Hk = cfg.linear_key_heads, Hv = cfg.linear_value_heads;
+  const int dk = cfg.linear_key_dim, dv = cfg.linear_value_dim;
+  const int64_t QK = Hk * dk, VS = Hv * int64_t(dv);
+  if (w.conv_t.size() != size_t(C * cfg.conv_kernel)) fail("DeltaNet weights were bound without finish_deltanet_weights");
 
-  kernels::linear(c, a, T, w.in_qkv, s.qkv.data());  // [T, C]
-  kernels::linear(c, a, T, w.in_z, s.z.data());      // [T, VS]
-  kernels::linear(c, a, T, w.in_b, s.beta.data());   // [T, Hv] logits
-  kernels::linear(c, a, T, w.in_a, s.g.data());      // [T, Hv] decay input
+  // The four projections read the same normed rows: one pass, one quantization of them.
+  kernels::linear_fused(c, a,
+                        {{&w.in_qkv, s.qkv.data(), C},     // [T, C]
+                         {&w.in_z, s.z.data(), VS},        // [T, VS]
+                         {&w.in_b, s.beta.data(), Hv},     // [T, Hv] logits
+                         {&w.in_a, s.g.data(), Hv}});      // [T, Hv] decay input
+
   if (trace) {
     trace->tokens = T;
     trace->qkv.assign(s.qkv.begin(), s.qkv.begin() + T * C);
     trace->b.assign(s.beta.begin(), s.beta.begin() + T * Hv);
     trace->a.assign(s.g.begin(), s.g.begin() + T * Hv);
   }
+  conv_and_gates(c, cfg, w, s.qkv.data(), T, state, s);
 
-  causal_conv_silu(cfg, w.conv, s.qkv.data(), T, state.conv, s.mixed.data());
-  gates_and_qk(cfg, w, T, s);
-  delta_rule(c, cfg, T, mode == DeltaRuleMode::kChunked || (mode == DeltaRuleMode::kAuto && T > 1), state, s);
-
-  // Gated RMSNorm per head: norm(o) * w * silu(z), with the plain (not 1 + w) weight.
-  for (int64_t t = 0; t < T; ++t) {
-    for (int64_t h = 0; h < Hv; ++h) {
-      float* o = s.core.data() + t * VS + h * dv;
-      const float* z = s.z.data() + t * VS + h * dv;
-      rms_norm(o, w.norm.data(), dv, cfg.rms_norm_eps, o);
-      for (int j = 0; j < dv; ++j) o[j] *= silu(z[j]);
+  // Per value head: the delta rule over all T tokens, then the gated RMSNorm of its outputs,
+  // norm(o) * w * silu(z), with the plain (not 1 + w) weight.
+  const bool chunked = mode == DeltaRuleMode::kChunked || (mode == DeltaRuleMode::kAuto && T > 1);
+  c.pool->parallel_for(size_t(Hv), 1, [&](size_t hb, size_t he) {
+    thread_local std::vector<float> work, gate;
+    work.resize(kernels::delta_chunk_work_floats(dk, dv));
+    gate.resize(size_t(dv));
+    for (size_t hv = hb; hv < he; ++hv) {
+      const int64_t h = int64_t(hv);
+      const kernels::DeltaRuleHead head = head_of(cfg, s, h);
+      float* S = state.recurrent.data() + h * dk * dv;
+      if (!chunked) {
+        c.k->delta_recurrent(head, T, dk, dv, S);
+      } else {
+        for (int64_t t0 = 0; t0 < T; t0 += kernels::kDeltaChunk) {
+          const int64_t n = std::min(kernels::kDeltaChunk, T - t0);
+          kernels::DeltaRuleHead part = head;
+          part.q += t0 * QK;
+          part.k += t0 * QK;
+          part.v += t0 * C;
+          part.beta += t0 * Hv;
+          part.g += t0 * Hv;
+          part.o += t0 * VS;
+          c.k->delta_chunk(part, n, dk, dv, S, work.data());
+        }
+      }
+      for (int64_t t = 0; t < T; ++t) {
+        float* o = s.core.data() + t * VS + h * dv;
+        rms_norm(o, w.norm.data(), dv, cfg.rms_norm_eps, o);
+        c.k->silu(s.z.data() + t * VS + h * dv, gate.data(), dv);
+        for (int j = 0; j < dv; ++j) o[j] *= gate[size_t(j)];
+      }
     }
-  }
-  kernels::linear(c, s.core.data(), T, w.out, out);
+  });
+
+  s.core_in.bind(s.core.data(), T, VS);
+  kernels::linear(c, s.core_in, w.out, out, w.out.rows);
+}
+
+void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* a,
+                      int64_t T, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode, float* out) {
+  s.in.bind(a, T, cfg.hidden_size);
+  deltanet_forward(c, cfg, w, s.in, state, s, mode, out);
 }
 
 void deltanet_replay(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
@@ -172,11 +217,14 @@ void deltanet_replay(const kernels::Compute& c, const TextConfig& cfg, const Del
   if (n > trace.tokens) fail("deltanet_replay: ", n, " tokens asked of a trace of ", trace.tokens);
   s.reserve(cfg, n);
   const int64_t Hv = cfg.linear_value_heads;
+  const int dk = cfg.linear_key_dim, dv = cfg.linear_value_dim;
   std::copy_n(trace.b.begin(), n * Hv, s.beta.begin());
   std::copy_n(trace.a.begin(), n * Hv, s.g.begin());
-  causal_conv_silu(cfg, w.conv, trace.qkv.data(), n, state.conv, s.mixed.data());
-  gates_and_qk(cfg, w, n, s);
-  delta_rule(c, cfg, n, /*chunked=*/false, state, s);
+  conv_and_gates(c, cfg, w, trace.qkv.data(), n, state, s);
+  c.pool->parallel_for(size_t(Hv), 1, [&](size_t hb, size_t he) {
+    for (size_t h = hb; h < he; ++h)
+      c.k->delta_recurrent(head_of(cfg, s, int64_t(h)), n, dk, dv, state.recurrent.data() + int64_t(h) * dk * dv);
+  });
 }
 
 }  // namespace qwen35

@@ -25,6 +25,8 @@ struct DeltaNetScratch {
   std::vector<float> q;      // [T, Hk*dk] normalised and scaled
   std::vector<float> k;      // [T, Hk*dk] normalised
   std::vector<float> core;   // [T, Hv*dv] delta-rule output, then gated-normed
+  kernels::Activations in;       // the layer input, when the caller passes plain rows
+  kernels::Activations core_in;  // core, input of the output projection
   void reserve(const TextConfig& cfg, int64_t tokens);
 };
 
@@ -39,13 +41,16 @@ struct DeltaNetTrace {
   std::vector<float> a;    // [T, Hv]
 };
 
-// out[T, H] = DeltaNet(a[T, H]), advancing `state` by T tokens; fills `trace` when given.
+// out[T, H] = DeltaNet(a[T, H]), advancing `state` by T tokens. `a` may already hold quantized
+// forms of its rows. Fills `trace` when given.
+void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
+                      kernels::Activations& a, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode,
+                      float* out, DeltaNetTrace* trace = nullptr);
 void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* a,
-                      int64_t T, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode, float* out,
-                      DeltaNetTrace* trace = nullptr);
+                      int64_t T, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode, float* out);
 
 // Advances `state` (as it was before the traced block) by the block's first n tokens, with the
-// recurrent delta rule: what deltanet_forward in kRecurrent mode would leave after n tokens.
+// recurrent delta rule: what deltanet_forward in kRecurrent mode leaves after those n tokens.
 void deltanet_replay(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
                      const DeltaNetTrace& trace, int64_t n, DeltaNetState& state, DeltaNetScratch& s);
 

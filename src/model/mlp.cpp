@@ -1,7 +1,5 @@
 #include "model/mlp.h"
 
-#include "model/norm.h"
-
 namespace qwen35 {
 
 void MlpScratch::reserve(int64_t intermediate, int64_t tokens) {
@@ -11,13 +9,20 @@ void MlpScratch::reserve(int64_t intermediate, int64_t tokens) {
   up.resize(size_t(tokens * intermediate));
 }
 
+void mlp_forward(const kernels::Compute& c, const MlpWeights& w, kernels::Activations& x, MlpScratch& s, float* out) {
+  const int64_t T = x.T(), I = w.gate.rows;
+  s.reserve(I, T);
+  kernels::linear_fused(c, x, {{&w.gate, s.gate.data(), I}, {&w.up, s.up.data(), I}});  // one pass over x
+  c.pool->parallel_for(size_t(T), 16, [&](size_t b, size_t e) {
+    for (size_t t = b; t < e; ++t) c.k->swiglu(s.gate.data() + t * I, s.up.data() + t * I, s.gate.data() + t * I, I);
+  });
+  s.mid.bind(s.gate.data(), T, I);
+  kernels::linear(c, s.mid, w.down, out, w.down.rows);
+}
+
 void mlp_forward(const kernels::Compute& c, const MlpWeights& w, const float* x, int64_t T, MlpScratch& s, float* out) {
-  s.reserve(w.gate.rows, T);
-  kernels::linear(c, x, T, w.gate, s.gate.data());
-  kernels::linear(c, x, T, w.up, s.up.data());
-  const int64_t n = T * w.gate.rows;
-  for (int64_t i = 0; i < n; ++i) s.gate[size_t(i)] = silu(s.gate[size_t(i)]) * s.up[size_t(i)];
-  kernels::linear(c, s.gate.data(), T, w.down, out);
+  s.in.bind(x, T, w.gate.cols);
+  mlp_forward(c, w, s.in, s, out);
 }
 
 }  // namespace qwen35

@@ -135,7 +135,10 @@ std::unique_ptr<Model> Model::load(const std::string& model_dir, const ModelLoad
   }
 
   m->weight_bytes_ = matrix_bytes(t.embed) + (tied && t.lm_head.data == t.embed.data ? 0 : matrix_bytes(t.lm_head));
-  for (NamedMatrix& nm : named_matrices(t, has_vision ? &vision_weights : nullptr)) m->weight_bytes_ += matrix_bytes(*nm.w);
+  for (NamedMatrix& nm : named_matrices(t, has_vision ? &vision_weights : nullptr)) {
+    m->weight_bytes_ += matrix_bytes(*nm.w);
+    if (nm.name.rfind("v.", 0) == 0 || nm.name.rfind("mm.", 0) == 0) m->vision_weight_bytes_ += matrix_bytes(*nm.w);
+  }
   for (const NamedMatrix& nm : mtp_mats) m->weight_bytes_ += matrix_bytes(*nm.w);
 
   m->decoder_ = std::make_unique<TextDecoder>(m->config_.text, m->text_);

@@ -42,8 +42,10 @@ class Model {
   const VisionTower* vision() const { return vision_.get(); }
   // The multi-token-prediction head; nullptr when the checkpoint has none (no mtp.*).
   const MtpHead* mtp() const { return mtp_.get(); }
-  // Bytes of the weights as the kernels read them (prepared copies and the mapped views in use).
+  // Bytes of the weights as the kernels read them (prepared copies and the mapped views in use),
+  // and the vision tower's share of them.
   size_t weight_bytes() const { return weight_bytes_; }
+  size_t vision_weight_bytes() const { return vision_weight_bytes_; }
 
  private:
   Model() = default;
@@ -57,6 +59,7 @@ class Model {
   MtpWeights mtp_weights_;
   std::unique_ptr<MtpHead> mtp_;
   size_t weight_bytes_ = 0;
+  size_t vision_weight_bytes_ = 0;
 };
 
 // Every matrix of the text decoder (and of the vision tower when given), GGUF-named, in

@@ -45,10 +45,12 @@ void MtpHead::forward(const kernels::Compute& c, const float* embeddings, const 
   const LayerWeights& L = w_.layer;
   ws.attention.set_positions(rope_, positions, T);
   rms_norm_rows(x, L.input_norm.data(), T, H, eps, ws.normed.data());
-  attention_forward(c, cfg_, L.attention, rope_, ws.normed.data(), T, kv, ws.attention, ws.mixed.data());
+  ws.normed_in.bind(ws.normed.data(), T, H);
+  attention_forward(c, cfg_, L.attention, rope_, ws.normed_in, kv, ws.attention, ws.mixed.data());
   for (int64_t j = 0; j < T * H; ++j) x[j] += ws.mixed[size_t(j)];
   rms_norm_rows(x, L.post_norm.data(), T, H, eps, ws.normed.data());
-  mlp_forward(c, L.mlp, ws.normed.data(), T, ws.mlp, ws.mixed.data());
+  ws.normed_in.bind(ws.normed.data(), T, H);
+  mlp_forward(c, L.mlp, ws.normed_in, ws.mlp, ws.mixed.data());
   for (int64_t j = 0; j < T * H; ++j) x[j] += ws.mixed[size_t(j)];
   if (observer) observer->on_layer_out(x, T);
 

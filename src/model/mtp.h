@@ -41,6 +41,7 @@ struct MtpWorkspace {
   std::vector<float> x;       // [T, H] residual stream
   std::vector<float> normed;  // [T, H]
   std::vector<float> mixed;   // [T, H] attention / MLP output
+  kernels::Activations normed_in;  // normed, shared by the matrices that read it (q/k/v, gate/up)
   AttentionScratch attention;
   MlpScratch mlp;
   void reserve(const TextConfig& cfg, int64_t tokens);

@@ -41,22 +41,35 @@ void TextDecoder::forward(const kernels::Compute& c, const float* embeddings, co
   std::memcpy(x, embeddings, size_t(T * H) * sizeof(float));
   ws.attention.set_positions(rope_, positions, T);
 
+  // Row-wise steps (norms, residual adds) split over the pool for long blocks.
+  auto rows = [&](auto&& fn) {
+    if (T < 8) return fn(int64_t(0), T);
+    c.pool->parallel_for(size_t(T), 8, [&](size_t b, size_t e) { fn(int64_t(b), int64_t(e)); });
+  };
+  float* normed = ws.normed.data();
+  float* mixed = ws.mixed.data();
   int deltanet_index = 0, attention_index = 0;
   for (int i = 0; i < cfg_.num_layers; ++i) {
     const LayerWeights& L = w_.layers[size_t(i)];
-    rms_norm_rows(x, L.input_norm.data(), T, H, eps, ws.normed.data());
+    rows([&](int64_t t0, int64_t t1) { rms_norm_rows(x + t0 * H, L.input_norm.data(), t1 - t0, H, eps, normed + t0 * H); });
+    ws.normed_in.bind(normed, T, H);
     if (L.kind == LayerKind::kDeltaNet) {
       DeltaNetTrace* trace = ws.trace ? &ws.traces[size_t(deltanet_index)] : nullptr;
-      deltanet_forward(c, cfg_, L.deltanet, ws.normed.data(), T, state.deltanet[size_t(deltanet_index++)], ws.deltanet,
-                       mode, ws.mixed.data(), trace);
+      deltanet_forward(c, cfg_, L.deltanet, ws.normed_in, state.deltanet[size_t(deltanet_index++)], ws.deltanet, mode,
+                       mixed, trace);
     } else {
-      attention_forward(c, cfg_, L.attention, rope_, ws.normed.data(), T, state.kv[size_t(attention_index++)],
-                        ws.attention, ws.mixed.data());
+      attention_forward(c, cfg_, L.attention, rope_, ws.normed_in, state.kv[size_t(attention_index++)], ws.attention,
+                        mixed);
     }
-    for (int64_t j = 0; j < T * H; ++j) x[j] += ws.mixed[size_t(j)];
-    rms_norm_rows(x, L.post_norm.data(), T, H, eps, ws.normed.data());
-    mlp_forward(c, L.mlp, ws.normed.data(), T, ws.mlp, ws.mixed.data());
-    for (int64_t j = 0; j < T * H; ++j) x[j] += ws.mixed[size_t(j)];
+    rows([&](int64_t t0, int64_t t1) {
+      for (int64_t j = t0 * H; j < t1 * H; ++j) x[j] += mixed[j];
+      rms_norm_rows(x + t0 * H, L.post_norm.data(), t1 - t0, H, eps, normed + t0 * H);
+    });
+    ws.normed_in.bind(normed, T, H);
+    mlp_forward(c, L.mlp, ws.normed_in, ws.mlp, mixed);
+    rows([&](int64_t t0, int64_t t1) {
+      for (int64_t j = t0 * H; j < t1 * H; ++j) x[j] += mixed[j];
+    });
     if (observer) observer->on_layer_output(i, x, T);
   }
   rms_norm_rows(x, w_.final_norm.data(), T, H, eps, hidden);

@@ -30,6 +30,7 @@ struct DecoderWorkspace {
   std::vector<float> x;       // [T, H] residual stream
   std::vector<float> normed;  // [T, H]
   std::vector<float> mixed;   // [T, H] mixer / MLP output
+  kernels::Activations normed_in;  // normed, shared by every matrix that reads it
   DeltaNetScratch deltanet;
   AttentionScratch attention;
   MlpScratch mlp;

@@ -22,6 +22,12 @@ std::vector<float> one_plus(std::vector<float> w) {
 
 }  // namespace
 
+void finish_deltanet_weights(DeltaNetWeights& d, int64_t conv_dim, int conv_kernel) {
+  d.conv_t.assign(d.conv.size(), 0.0f);
+  for (int64_t ch = 0; ch < conv_dim; ++ch)
+    for (int j = 0; j < conv_kernel; ++j) d.conv_t[size_t(j * conv_dim + ch)] = d.conv[size_t(ch * conv_kernel + j)];
+}
+
 std::string text_prefix(const Checkpoint& ck) {
   for (const char* p : {"model.language_model.", "model."})
     if (ck.find(std::string(p) + "embed_tokens.weight")) return p;
@@ -80,6 +86,7 @@ TextWeights TextWeights::bind(const Checkpoint& ck, const TextConfig& c) {
       d.neg_a = bind_vector(ck, dp + "A_log", Shape{Hv});
       for (float& a : d.neg_a) a = -std::exp(a);
       d.norm = bind_vector(ck, dp + "norm.weight", Shape{c.linear_value_dim});
+      finish_deltanet_weights(d, C, c.conv_kernel);
     } else {
       const std::string ap = lp + "self_attn.";
       const int64_t hd = c.head_dim, q_rows = int64_t(c.num_heads) * hd * (c.attn_output_gate ? 2 : 1);

@@ -21,6 +21,7 @@ struct DeltaNetWeights {
   WeightMatrix in_a;    // [Hv, H]   decay input
   WeightMatrix out;     // [H, Hv*dv]
   std::vector<float> conv;       // [conv_dim, K]; tap K-1 multiplies the current token
+  std::vector<float> conv_t;     // [K, conv_dim]: the same taps, channel-contiguous (vector loops)
   std::vector<float> dt_bias;    // [Hv]
   std::vector<float> neg_a;      // [Hv] = -exp(A_log)
   std::vector<float> norm;       // [dv] gated RMSNorm weight (plain multiplier)
@@ -60,6 +61,9 @@ struct TextWeights {
   // The checkpoint must outlive the weights.
   static TextWeights bind(const Checkpoint& ck, const TextConfig& cfg);
 };
+
+// Fills the derived fields (conv_t) from the bound ones; every loader calls it.
+void finish_deltanet_weights(DeltaNetWeights& d, int64_t conv_dim, int conv_kernel);
 
 // Helpers shared with the vision tower's loader.
 // The prefix of the text decoder's tensors in this checkpoint ("model.language_model." or "model.").

@@ -140,19 +140,7 @@ std::vector<uint8_t> ggml_act_as_ours(DType weight, const uint8_t* rows, ActLayo
         std::memcpy(q + b * B, blk + (q8_1 ? 4 : 2), size_t(B));
       }
     }
-    auto* s32 = reinterpret_cast<int32_t*>(row + layout.s32);
-    for (int64_t g = 0; g < kCols / 32; ++g) {
-      s32[g] = 0;
-      for (int j = 0; j < 32; ++j) s32[g] += q[g * 32 + j];
-    }
-    if (fmt == ActFormat::kQ8x256) {
-      auto* s16 = reinterpret_cast<int16_t*>(row + layout.s16);
-      for (int64_t g = 0; g < kCols / 16; ++g) {
-        int32_t s = 0;
-        for (int j = 0; j < 16; ++j) s += q[g * 16 + j];
-        s16[g] = int16_t(s);
-      }
-    }
+    compute_act_sums(fmt, kCols, row);
   }
   return out;
 }

@@ -45,6 +45,25 @@ ActLayout act_layout(ActFormat fmt, int64_t n) {
   return l;
 }
 
+void compute_act_sums(ActFormat fmt, int64_t n, uint8_t* row) {
+  const ActLayout l = act_layout(fmt, n);
+  const int8_t* q = reinterpret_cast<const int8_t*>(row + l.q);
+  for (int64_t g = 0; g < n / 32; ++g) {
+    int32_t s = 0;
+    for (int j = 0; j < 32; ++j) s += q[g * 32 + j];
+    if (fmt == ActFormat::kQ8x32) reinterpret_cast<int32_t*>(row + l.s32)[g] = s;
+    else reinterpret_cast<int16_t*>(row + l.h32)[g] = int16_t(s);
+  }
+  if (fmt == ActFormat::kQ8x256) {
+    int16_t* s16 = reinterpret_cast<int16_t*>(row + l.s16);
+    for (int64_t g = 0; g < n / 16; ++g) {
+      int32_t s = 0;
+      for (int j = 0; j < 16; ++j) s += q[g * 16 + j];
+      s16[g] = int16_t(s);
+    }
+  }
+}
+
 void quantize_act_ref(ActFormat fmt, const float* x, int64_t T, int64_t x_stride, int64_t n, uint8_t* out) {
   const ActLayout l = act_layout(fmt, n);
   const int64_t B = act_block(fmt);
@@ -72,20 +91,7 @@ void quantize_act_ref(ActFormat fmt, const float* x, int64_t T, int64_t x_stride
       d[b] = db;
       for (int64_t j = 0; j < B; ++j) qb[j] = int8_t(std::nearbyint(xb[j] * id));
     }
-    for (int64_t g = 0; g < n / 32; ++g) {
-      int32_t s = 0;
-      for (int j = 0; j < 32; ++j) s += q[g * 32 + j];
-      if (fmt == ActFormat::kQ8x32) reinterpret_cast<int32_t*>(row + l.s32)[g] = s;
-      else reinterpret_cast<int16_t*>(row + l.h32)[g] = int16_t(s);
-    }
-    if (fmt == ActFormat::kQ8x256) {
-      int16_t* s16 = reinterpret_cast<int16_t*>(row + l.s16);
-      for (int64_t g = 0; g < n / 16; ++g) {
-        int32_t s = 0;
-        for (int j = 0; j < 16; ++j) s += q[g * 16 + j];
-        s16[g] = int16_t(s);
-      }
-    }
+    compute_act_sums(fmt, n, row);
   }
 }
 

@@ -53,6 +53,9 @@ struct ActRows {
   const int16_t* h32(int64_t t) const { return reinterpret_cast<const int16_t*>(row(t) + layout.h32); }
 };
 
+// Fills a row's sum sections from its quants (for rows whose q and d were written elsewhere).
+void compute_act_sums(ActFormat fmt, int64_t n, uint8_t* row);
+
 // The exact quantization above, scalar (the oracle; tables provide faster twins).
 void quantize_act_ref(ActFormat fmt, const float* x, int64_t T, int64_t x_stride, int64_t n, uint8_t* out);
 

@@ -1,4 +1,5 @@
 // Plain scalar kernels: the oracle for every optimized table.
+#include <cmath>
 #include <vector>
 
 #include "core/error.h"
@@ -37,6 +38,16 @@ float ref_dot(const float* a, const float* b, int64_t n) { return ref::dot(a, b,
 
 void ref_axpy(float a, const float* x, float* y, int64_t n) { ref::axpy(a, x, y, n); }
 
+void ref_silu(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] / (1.0f + std::exp(-x[i]));
+}
+void ref_sigmoid(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
+}
+void ref_swiglu(const float* g, const float* u, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
 // Converts each weight row once, then dots it with every input row.
 void ref_matmul(const float* x, int64_t T, int64_t x_stride, const WeightMatrix& w, int64_t o_begin, int64_t o_end,
                 float* y, int64_t y_stride) {
@@ -53,6 +64,18 @@ void ref_qmatmul(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64
     for (int64_t t = 0; t < a.T; ++t) y[t * y_stride + o] = quant::dot_row(w.dtype, w.row(o), a, t);
 }
 
+uint64_t ref_stream_read(const void* p, size_t n) {
+  const uint64_t* w = static_cast<const uint64_t*>(p);
+  uint64_t a = 0, b = 0, c = 0, d = 0;
+  for (size_t i = 0; i + 4 <= n / 8; i += 4) {
+    a ^= w[i];
+    b ^= w[i + 1];
+    c ^= w[i + 2];
+    d ^= w[i + 3];
+  }
+  return a ^ b ^ c ^ d;
+}
+
 KernelTable make_ref() {
   KernelTable k;
   k.name = "ref";
@@ -66,6 +89,10 @@ KernelTable make_ref() {
   k.row_to_f32 = ref_row_to_f32;
   k.dot = ref_dot;
   k.axpy = ref_axpy;
+  k.silu = ref_silu;
+  k.sigmoid = ref_sigmoid;
+  k.swiglu = ref_swiglu;
+  k.stream_read = ref_stream_read;
   k.delta_recurrent = ref::delta_recurrent;
   k.delta_chunk = ref::delta_chunk;
   return k;

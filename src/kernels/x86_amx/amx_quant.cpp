@@ -206,7 +206,76 @@ inline void k4_scales(const uint8_t* pb_scales, __m512i sc[8], __m512i mn_pairs[
   for (int p = 0; p < 4; ++p) mn_pairs[p] = _mm512_or_si512(mn[2 * p], _mm512_slli_epi32(mn[2 * p + 1], 16));
 }
 
-// One token tile [t0, t0 + M) of one group: every block's tile products and scale steps.
+// Sub-blocks (tile products) per block and the int32 sums one block's products fill.
+constexpr int products_per_block(Fmt f) { return f == Fmt::kQ6_K ? 16 : block_elems(f) == 256 ? 8 : 1; }
+constexpr size_t sums_per_block(Fmt f) { return size_t(products_per_block(f)) * 256; }
+
+// The tile products of block b for tokens [t0, t0 + M) into sums (one 16 x 16 int32 tile per
+// sub-block), alternating the two tile register sets.
+template <Fmt F>
+inline void block_products(const int8_t* q0, int64_t as, const uint8_t* decoded, int64_t b, int32_t* sums) {
+  if constexpr (block_elems(F) == 32) {
+    if (b & 1) tile_product<1>(q0 + 32 * b, as, decoded + size_t(b) * 512, sums);
+    else tile_product<0>(q0 + 32 * b, as, decoded + size_t(b) * 512, sums);
+  } else {
+    constexpr int P = products_per_block(F), K = 256 / P;  // K elements per product
+    const uint8_t* db = decoded + size_t(b) * 4096;
+    for (int s = 0; s < P; s += 2) {
+      tile_product<0>(q0 + 256 * b + K * s, as, db + size_t(16 * K) * size_t(s), sums + 256 * s);
+      tile_product<1>(q0 + 256 * b + K * (s + 1), as, db + size_t(16 * K) * size_t(s + 1), sums + 256 * (s + 1));
+    }
+  }
+}
+
+// The canonical scale steps of block b for tokens [t0, t0 + M), from its products' sums.
+template <Fmt F>
+inline void block_scales(const ActRows& a, int64_t t0, int M, const uint8_t* pb, int64_t b, const int32_t* sums,
+                         __m512* acc) {
+  if constexpr (block_elems(F) == 32) {
+    const __m512 dw = load_f16x16(pb);
+    constexpr bool kMin = F == Fmt::kQ4_1 || F == Fmt::kQ5_1;
+    __m512 mw = _mm512_setzero_ps();
+    if constexpr (kMin) mw = load_f16x16(pb + 32);
+    for (int t = 0; t < M; ++t) {
+      const __m512 dav = _mm512_set1_ps(a.d(t0 + t)[b]);
+      const __m512i isum = _mm512_load_si512(sums + 16 * t);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, dav), acc[t]);
+      if constexpr (kMin) acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(float(a.s32(t0 + t)[b])), _mm512_mul_ps(mw, dav), acc[t]);
+    }
+  } else if constexpr (F == Fmt::kQ4_K || F == Fmt::kQ5_K) {
+    __m512i sc[8], mnp[4];
+    k4_scales(pb + 64, sc, mnp);
+    const __m512 d = load_f16x16(pb), dmin = load_f16x16(pb + 32);
+    for (int t = 0; t < M; ++t) {
+      __m512i I1 = _mm512_mullo_epi32(_mm512_load_si512(sums + 16 * t), sc[0]);
+      for (int s = 1; s < 8; ++s)
+        I1 = _mm512_add_epi32(I1, _mm512_mullo_epi32(_mm512_load_si512(sums + 256 * s + 16 * t), sc[s]));
+      const int16_t* h32 = a.h32(t0 + t) + 8 * b;
+      __m512i I2 = _mm512_setzero_si512();
+      for (int p = 0; p < 4; ++p) I2 = _mm512_dpwssd_epi32(I2, mnp[p], _mm512_set1_epi32(load_i32(h32 + 2 * p)));
+      const __m512 dav = _mm512_set1_ps(a.d(t0 + t)[b]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1), _mm512_mul_ps(d, dav), acc[t]);
+      acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(I2), _mm512_mul_ps(dmin, dav), acc[t]);
+    }
+  } else {  // Q6_K: 16 sub-blocks of 16
+    __m512i sc[16];
+    for (int s = 0; s < 16; ++s) {
+      const __m512i sv = vload(pb + 3072 + 64 * (s / 4));
+      sc[s] = _mm512_srai_epi32(_mm512_slli_epi32(sv, 8 * (3 - s % 4)), 24);
+    }
+    const __m512 d = load_f16x16(pb + 3328);
+    for (int t = 0; t < M; ++t) {
+      __m512i I1 = _mm512_mullo_epi32(_mm512_load_si512(sums + 16 * t), sc[0]);
+      for (int s = 1; s < 16; ++s)
+        I1 = _mm512_add_epi32(I1, _mm512_mullo_epi32(_mm512_load_si512(sums + 256 * s + 16 * t), sc[s]));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1), _mm512_mul_ps(d, _mm512_set1_ps(a.d(t0 + t)[b])), acc[t]);
+    }
+  }
+}
+
+// One token tile [t0, t0 + M) of one group. The products of block b + 1 are issued before the
+// scale steps of block b read block b's sums, so the tile unit and the vector units overlap (the
+// sums go through memory: there is no move from a tile to a vector register).
 template <Fmt F>
 void group_tile(const ActRows& a, int64_t t0, int M, const uint8_t* group, const uint8_t* decoded, int64_t nb,
                 float* y, int64_t ys, int64_t o, int64_t o_end, int32_t* sums) {
@@ -214,59 +283,11 @@ void group_tile(const ActRows& a, int64_t t0, int M, const uint8_t* group, const
   for (int t = 0; t < 16; ++t) acc[t] = _mm512_setzero_ps();
   const int64_t as = int64_t(a.layout.row_bytes);
   const int8_t* q0 = a.q(t0);
+  constexpr size_t S = sums_per_block(F);
+  block_products<F>(q0, as, decoded, 0, sums);
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* pb = group + size_t(b) * packed_block_bytes(F);
-    if constexpr (block_elems(F) == 32) {
-      tile_product<0>(q0 + 32 * b, as, decoded + size_t(b) * 512, sums);
-      const __m512 dw = load_f16x16(pb);
-      constexpr bool kMin = F == Fmt::kQ4_1 || F == Fmt::kQ5_1;
-      __m512 mw = _mm512_setzero_ps();
-      if constexpr (kMin) mw = load_f16x16(pb + 32);
-      for (int t = 0; t < M; ++t) {
-        const __m512 dav = _mm512_set1_ps(a.d(t0 + t)[b]);
-        const __m512i isum = _mm512_load_si512(sums + 16 * t);
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, dav), acc[t]);
-        if constexpr (kMin) acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(float(a.s32(t0 + t)[b])), _mm512_mul_ps(mw, dav), acc[t]);
-      }
-    } else if constexpr (F == Fmt::kQ4_K || F == Fmt::kQ5_K) {
-      const uint8_t* db = decoded + size_t(b) * 4096;
-      for (int s = 0; s < 8; s += 2) {
-        tile_product<0>(q0 + 256 * b + 32 * s, as, db + 512 * size_t(s), sums + 256 * s);
-        tile_product<1>(q0 + 256 * b + 32 * (s + 1), as, db + 512 * size_t(s + 1), sums + 256 * (s + 1));
-      }
-      __m512i sc[8], mnp[4];
-      k4_scales(pb + 64, sc, mnp);
-      const __m512 d = load_f16x16(pb), dmin = load_f16x16(pb + 32);
-      for (int t = 0; t < M; ++t) {
-        __m512i I1 = _mm512_mullo_epi32(_mm512_load_si512(sums + 16 * t), sc[0]);
-        for (int s = 1; s < 8; ++s)
-          I1 = _mm512_add_epi32(I1, _mm512_mullo_epi32(_mm512_load_si512(sums + 256 * s + 16 * t), sc[s]));
-        const int16_t* h32 = a.h32(t0 + t) + 8 * b;
-        __m512i I2 = _mm512_setzero_si512();
-        for (int p = 0; p < 4; ++p) I2 = _mm512_dpwssd_epi32(I2, mnp[p], _mm512_set1_epi32(load_i32(h32 + 2 * p)));
-        const __m512 dav = _mm512_set1_ps(a.d(t0 + t)[b]);
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1), _mm512_mul_ps(d, dav), acc[t]);
-        acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(I2), _mm512_mul_ps(dmin, dav), acc[t]);
-      }
-    } else {  // Q6_K: 16 sub-blocks of 16
-      const uint8_t* db = decoded + size_t(b) * 4096;
-      for (int s = 0; s < 16; s += 2) {
-        tile_product<0>(q0 + 256 * b + 16 * s, as, db + 256 * size_t(s), sums + 256 * s);
-        tile_product<1>(q0 + 256 * b + 16 * (s + 1), as, db + 256 * size_t(s + 1), sums + 256 * (s + 1));
-      }
-      __m512i sc[16];
-      for (int s = 0; s < 16; ++s) {
-        const __m512i sv = vload(pb + 3072 + 64 * (s / 4));
-        sc[s] = _mm512_srai_epi32(_mm512_slli_epi32(sv, 8 * (3 - s % 4)), 24);
-      }
-      const __m512 d = load_f16x16(pb + 3328);
-      for (int t = 0; t < M; ++t) {
-        __m512i I1 = _mm512_mullo_epi32(_mm512_load_si512(sums + 16 * t), sc[0]);
-        for (int s = 1; s < 16; ++s)
-          I1 = _mm512_add_epi32(I1, _mm512_mullo_epi32(_mm512_load_si512(sums + 256 * s + 16 * t), sc[s]));
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1), _mm512_mul_ps(d, _mm512_set1_ps(a.d(t0 + t)[b])), acc[t]);
-      }
-    }
+    if (b + 1 < nb) block_products<F>(q0, as, decoded, b + 1, sums + S * size_t((b + 1) & 1));
+    block_scales<F>(a, t0, M, group + size_t(b) * packed_block_bytes(F), b, sums + S * size_t(b & 1), acc);
   }
   for (int t = 0; t < M; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
 }
@@ -294,7 +315,7 @@ void qmatmul_amx(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64
   o_end = imin(o_end, w.rows);
   // Token chunks whose activations stay in L2 while every group of the row range passes.
   const int64_t chunk = imin(256, (int64_t(1) << 20) / w.cols / 16 * 16 + 16);
-  uint8_t* decoded = scratch(size_t(w.cols) * 16 + size_t(16 * 16 * 16) * sizeof(int32_t));
+  uint8_t* decoded = scratch(size_t(w.cols) * 16 + 2 * sums_per_block(F) * sizeof(int32_t));
   int32_t* sums = reinterpret_cast<int32_t*>(decoded + size_t(w.cols) * 16);
   int configured_m = 0;
   for (int64_t c0 = 0; c0 < a.T; c0 += chunk) {

@@ -5,6 +5,9 @@
 #include "kernels/kernels.h"
 
 namespace qwen35::kernels {
+
+void install_avx2_activations(KernelTable& k);  // avx2_activations.cpp
+
 namespace {
 
 // This file is compiled with ISA flags, so it must not instantiate templates or inline functions
@@ -96,6 +99,7 @@ KernelTable make_avx2() {
   k.matmul[size_t(DType::F16)] = matmul_avx2<DType::F16>;
   k.dot = dot_avx2;
   k.axpy = axpy_avx2;
+  install_avx2_activations(k);
   return k;
 }
 

@@ -11,7 +11,8 @@
 
 namespace qwen35::kernels {
 
-void install_avx512_quant(KernelTable& k);  // avx512_quant.cpp
+void install_avx512_quant(KernelTable& k);        // avx512_quant.cpp
+void install_avx512_activations(KernelTable& k);  // avx512_activations.cpp
 
 namespace {
 
@@ -294,6 +295,7 @@ KernelTable make_avx512() {
   k.axpy = axpy_avx512;
   k.packing = interleave16::format();
   install_avx512_quant(k);
+  install_avx512_activations(k);
   return k;
 }
 

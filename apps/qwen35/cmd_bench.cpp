@@ -1,0 +1,180 @@
+// qwen35 bench: llama-bench's job for this engine. Prompt processing (pp) and token generation
+// (tg) speed on random token ids, repeated, per thread count, with the bytes a decode step reads,
+// the bandwidth that makes, the machine's measured read bandwidth and peak memory.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "apps/qwen35/args.h"
+#include "apps/qwen35/engine_options.h"
+#include "core/error.h"
+#include "qwen35/bench.h"
+
+namespace qwen35::app {
+namespace {
+
+const char* kHelp =
+    "usage: qwen35 bench -m MODEL [-p 512] [-n 128] [-d 0] [-t 1,2] [-r 5] [--json] [--weights TYPE]\n\n"
+    "Measures prompt processing (pp: -p tokens in prefill blocks, logits of the last) and token\n"
+    "generation (tg: -n single-token steps with full logits) on random token ids, after -d tokens\n"
+    "of context, for each thread count of -t, -r times each (after one warm-up run), like\n"
+    "llama-bench. Prints tok/s (min / median / max), the weight bytes one decode step reads, the\n"
+    "bandwidth that is, the machine's measured read bandwidth and the share of it reached, peak\n"
+    "resident memory, and synchronisation points per token. --json: one object per test with\n"
+    "llama-bench's field names (n_prompt, n_gen, n_depth, n_threads, avg_ts, stddev_ts, samples_ts).\n\n"
+    "options:\n"
+    "  -p N                  prompt tokens (0: no pp test; default 512)\n"
+    "  -n N                  generated tokens (0: no tg test; default 128)\n"
+    "  -d N                  context depth before each test (default 0)\n"
+    "  -t LIST               thread counts, comma separated (default: all cores)\n"
+    "  -r N                  repetitions (default 5)\n"
+    "  --json                JSON output\n";
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+size_t peak_rss_bytes() {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return size_t(u.ru_maxrss) * 1024;
+}
+
+struct Stats {
+  double min = 0, median = 0, max = 0, mean = 0, stddev = 0;
+};
+Stats stats(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.min = v.front();
+  s.max = v.back();
+  s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  for (double x : v) s.mean += x;
+  s.mean /= double(v.size());
+  for (double x : v) s.stddev += (x - s.mean) * (x - s.mean);
+  s.stddev = v.size() > 1 ? std::sqrt(s.stddev / double(v.size() - 1)) : 0;
+  return s;
+}
+
+std::string iso_time() {
+  char buf[32];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+std::vector<int> parse_threads(const std::string& list) {
+  std::vector<int> out;
+  for (int32_t v : parse_id_list(list)) {
+    if (v <= 0 || v > 1024) fail("-t: thread counts must be between 1 and 1024, got ", v);
+    out.push_back(int(v));
+  }
+  if (out.empty()) fail("-t: no thread count given");
+  return out;
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  std::set<std::string> with_value = engine_option_names();
+  for (const char* o : {"-p", "-n", "-d", "-t", "-r"}) with_value.insert(o);
+  const Args args(argc, argv, with_value, {"--json", "--help", "-h"});
+  if (args.has("--help") || args.has("-h")) {
+    std::printf("%s%s", kHelp, kEngineOptionsHelp);
+    return 0;
+  }
+  const int64_t n_prompt = args.get_int("-p", 512), n_gen = args.get_int("-n", 128), depth = args.get_int("-d", 0);
+  const int64_t reps = args.get_int("-r", 5);
+  if (n_prompt < 0 || n_gen < 0 || depth < 0) fail("-p, -n and -d must be >= 0");
+  if (reps < 1 || reps > 1000) fail("-r must be between 1 and 1000");
+  const bool json = args.has("--json");
+  EngineOptions options = engine_options_from(args, false);
+  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  const std::vector<int> threads = args.has("-t") ? parse_threads(args.require("-t")) : std::vector<int>{cores};
+  options.threads = *std::max_element(threads.begin(), threads.end());
+  options.context_size = std::max<int64_t>(options.context_size, depth + std::max(n_prompt, n_gen) + 16);
+  if (!json) std::fprintf(stderr, "qwen35 bench: loading %s\n", options.model_dir.c_str());
+  std::unique_ptr<Engine> engine = load_engine(options);
+  const ModelInfo& info = engine->info();
+  const size_t step_bytes = decode_weight_bytes(*engine);
+
+  nlohmann::json results = nlohmann::json::array();
+  if (!json)
+    std::printf("| model | weights | kernels | threads | test | tok/s (min / median / max) | GB/s | of %s | syncs/token |\n"
+                "|---|---|---|---|---|---|---|---|---|\n",
+                "read bandwidth");
+  for (int t : threads) {
+    bench_set_threads(*engine, t);
+    const double read_bw = measure_read_bandwidth(t);
+    for (int kind = 0; kind < 2; ++kind) {
+      const int64_t n = kind == 0 ? n_prompt : n_gen;
+      if (n == 0) continue;
+      auto run = [&](uint64_t seed) {
+        return kind == 0 ? bench_prompt(*engine, n, depth, seed) : bench_generate(*engine, n, depth, seed);
+      };
+      run(1);  // warm-up: page cache, first-touch of buffers, thread spin-up
+      std::vector<double> ts, ns;
+      uint64_t syncs = 0;
+      for (int64_t r = 0; r < reps; ++r) {
+        const BenchRun br = run(uint64_t(r) + 2);
+        ts.push_back(double(br.tokens) / br.seconds);
+        ns.push_back(br.seconds * 1e9);
+        syncs = br.sync_points / uint64_t(std::max<int64_t>(1, br.tokens));
+      }
+      const Stats s = stats(ts), sn = stats(ns);
+      const double gbps = kind == 1 ? s.median * double(step_bytes) / 1e9 : 0;
+      const std::string test = (kind == 0 ? "pp" : "tg") + std::to_string(n) + (depth ? " @ d" + std::to_string(depth) : "");
+      nlohmann::json o = {{"model_filename", info.path},
+                          {"model_type", "qwen35 " + (info.weights.empty() ? std::string("native") : info.weights)},
+                          {"model_size", info.weight_bytes},
+                          {"kernels", info.kernels},
+                          {"n_threads", t},
+                          {"n_prompt", kind == 0 ? n : 0},
+                          {"n_gen", kind == 1 ? n : 0},
+                          {"n_depth", depth},
+                          {"test_time", iso_time()},
+                          {"avg_ns", int64_t(sn.mean)},
+                          {"stddev_ns", int64_t(sn.stddev)},
+                          {"avg_ts", s.mean},
+                          {"stddev_ts", s.stddev},
+                          {"samples_ns", ns},
+                          {"samples_ts", ts},
+                          {"min_ts", s.min},
+                          {"median_ts", s.median},
+                          {"max_ts", s.max},
+                          {"weight_bytes_per_token", kind == 1 ? step_bytes : 0},
+                          {"effective_GBps", gbps},
+                          {"read_bandwidth_GBps", read_bw},
+                          {"bandwidth_share", kind == 1 && read_bw > 0 ? gbps / read_bw : 0},
+                          {"peak_rss_bytes", peak_rss_bytes()},
+                          {"sync_points_per_token", syncs}};
+      results.push_back(o);
+      if (!json)
+        std::printf("| %s | %s | %s | %d | %s | %.2f / %.2f / %.2f | %s | %s | %llu |\n", info.name.c_str(),
+                    info.weights.empty() ? "native" : info.weights.c_str(), info.kernels.c_str(), t, test.c_str(), s.min,
+                    s.median, s.max, kind == 1 ? (std::to_string(gbps).substr(0, 5)).c_str() : "-",
+                    kind == 1 ? (std::to_string(int(100 * gbps / read_bw)) + "% of " + std::to_string(read_bw).substr(0, 4) + " GB/s").c_str() : "-",
+                    static_cast<unsigned long long>(syncs));
+      std::fflush(stdout);
+    }
+  }
+  if (json) std::printf("%s\n", results.dump(2).c_str());
+  else
+    std::printf("\nweights read per decode step: %.3f GB; peak RSS %.2f GiB\n", double(step_bytes) / 1e9,
+                double(peak_rss_bytes()) / double(1ull << 30));
+  return 0;
+}
+
+}  // namespace qwen35::app

@@ -1,0 +1,34 @@
+// Speed measurement of an Engine, llama-bench style: prompt processing and token generation on
+// random token ids, below the chat layer (no template, no sampling, no stop). For `qwen35 bench`.
+#pragma once
+
+#include <cstdint>
+
+#include "qwen35/engine.h"
+
+namespace qwen35 {
+
+struct BenchRun {
+  double seconds = 0;       // wall time of the measured part
+  int64_t tokens = 0;       // tokens processed in it
+  uint64_t sync_points = 0; // parallel loops that used more than one thread
+};
+
+// Processes `depth` random tokens (not timed), then `n` more in prefill blocks (timed), with the
+// logits of the last one, as llama-bench's pp test does.
+BenchRun bench_prompt(const Engine& engine, int64_t n, int64_t depth, uint64_t seed);
+// Processes `depth` random tokens (not timed), then `n` single-token steps with full logits
+// (timed), as llama-bench's tg test does.
+BenchRun bench_generate(const Engine& engine, int64_t n, int64_t depth, uint64_t seed);
+
+// The machine's read bandwidth in GB/s with `threads` threads streaming a buffer much larger than
+// the caches (best of a few passes), read with the engine's kernels.
+double measure_read_bandwidth(int threads);
+
+// Lets at most n of the engine's threads work from now on (n <= 0: all of them).
+void bench_set_threads(const Engine& engine, int n);
+
+// Bytes of weights one decode step reads: every matrix, the embedding only for one row.
+size_t decode_weight_bytes(const Engine& engine);
+
+}  // namespace qwen35
