@@ -52,6 +52,7 @@ class MtpHead {
   MtpHead(const TextConfig& cfg, const MtpWeights& weights);
 
   const TextConfig& config() const { return cfg_; }
+  const MtpWeights& weights() const { return w_; }
   // An empty cache of the head's one attention layer.
   KvCache make_cache() const { return KvCache(cfg_.num_kv_heads, cfg_.head_dim); }
 

@@ -279,6 +279,42 @@ TEST(MtpSpeculation, SnapshotsCarryTheHeadsCache) {
   expect_same_head_state(head_state(other->impl().seq), head_state(session->impl().seq), "continued");
 }
 
+// Quantized at load (q8_0 and a K-quant mix): the head's drafts, accepted and rejected, keep the
+// plain greedy output of the same quantized model, and its cache stays bit-identical to a
+// teacher-forced pass (quantized kernels compute every row the same way whatever the block).
+TEST(MtpSpeculation, QuantizedWeightsKeepTheInvariants) {
+  std::mt19937 rng(16);
+  const auto prompt = random_ids(rng, 13);
+  for (const char* weights : {"q8_0", "q4_k_m"}) {
+    EngineOptions o;
+    o.model_dir = tiny_model_dir();
+    o.threads = 2;
+    o.context_size = 512;
+    o.weights = weights;
+    Status st;
+    auto engine = Engine::load(o, &st);
+    ASSERT_TRUE(engine) << st.message;
+    ASSERT_TRUE(engine->info().has_mtp);
+    const GenerationResult plain = engine->new_session()->complete(prompt, greedy(24, SpecMode::kOff), nullptr, &st);
+    ASSERT_TRUE(st.ok());
+    auto session = engine->new_session();
+    auto gen = session->start_completion(prompt, with_spec(greedy(24), SpecMode::kMtp, 4), nullptr, &st);
+    int calls = 0;
+    gen->impl().rewrite_mtp_draft = [&](const std::vector<int32_t>& history, std::vector<int32_t>& d) {
+      const size_t done = history.size() - prompt.size();
+      const int wrong_at = calls++ % 2 == 0 ? int(d.size()) : calls % int(d.size());
+      for (size_t i = 0; i < d.size() && done + i < plain.tokens.size(); ++i)
+        d[i] = int(i) == wrong_at ? (plain.tokens[done + i] + 1) % 1000 : plain.tokens[done + i];
+    };
+    while (gen->step()) {
+    }
+    EXPECT_EQ(gen->result().tokens, plain.tokens) << weights;
+    EXPECT_GT(gen->result().mtp_accepted, 0) << weights;
+    expect_same_head_state(head_state(session->impl().seq),
+                           reference_head_state(engine->impl(), prompt, session->tokens()), weights);
+  }
+}
+
 // Sampling with every filter and penalty: each mode of speculation returns exactly the tokens plain
 // sampling draws with the same seed, with drafts right, partly right and wrong (rewritten from
 // the plain answer), so accepted and rejected rows both occur.
