@@ -3,7 +3,7 @@
 // a verified block (the rejection path), and end-to-end decode speed at controlled acceptance.
 //
 //   build/bin/make_random_model --out /tmp/qwen35-9b-random          # real 9B shapes, with mtp.*
-//   build/bin/spec_bench --model /tmp/qwen35-9b-random --summary spec.json \
+//   build/bin/spec_bench --model /tmp/qwen35-9b-random [--weights q4_k_m] --summary spec.json \
 //       [--threads N] [--prompt 64] [--tokens 24] [--alphas 0,0.5,0.75,0.9,1] [--ks 2,4] [--iterations 2] \
 //       [--benchmark_format=json --benchmark_out=spec_gbench.json]
 //
@@ -53,6 +53,7 @@ double cpu_ms() {
 
 struct Options {
   std::string model = QWEN35_SOURCE_DIR "/tests/data/tiny-qwen35";
+  std::string weights;  // --weights: "" the checkpoint's types, or a preset (q4_k_m, q8_0, ...)
   std::string summary;
   int threads = 0;
   int prompt = 64;
@@ -77,6 +78,7 @@ Fixture& fixture() {
     Fixture f;
     EngineOptions o;
     o.model_dir = g_opt.model;
+    o.weights = g_opt.weights;
     o.threads = g_opt.threads;
     o.context_size = 4096;
     o.speculative.mode = SpecMode::kMtp;
@@ -253,6 +255,7 @@ void parse_options(int& argc, char** argv) {
       return std::string(argv[++i]);
     };
     if (a == "--model") g_opt.model = value();
+    else if (a == "--weights") g_opt.weights = value();
     else if (a == "--summary") g_opt.summary = value();
     else if (a == "--threads") g_opt.threads = std::stoi(value());
     else if (a == "--prompt") g_opt.prompt = std::stoi(value());
@@ -288,7 +291,8 @@ nlohmann::ordered_json summary() {
   s["hidden"] = info.hidden_size;
   s["kernels"] = info.kernels;
   s["threads"] = info.threads;
-  s["weights"] = "as stored in the checkpoint (bf16 for make_random_model)";
+  s["weights"] = info.weights.empty() ? "as stored (bf16 for make_random_model)" : info.weights;
+  s["weight_bytes"] = info.weight_bytes;
   const double t1 = g_ms["block.1"];
   s["load_average_at_end"] = [] {
     double l[3] = {0, 0, 0};
