@@ -88,7 +88,7 @@ Fixture& fixture() {
       std::fprintf(stderr, "spec_bench: %s\n", st.message.c_str());
       std::exit(1);
     }
-    if (!f.engine->info().has_mtp) {
+    if (!f.engine->info().mtp_active) {
       std::fprintf(stderr, "spec_bench: %s has no MTP head (mtp.*)\n", g_opt.model.c_str());
       std::exit(1);
     }

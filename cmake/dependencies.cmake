@@ -8,10 +8,16 @@ pkg_check_modules(JPEG REQUIRED IMPORTED_TARGET libjpeg)
 pkg_check_modules(PNG REQUIRED IMPORTED_TARGET libpng)
 pkg_check_modules(WEBP REQUIRED IMPORTED_TARGET libwebp libwebpdemux)
 find_package(GIF REQUIRED)
-pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# The server's HTTP (an asynchronous server with hard limits, and the client for remote images):
+# Boost.Asio and Boost.Beast, header-only; OpenSSL for https images.
+find_package(Boost 1.81 REQUIRED CONFIG)
+find_package(OpenSSL REQUIRED)
 if(QWEN35_BUILD_TESTS)
   find_package(GTest REQUIRED)
   include(GoogleTest)
+  # The server tests talk to it with an independent HTTP implementation, and build gzip bodies.
+  pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+  find_package(ZLIB REQUIRED)
 endif()
 if(QWEN35_BUILD_BENCH)
   find_package(benchmark REQUIRED)

@@ -10,9 +10,9 @@ SUDO=""
 packages=(
   build-essential cmake ninja-build pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
-  nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libicu-dev
+  nlohmann-json3-dev libboost1.81-dev libssl-dev zlib1g-dev libcpp-httplib-dev libpcre2-dev libicu-dev
   libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev
-  chromium
+  chromium clang libclang-rt-14-dev
 )
 command -v node >/dev/null 2>&1 || packages+=(nodejs npm)
 

@@ -1,6 +1,7 @@
 #include "apps/qwen35/args.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 
 #include "core/error.h"
@@ -72,9 +73,22 @@ double Args::get_double(const std::string& name, double fallback) const {
   auto v = get(name);
   if (!v) return fallback;
   char* end = nullptr;
+  errno = 0;
   double x = std::strtod(v->c_str(), &end);
-  if (v->empty() || *end) fail("option ", name, " needs a number, got '", *v, "'");
+  if (v->empty() || *end || errno || !std::isfinite(x)) fail("option ", name, " needs a number, got '", *v, "'");
   return x;
+}
+
+int64_t Args::get_int_in(const std::string& name, int64_t fallback, int64_t min, int64_t max) const {
+  const int64_t v = get_int(name, fallback);
+  if (v < min || v > max) fail("option ", name, " must be between ", min, " and ", max, ", got ", v);
+  return v;
+}
+
+double Args::get_double_in(const std::string& name, double fallback, double min, double max) const {
+  const double v = get_double(name, fallback);
+  if (!std::isfinite(v) || v < min || v > max) fail("option ", name, " must be between ", min, " and ", max, ", got ", *get(name));
+  return v;
 }
 
 std::vector<int32_t> parse_id_list(const std::string& text) {

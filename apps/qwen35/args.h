@@ -26,6 +26,10 @@ class Args {
   std::string require(const std::string& name) const;
   int64_t get_int(const std::string& name, int64_t fallback) const;
   double get_double(const std::string& name, double fallback) const;
+  // The value within [min, max]; anything else (not a number, NaN, infinite, out of range) is
+  // refused with the option's name and the range.
+  int64_t get_int_in(const std::string& name, int64_t fallback, int64_t min, int64_t max) const;
+  double get_double_in(const std::string& name, double fallback, double min, double max) const;
   const std::vector<std::string>& positionals() const { return positionals_; }
   std::vector<std::string> get_all(const std::string& name) const;
 

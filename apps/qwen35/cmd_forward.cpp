@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "apps/qwen35/args.h"
+#include "apps/qwen35/engine_options.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "io/image.h"
@@ -20,7 +21,7 @@ namespace qwen35::app {
 namespace {
 
 const char* kUsage =
-    "usage: qwen35 forward -m MODEL_DIR --ids 1,2,3 [--image FILE ...] --out FILE.safetensors [options]\n"
+    "usage: qwen35 forward -m MODEL --ids 1,2,3 [--image FILE ...] --out FILE.safetensors [options]\n"
     "\n"
     "Runs the decoder over the ids (prefill in blocks) and writes F32 tensors:\n"
     "  logits                  [T, vocab]   logits at every position\n"
@@ -50,7 +51,8 @@ const char* kUsage =
     "  main_greedy_id    [1] I64         x_T\n"
     "\n"
     "options:\n"
-    "  -m, --model DIR      Hugging Face model folder (config.json + safetensors)\n"
+    "  -m, --model PATH     Hugging Face model folder (config.json + safetensors) or GGUF file\n"
+    "  --mmproj FILE        GGUF vision projector (default: mmproj*.gguf beside the model; 'none')\n"
     "  --ids LIST           comma-separated token ids\n"
     "  --out FILE           output safetensors file\n"
     "  --dump WHAT          comma-separated: hidden, cache, mtp\n"
@@ -157,15 +159,17 @@ void add_mtp(SafetensorsWriter& out, const kernels::Compute& c, const Model& mod
   out.add_i64("main_greedy_id", Shape{1}, &g64);
 }
 
-void add_cache(SafetensorsWriter& out, const TextConfig& cfg, const DecoderState& state) {
+void add_cache(SafetensorsWriter& out, const TextConfig& cfg, const TextWeights& w, const DecoderState& state) {
   int di = 0, ai = 0;
   for (int i = 0; i < cfg.num_layers; ++i) {
     const std::string p = "cache." + std::to_string(i) + ".";
     if (cfg.layer_kinds[size_t(i)] == LayerKind::kDeltaNet) {
-      const DeltaNetState& d = state.deltanet[size_t(di++)];
-      out.add_f32(p + "conv_state", Shape{cfg.conv_dim(), cfg.conv_kernel}, d.conv.data());
+      // HF's value-head order whatever the weights' order (GGUF weights are tiled).
+      std::vector<float> conv, recurrent;
+      deltanet_state_hf_order(cfg, w.layers[size_t(i)].deltanet, state.deltanet[size_t(di++)], conv, recurrent);
+      out.add_f32(p + "conv_state", Shape{cfg.conv_dim(), cfg.conv_kernel}, conv.data());
       out.add_f32(p + "recurrent_state", Shape{cfg.linear_value_heads, cfg.linear_key_dim, cfg.linear_value_dim},
-                  d.recurrent.data());
+                  recurrent.data());
     } else {
       const KvCache& kv = state.kv[size_t(ai++)];
       const int64_t T = kv.length(), nkv = cfg.num_kv_heads, hd = cfg.head_dim;
@@ -177,14 +181,15 @@ void add_cache(SafetensorsWriter& out, const TextConfig& cfg, const DecoderState
 
 int run_forward(int argc, char** argv) {
   Args args(argc, argv,
-            {"-m", "--model", "--ids", "--out", "--dump", "--block", "--threads", "--delta-rule", "--image-size", "--draft"},
+            {"-m", "--model", "--ids", "--out", "--dump", "--block", "--threads", "--delta-rule", "--image-size",
+             "--mmproj", "--draft"},
             {"--help", "-h"}, {"--image"});
   if (args.has("--help") || args.has("-h")) {
     std::fputs(kUsage, stdout);
     return 0;
   }
   const std::string model_dir = args.get("-m").value_or(args.get_or("--model", ""));
-  if (model_dir.empty()) fail("missing -m MODEL_DIR (see --help)");
+  if (model_dir.empty()) fail("missing -m MODEL (see --help)");
   std::vector<int32_t> ids = parse_id_list(args.require("--ids"));
   const std::string out_path = args.require("--out");
   bool dump_hidden = false, dump_cache = false, dump_mtp = false;
@@ -197,28 +202,31 @@ int run_forward(int argc, char** argv) {
       else fail("--dump: unknown item '", w, "' (expected hidden, cache, mtp)");
     }
   }
-  const int64_t draft = args.get_int("--draft", 3);
-  if (draft < 1 || draft > 64) fail("--draft must be in [1, 64]");
+  const int64_t draft = args.get_int_in("--draft", 3, 1, 64);
   if (args.has("--draft") && !dump_mtp) fail("--draft needs --dump mtp");
-  const int64_t block = args.get_int("--block", 512);
-  if (block <= 0) fail("--block must be positive");
+  const int64_t block = args.get_int_in("--block", 512, 1, 65536);
   const DeltaRuleMode mode = parse_mode(args.get_or("--delta-rule", "auto"));
-  ThreadPool pool(int(args.get_int("--threads", 0)));
+  ThreadPool pool(int(args.get_int_in("--threads", 0, 0, max_threads())));
   kernels::Compute c{&kernels::active_table(), &pool};
 
-  std::unique_ptr<Model> model = Model::load(model_dir);
+  ModelLoadOptions files;
+  files.mmproj = args.get_or("--mmproj", "");
+  files.no_mmproj = files.mmproj == "none";
+  if (files.no_mmproj) files.mmproj.clear();
+  std::unique_ptr<Model> model = Model::load(model_dir, files);
   const TextConfig& cfg = model->config().text;
   const TextDecoder& dec = model->decoder();
 
   // Images: processor, vision tower, expansion of each <|image_pad|>, MRoPE positions.
   const std::vector<std::string> image_files = args.get_all("--image");
-  const int image_size = int(args.get_int("--image-size", 0));
+  const int image_size = int(args.get_int_in("--image-size", 0, 0, 8192));
   std::vector<ImageGrid> grids;
   std::vector<float> pixel_values, image_embeds;
   int64_t patch_dim = 0;
   if (!image_files.empty()) {
     if (!model->vision()) fail("this model has no vision tower");
-    const ImageProcessorConfig pcfg = ImageProcessorConfig::load(model_dir);
+    const ImageProcessorConfig pcfg =
+        model->mmproj() ? ImageProcessorConfig::from_mmproj(*model->mmproj()) : ImageProcessorConfig::load(model_dir);
     for (const std::string& f : image_files) {
       ProcessedImage img = preprocess_image(load_image_file(f), pcfg, image_size);
       grids.push_back(img.grid);
@@ -273,7 +281,7 @@ int run_forward(int argc, char** argv) {
     for (int i = 0; i < cfg.num_layers; ++i) out.add_f32("hidden." + std::to_string(i), Shape{T, H}, collector.layer(i).data());
     out.add_f32("final_norm", Shape{T, H}, hidden.data());
   }
-  if (dump_cache) add_cache(out, cfg, state);
+  if (dump_cache) add_cache(out, cfg, model->text_weights(), state);
   if (dump_mtp) add_mtp(out, c, *model, ids, all_emb, hidden, mp, logits, block, draft);
   out.write(out_path);
   return 0;

@@ -7,6 +7,7 @@
 
 #include "apps/qwen35/args.h"
 #include "apps/qwen35/engine_options.h"
+#include "apps/qwen35/input_files.h"
 #include "core/error.h"
 #include "server/chat_json.h"
 
@@ -21,7 +22,7 @@ const char* kUsage =
     "with the model's chat format.\n"
     "\n"
     "options:\n"
-    "  -n N                  tokens to generate (default 32)\n"
+    "  -n N                  tokens to generate (default 32; -1: until the end)\n"
     "  --kwargs JSON         chat_template_kwargs, e.g. '{\"enable_thinking\": false}'\n"
     "  --tools FILE          OpenAI tools array (JSON file)\n"
     "  --ignore-eos          keep generating after an end-of-sequence token\n"
@@ -29,13 +30,7 @@ const char* kUsage =
     "                        \"mtp\", \"usage\", \"timings\"}: speculative = {mode, draft_max, drafted, accepted},\n"
     "                        pld / mtp = {drafted, accepted} of each draft source\n";
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read ", path);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
+std::string read_file(const std::string& path) { return read_capped(path, kMaxInputFileBytes, "file"); }
 
 nlohmann::ordered_json parse_json(const std::string& text, const std::string& what) {
   try {
@@ -76,11 +71,16 @@ int run_generate(int argc, char** argv) {
     return 0;
   }
   if (args.has("--ids") == args.has("--messages")) fail("give exactly one of --ids and --messages (see --help)");
+  // Every option is checked before the model loads.
+  const int64_t max_tokens = args.get_int_in("-n", 32, -1, int64_t(1) << 30);
+  sampling_from(args, SamplingParams{});
+  const ChatRequest chat_request = args.has("--messages") ? request_from_files(args) : ChatRequest{};
+  const std::vector<int32_t> ids = args.has("--ids") ? parse_id_list(args.require("--ids")) : std::vector<int32_t>{};
   std::unique_ptr<Engine> engine = load_engine(engine_options_from(args));
   SamplingParams params = engine->default_sampling();
   params.temperature = 0;
   params = sampling_from(args, params);
-  params.max_tokens = args.get_int("-n", 32);
+  params.max_tokens = max_tokens;
   params.ignore_eos = args.has("--ignore-eos");
   const bool as_json = args.has("--json");
 
@@ -95,9 +95,9 @@ int run_generate(int argc, char** argv) {
   Status st;
   GenerationResult r;
   if (args.has("--ids")) {
-    r = session->complete(parse_id_list(args.require("--ids")), params, print, &st);
+    r = session->complete(ids, params, print, &st);
   } else {
-    r = session->chat(request_from_files(args), params, print, &st);
+    r = session->chat(chat_request, params, print, &st);
   }
   if (!st.ok()) fail(st.message);
   if (as_json) {

@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/qwen35/args.h"
+#include "apps/qwen35/input_files.h"
 #include "core/error.h"
+#include "io/gguf.h"
 #include "text/chat_format.h"
 #include "text/chat_template_check.h"
 
@@ -27,7 +29,7 @@ const char* kUsage =
     "Renders chat messages with the Qwen3.5 chat template and prints the prompt exactly.\n"
     "\n"
     "options:\n"
-    "  -m, --model DIR           model folder; its chat template is checked against the Qwen3.5 one\n"
+    "  -m, --model PATH          model folder or GGUF; its chat template is checked against the Qwen3.5 one\n"
     "  --messages FILE           JSON array of messages, or {\"messages\": [...], \"tools\": [...]};\n"
     "                            '-' reads standard input\n"
     "  --kwargs JSON             template variables, e.g. '{\"enable_thinking\": false, \"add_vision_id\": true}'\n"
@@ -43,12 +45,11 @@ struct UsageError : Error {
 };
 
 std::string read_input(const std::string& path) {
-  if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(str("cannot read ", path));
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
+  try {
+    return read_capped(path, kMaxInputFileBytes, "input");
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
 }
 
 json parse_json(const std::string& text, const std::string& what) {
@@ -60,7 +61,9 @@ json parse_json(const std::string& text, const std::string& what) {
 // A model whose template differs would be prompted in a format it was not trained on; say so, but
 // still render, since the renderer does not depend on the file.
 void check_model_template(const std::string& model_dir) {
-  if (!std::filesystem::is_directory(model_dir)) throw UsageError(str("model folder ", model_dir, " does not exist"));
+  std::error_code ec;
+  if (!std::filesystem::is_directory(model_dir, ec) && !is_gguf_file(model_dir))
+    throw UsageError(str("model ", model_dir, " is neither a folder nor a GGUF file"));
   const std::optional<ModelChatTemplate> tmpl = read_model_chat_template(model_dir);
   if (!tmpl) {
     std::fprintf(stderr, "qwen35 render: warning: %s has no chat template; rendering the Qwen3.5 chat format\n",
@@ -68,8 +71,9 @@ void check_model_template(const std::string& model_dir) {
   } else if (!is_qwen35_chat_template(tmpl->text)) {
     std::fprintf(stderr,
                  "qwen35 render: warning: %s is not the Qwen3.5 chat template this renderer implements "
-                 "(sha256 %s, expected %s); rendering the Qwen3.5 format anyway\n",
-                 tmpl->source.c_str(), sha256_hex(tmpl->text).c_str(), std::string(kQwen35ChatTemplateSha256).c_str());
+                 "(sha256 %s, expected %s; %s); rendering the Qwen3.5 format anyway\n",
+                 tmpl->source.c_str(), sha256_hex(tmpl->text).c_str(), std::string(kQwen35ChatTemplateSha256).c_str(),
+                 describe_template_difference(tmpl->text).c_str());
   }
 }
 

@@ -2,11 +2,10 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "apps/qwen35/args.h"
 #include "apps/qwen35/engine_options.h"
+#include "apps/qwen35/input_files.h"
 #include "core/error.h"
 
 namespace qwen35::app {
@@ -15,21 +14,18 @@ namespace {
 const char* kUsage =
     "usage: qwen35 run [-m MODEL_DIR] IMAGE|- \"prompt\" [options]\n"
     "\n"
-    "Answers the prompt about IMAGE (JPEG, PNG, WebP, GIF, BMP), or about nothing with '-'.\n"
+    "Answers the prompt about IMAGE (JPEG, PNG, WebP, GIF, BMP; at most 64 MiB), or about nothing\n"
+    "with '-'.\n"
     "The answer goes to stdout as it is generated; the reasoning (with --think) and one perf line\n"
     "go to stderr: vision ms | prefill tokens and ms | decode tokens and tok/s | drafts accepted.\n"
     "\n"
     "options:\n"
     "  --think               let the model think first (thinking is off by default)\n"
     "  --system TEXT         system prompt\n"
-    "  -n N                  at most N new tokens (default 512)\n";
+    "  -n N                  at most N new tokens (default 512; -1: until the answer ends)\n";
 
-std::vector<uint8_t> read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read image file '", path, "'");
-  std::ostringstream os;
-  os << in.rdbuf();
-  const std::string s = os.str();
+std::vector<uint8_t> read_image(const std::string& path) {
+  const std::string s = read_capped(path, kMaxImageFileBytes, "image file");
   return std::vector<uint8_t>(s.begin(), s.end());
 }
 
@@ -49,14 +45,18 @@ int run_run(int argc, char** argv) {
   if (auto sys = args.get("--system")) req.messages.push_back(ChatMessage::Text("system", *sys));
   ChatMessage user;
   user.role = "user";
-  if (image != "-") user.content.push_back(ContentPart::Image(read_bytes(image)));
+  if (image != "-") user.content.push_back(ContentPart::Image(read_image(image)));
   user.content.push_back(ContentPart::Text(prompt));
   req.messages.push_back(std::move(user));
   req.enable_thinking = args.has("--think");
 
-  std::unique_ptr<Engine> engine = load_engine(engine_options_from(args, /*bundled_fallback=*/true));
+  // Every option is checked before the model loads.
+  const int64_t max_tokens = args.get_int_in("-n", 512, -1, int64_t(1) << 30);
+  sampling_from(args, SamplingParams{});
+  const EngineOptions eo = engine_options_from(args, /*bundled_fallback=*/true);
+  std::unique_ptr<Engine> engine = load_engine(eo);
   SamplingParams params = sampling_from(args, engine->default_sampling());
-  params.max_tokens = args.get_int("-n", 512);
+  params.max_tokens = max_tokens;
 
   const bool color = isatty(STDERR_FILENO);
   bool in_reasoning = false;

@@ -9,9 +9,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+#include <vector>
 
 #include "apps/qwen35/args.h"
 #include "apps/qwen35/engine_options.h"
@@ -33,23 +35,49 @@ const char* kUsage =
     "options:\n"
     "  --host ADDR            address to listen on (default 127.0.0.1: this machine only)\n"
     "  --port N               port (default 8000; 0: any free port)\n"
-    "  --api-key KEY          require 'Authorization: Bearer KEY' on /v1/*\n"
-    "  --parallel N           conversations generating at the same time (default 2)\n"
+    "  --api-key KEY          require 'Authorization: Bearer KEY' on every route but /health\n"
+    "                         (the web UI asks for it once and keeps it in the browser)\n"
+    "  --cors-origin LIST     origins (scheme://host[:port], comma-separated; * for any) whose web\n"
+    "                         pages may call the API (default: none but the server's own page)\n"
+    "  --parallel N           conversations generating at the same time (default 2, at most 64)\n"
     "  --max-queue N          requests waiting beyond those; more get 503 (default 64)\n"
-    "  --ctx N                context size in tokens per conversation (default: min(model, 32768))\n"
     "  --cache-ram MiB        prefix cache budget shared by all conversations (default 2048)\n"
-    "  --max-body-mib N       largest request body (default 32)\n"
-    "  --max-image-mib N      largest image file in a request (default 20)\n"
     "  --max-images N         images per request (default 16)\n"
+    "  --max-image-mib N      largest image file in a request (default 20)\n"
     "  --allow-remote-images  fetch http(s) image URLs (off: only data: URLs)\n"
     "  --open                 open the chat UI in a browser (xdg-open)\n"
     "\n"
+    "limits (a request over one gets 413, 431, 408 or 503 and its connection is closed):\n"
+    "  --max-body-mib N       largest request body (default 32); compressed bodies are refused (415);\n"
+    "                         bodies arriving at once: 4 x N in all (503 beyond)\n"
+    "  --max-header-kib N     request line and headers together (default 32)\n"
+    "  --max-connections N    open connections (default 512); at the cap the oldest one that is not\n"
+    "                         being answered is closed\n"
+    "  --header-timeout S     seconds for a request's line and headers (default 10)\n"
+    "  --body-timeout S       seconds for its body (default 120)\n"
+    "  --idle-timeout S       seconds a kept-alive connection may wait for its next request (default 10)\n"
+    "  A client that takes nothing of its answer for 30 s is dropped and its generation cancelled.\n"
+    "\n"
     "model options (without -m: $QWEN35_DEFAULT_MODEL, else the bundled tests/data/tiny-qwen35):\n";
 
-int64_t positive(const Args& args, const std::string& name, int64_t fallback, int64_t min = 1) {
-  const int64_t v = args.get_int(name, fallback);
-  if (v < min) fail("option ", name, " must be >= ", min, ", got ", v);
-  return v;
+// "http://a.example:3000,https://b.example" -> the list; refuses anything that is not an origin.
+std::vector<std::string> parse_origins(const std::string& list) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i <= list.size()) {
+    size_t j = list.find(',', i);
+    if (j == std::string::npos) j = list.size();
+    std::string o = list.substr(i, j - i);
+    while (!o.empty() && o.front() == ' ') o.erase(0, 1);
+    while (!o.empty() && (o.back() == ' ' || o.back() == '/')) o.pop_back();
+    const bool scheme = o.rfind("http://", 0) == 0 || o.rfind("https://", 0) == 0;
+    const size_t host = o.find("://") + 3;
+    if (o != "*" && (!scheme || o.size() <= host || o.find_first_of("/?#@ ", host) != std::string::npos))
+      fail("option --cors-origin: '", o, "' is not an origin (scheme://host[:port], or *)");
+    out.push_back(o);
+    i = j + 1;
+  }
+  return out;
 }
 
 // Opens `url` in the desktop browser, if there is one; never fails the server.
@@ -71,9 +99,10 @@ void open_browser(const std::string& url) {
 }
 
 int run_serve(int argc, char** argv) {
-  std::set<std::string> with_value = {"--host",         "--port",          "--api-key",    "--parallel",
-                                      "--max-queue",    "--cache-ram",     "--max-body-mib", "--max-image-mib",
-                                      "--max-images"};
+  std::set<std::string> with_value = {"--host",           "--port",          "--api-key",        "--parallel",
+                                      "--max-queue",      "--cache-ram",     "--max-body-mib",   "--max-image-mib",
+                                      "--max-images",     "--cors-origin",   "--max-header-kib", "--max-connections",
+                                      "--header-timeout", "--body-timeout",  "--idle-timeout"};
   with_value.insert(engine_option_names().begin(), engine_option_names().end());
   Args args(argc, argv, with_value, {"--allow-remote-images", "--open", "--help", "-h"});
   if (args.has("--help") || args.has("-h")) {
@@ -84,15 +113,21 @@ int run_serve(int argc, char** argv) {
 
   server::ServerOptions so;
   so.host = args.get_or("--host", "127.0.0.1");
-  so.port = int(positive(args, "--port", 8000, 0));
-  if (so.port > 65535) fail("--port must be at most 65535");
+  so.port = int(args.get_int_in("--port", 8000, 0, 65535));
   so.api_key = args.get_or("--api-key", "");
-  so.worker.parallel = int(positive(args, "--parallel", 2));
-  so.worker.max_queue = size_t(positive(args, "--max-queue", 64, 0));
-  so.worker.cache_bytes = size_t(positive(args, "--cache-ram", 2048, 0)) << 20;
-  so.max_body_bytes = size_t(positive(args, "--max-body-mib", 32)) << 20;
-  so.max_image_bytes = size_t(positive(args, "--max-image-mib", 20)) << 20;
-  so.max_images = size_t(positive(args, "--max-images", 16, 0));
+  if (args.has("--api-key") && so.api_key.empty()) fail("option --api-key must not be empty");
+  if (auto origins = args.get("--cors-origin")) so.cors_origins = parse_origins(*origins);
+  so.worker.parallel = int(args.get_int_in("--parallel", 2, 1, 64));
+  so.worker.max_queue = size_t(args.get_int_in("--max-queue", 64, 0, 100000));
+  so.worker.cache_bytes = size_t(args.get_int_in("--cache-ram", 2048, 0, int64_t(1) << 20)) << 20;
+  so.max_body_bytes = size_t(args.get_int_in("--max-body-mib", 32, 1, 1024)) << 20;
+  so.max_image_bytes = size_t(args.get_int_in("--max-image-mib", 20, 1, 1024)) << 20;
+  so.max_images = size_t(args.get_int_in("--max-images", 16, 0, 256));
+  so.max_header_bytes = size_t(args.get_int_in("--max-header-kib", 32, 1, 1024)) << 10;
+  so.max_connections = size_t(args.get_int_in("--max-connections", 512, 1, 100000));
+  so.header_timeout = std::chrono::seconds(args.get_int_in("--header-timeout", 10, 1, 3600));
+  so.body_timeout = std::chrono::seconds(args.get_int_in("--body-timeout", 120, 1, 3600));
+  so.idle_timeout = std::chrono::seconds(args.get_int_in("--idle-timeout", 10, 1, 3600));
   so.allow_remote_images = args.has("--allow-remote-images");
 
   // Signals go to the sigwait below, not to whichever thread happens to run; a client that hangs
@@ -117,6 +152,9 @@ int run_serve(int argc, char** argv) {
   if (so.host != "127.0.0.1" && so.host != "localhost" && so.host != "::1" && so.api_key.empty())
     std::fprintf(stderr, "qwen35 serve: warning: listening on %s without --api-key: anyone who can reach it can use it\n",
                  so.host.c_str());
+  if (server.max_connections() < so.max_connections)
+    std::fprintf(stderr, "qwen35 serve: the open-file limit allows %zu connections (not %zu)\n", server.max_connections(),
+                 so.max_connections);
   if (args.has("--open")) open_browser(url);
 
   std::atomic<bool> loaded{false};

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/qwen35/input_files.h"
 #include "core/error.h"
 #include "text/tokenizer.h"
 
@@ -110,7 +111,7 @@ int cmd_tokenize(int argc, char** argv) {
 
   std::ios::sync_with_stdio(false);
   std::string line;
-  for (long number = 1; std::getline(std::cin, line); ++number) {
+  for (long number = 1; read_line_capped(std::cin, line, kMaxInputLineBytes); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     try {

@@ -4,7 +4,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
+#include <thread>
 
 #include "core/error.h"
 
@@ -13,20 +16,27 @@ namespace qwen35::app {
 const std::set<std::string>& engine_option_names() {
   static const std::set<std::string> names = {"-m",          "--model",         "--threads",         "--ctx",
                                                 "--image-size", "--prefill-block", "--image-min-pixels", "--image-max-pixels",
+                                                "--image-max-tokens", "--mmproj",    "--mtp",
                                                 "--weights",    "--spec",          "--draft-max"};
   return names;
 }
 
 const char* kEngineOptionsHelp =
-    "  -m, --model DIR       Hugging Face model folder (config.json, safetensors, tokenizer.json)\n"
-    "  --threads N           worker threads (default: all cores)\n"
+    "  -m, --model PATH      Hugging Face model folder (config.json, safetensors, tokenizer.json)\n"
+    "                        or a GGUF file (any part of a split one)\n"
+    "  --mmproj FILE         GGUF vision projector (default: an mmproj*.gguf beside the model; 'none': text only)\n"
+    "  --mtp FILE            GGUF MTP-only sidecar (the MTP head's weights)\n"
+    "  --threads N           worker threads (default 0: one per core; at most 4 per core)\n"
     "  --ctx N               context size in tokens (default: min(model maximum, 32768))\n"
     "  --image-size N        resize images to N x N first (multiple of 32); default: native size\n"
     "  --image-min-pixels N, --image-max-pixels N\n"
     "                        pixel limits of smart_resize (default: preprocessor_config.json)\n"
+    "  --image-max-tokens N  larger images are resized down to at most N tokens, 32x32 pixels\n"
+    "                        each (default 1024, about one megapixel; 0: only the pixel limits)\n"
     "  --prefill-block N     prompt tokens per prefill step (default 512)\n"
     "  --weights TYPE        convert float weights at load: q4_k_m, q8_0, q4_0, ..., bf16, f16, f32\n"
-    "                        (default: the checkpoint's own types)\n"
+    "                        (default: the checkpoint's own types, or q4_k_m when they would not\n"
+    "                        fit comfortably in memory)\n"
     "  --spec MODE           speculative decoding, never changing the output (default auto):\n"
     "                          auto  per step the draft and length that pay, from measured costs and\n"
     "                                acceptance (the model's MTP head or prompt lookup), or none\n"
@@ -34,6 +44,8 @@ const char* kEngineOptionsHelp =
     "                          pld   prompt lookup only (drafts copied from earlier text)\n"
     "                          off   none; with off or pld the MTP head is not run at all\n"
     "  --draft-max N         most draft tokens verified per step, 1..16 (default 8)\n";
+
+int64_t max_threads() { return std::max<int64_t>(64, 4 * int64_t(std::thread::hardware_concurrency())); }
 
 std::string bundled_model_dir() {
   namespace fs = std::filesystem;
@@ -80,30 +92,30 @@ EngineOptions engine_options_from(const Args& args, bool bundled_fallback) {
                  "        its weights are random, so its answers are gibberish; use -m MODEL_DIR for a real model\n",
                  o.model_dir.c_str());
   }
-  if (!std::filesystem::is_directory(o.model_dir)) fail("model folder '", o.model_dir, "' does not exist");
-  o.threads = int(args.get_int("--threads", 0));
-  o.context_size = args.get_int("--ctx", 0);
-  o.image_size = int(args.get_int("--image-size", 0));
-  o.prefill_block = args.get_int("--prefill-block", 512);
-  if (o.threads < 0 || o.context_size < 0 || o.image_size < 0 || o.prefill_block <= 0)
-    fail("--threads, --ctx, --image-size must be >= 0 and --prefill-block > 0");
+  std::error_code ec;
+  if (!std::filesystem::exists(o.model_dir, ec)) fail("model '", o.model_dir, "' does not exist");
+  o.mmproj_path = args.get_or("--mmproj", "");
+  if (o.mmproj_path == "none") o.mmproj_path.clear(), o.no_mmproj = true;
+  o.mtp_path = args.get_or("--mtp", "");
+  o.threads = int(args.get_int_in("--threads", 0, 0, max_threads()));
+  o.context_size = args.get_int_in("--ctx", 0, 0, int64_t(1) << 24);
+  o.image_size = int(args.get_int_in("--image-size", 0, 0, 8192));
+  if (o.image_size % 32 != 0) fail("option --image-size must be a multiple of 32, got ", o.image_size);
+  o.prefill_block = args.get_int_in("--prefill-block", 512, 1, 65536);
+  o.image_min_pixels = args.get_int_in("--image-min-pixels", 0, 0, int64_t(1) << 30);
+  o.image_max_pixels = args.get_int_in("--image-max-pixels", 0, 0, int64_t(1) << 30);
   o.weights = args.get_or("--weights", "");
   if (!args.has("--weights")) {
     std::string notice;
     o.weights = default_weights(o.model_dir, &notice);
     if (!notice.empty()) std::fputs(notice.c_str(), stderr);
   }
-  o.image_min_pixels = args.get_int("--image-min-pixels", 0);
-  o.image_max_pixels = args.get_int("--image-max-pixels", 0);
-  if (o.image_min_pixels < 0 || o.image_max_pixels < 0) fail("image pixel limits must be positive");
   if (o.image_min_pixels > 0 && o.image_max_pixels > 0 && o.image_min_pixels > o.image_max_pixels)
     fail("--image-min-pixels is larger than --image-max-pixels");
+  o.image_max_tokens = args.get_int_in("--image-max-tokens", kDefaultImageMaxTokens, 0, int64_t(1) << 20);
   const std::string spec = args.get_or("--spec", "auto");
   if (!parse_spec_mode(spec, &o.speculative.mode)) fail("--spec must be auto, mtp, pld or off, got '", spec, "'");
-  const int64_t draft_max = args.get_int("--draft-max", o.speculative.draft_max);
-  if (draft_max < 1 || draft_max > SpeculativeParams::kMaxDraft)
-    fail("--draft-max must be in [1, ", SpeculativeParams::kMaxDraft, "], got ", draft_max);
-  o.speculative.draft_max = int(draft_max);
+  o.speculative.draft_max = int(args.get_int_in("--draft-max", o.speculative.draft_max, 1, SpeculativeParams::kMaxDraft));
   return o;
 }
 
@@ -111,6 +123,7 @@ std::unique_ptr<Engine> load_engine(const EngineOptions& options) {
   Status st;
   std::unique_ptr<Engine> engine = Engine::load(options, &st);
   if (!engine) fail(st.message);
+  for (const std::string& w : engine->info().warnings) std::fprintf(stderr, "qwen35: warning: %s\n", w.c_str());
   return engine;
 }
 
@@ -122,24 +135,29 @@ const std::set<std::string>& sampling_option_names() {
 }
 
 const char* kSamplingOptionsHelp =
-    "  --temp T              temperature (0 = greedy)\n"
-    "  --top-p P, --top-k K, --min-p P   sampling filters\n"
-    "  --presence-penalty X, --frequency-penalty X, --repeat-penalty X\n"
-    "  --seed S              random seed (same seed, same output)\n"
+    "  --temp T              temperature, 0..2 (0 = greedy)\n"
+    "  --top-p P, --top-k K, --min-p P   sampling filters (top-p in (0, 1], top-k >= 0, min-p 0..1)\n"
+    "  --presence-penalty X, --frequency-penalty X (-2..2), --repeat-penalty X (0..10]\n"
+    "  --seed S              random seed >= 0 (same seed, same output)\n"
     "  --stop TEXT           stop string (not printed)\n";
 
+// The same ranges as the API's (openai_request.cpp).
 SamplingParams sampling_from(const Args& args, SamplingParams p) {
-  p.temperature = float(args.get_double("--temp", p.temperature));
-  p.top_p = float(args.get_double("--top-p", p.top_p));
-  p.top_k = int(args.get_int("--top-k", p.top_k));
-  p.min_p = float(args.get_double("--min-p", p.min_p));
-  p.presence_penalty = float(args.get_double("--presence-penalty", p.presence_penalty));
-  p.frequency_penalty = float(args.get_double("--frequency-penalty", p.frequency_penalty));
-  p.repetition_penalty = float(args.get_double("--repeat-penalty", p.repetition_penalty));
-  if (auto s = args.get("--seed")) p.seed = uint64_t(args.get_int("--seed", 0));
-  if (auto s = args.get("--stop")) p.stop.push_back(*s);
-  if (p.temperature < 0) fail("--temp must be >= 0");
-  if (p.top_p <= 0 || p.top_p > 1) fail("--top-p must be in (0, 1]");
+  p.temperature = float(args.get_double_in("--temp", p.temperature, 0, 2));
+  p.top_p = float(args.get_double_in("--top-p", p.top_p, 0, 1));
+  if (args.has("--top-p") && p.top_p <= 0) fail("option --top-p must be above 0, got ", p.top_p);
+  p.top_k = int(args.get_int_in("--top-k", p.top_k, 0, int64_t(1) << 30));
+  p.min_p = float(args.get_double_in("--min-p", p.min_p, 0, 1));
+  p.presence_penalty = float(args.get_double_in("--presence-penalty", p.presence_penalty, -2, 2));
+  p.frequency_penalty = float(args.get_double_in("--frequency-penalty", p.frequency_penalty, -2, 2));
+  p.repetition_penalty = float(args.get_double_in("--repeat-penalty", p.repetition_penalty, 0, 10));
+  if (args.has("--repeat-penalty") && p.repetition_penalty <= 0)
+    fail("option --repeat-penalty must be above 0, got ", p.repetition_penalty);
+  if (args.has("--seed")) p.seed = uint64_t(args.get_int_in("--seed", 0, 0, INT64_MAX));
+  if (auto s = args.get("--stop")) {
+    if (s->empty()) fail("option --stop must not be empty");
+    p.stop.push_back(*s);
+  }
   return p;
 }
 

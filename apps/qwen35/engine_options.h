@@ -10,6 +10,12 @@
 
 namespace qwen35::app {
 
+// The largest --threads (more threads than this only fight over the cores).
+int64_t max_threads();
+
+// Images larger than this many tokens are resized down unless --image-max-tokens says otherwise.
+constexpr int64_t kDefaultImageMaxTokens = 1024;
+
 // Option names read by engine_options_from (add them to a command's Args).
 const std::set<std::string>& engine_option_names();
 extern const char* kEngineOptionsHelp;

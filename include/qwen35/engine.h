@@ -175,13 +175,17 @@ using EventCallback = std::function<bool(const GenerationEvent&)>;
 // Engine, sessions, caches
 
 struct EngineOptions {
-  std::string model_dir;
+  std::string model_dir;         // a Hugging Face folder or a GGUF file
+  std::string mmproj_path;       // GGUF only: the vision projector; empty: an mmproj*.gguf beside the model
+  bool no_mmproj = false;        // GGUF only: text only even when a projector lies beside the model
+  std::string mtp_path;          // GGUF only: an MTP-only sidecar file
   int threads = 0;               // 0: one per core
   int64_t context_size = 0;      // tokens per session; 0: min(model maximum, 32768)
   int64_t prefill_block = 512;   // tokens per prefill step
   int image_size = 0;            // > 0: resize images to this square size (multiple of 32) first
   int64_t image_min_pixels = 0;  // 0: from preprocessor_config.json
   int64_t image_max_pixels = 0;  // 0: from preprocessor_config.json
+  int64_t image_max_tokens = 0;  // > 0: larger images are resized down to at most this many tokens
   // Weight types: "" keeps the checkpoint's own; "q4_k_m", "q8_0", "bf16", ... quantize or convert
   // float weights at load (see `qwen35 serve --help`).
   std::string weights;
@@ -199,19 +203,26 @@ struct ModelInfo {
   int64_t context_size = 0;  // per-session limit in use
   int64_t max_position_embeddings = 0;
   bool has_vision = false;
-  bool has_mtp = false;      // the multi-token-prediction head is loaded and in use
   int num_layers = 0;
   int64_t hidden_size = 0;
   size_t weight_bytes = 0;   // weights as the kernels read them
   std::string weights;       // the --weights choice in effect ("" = the checkpoint's own types)
   std::string kernels;       // kernel table in use (ref, avx2, avx512, amx)
   int threads = 0;
+  std::string format;        // "gguf" or "safetensors"
+  std::string file_type;     // "Q4_K_M", "BF16", ... (llama.cpp's file type, or the main dtype)
+  uint64_t file_bytes = 0;   // size of the model file(s) on disk
+  std::string mmproj_path;   // the vision projector in use (GGUF)
+  bool has_mtp = false;      // the model carries an MTP block
+  bool mtp_active = false;   // ... and the engine runs it for speculation (--spec auto or mtp)
+  std::vector<std::string> warnings;  // problems worth telling the user at start (e.g. an unknown chat template)
 };
 
 class PrefixCache;
 class Session;
 class Snapshot;
 class Generation;
+class PreparedChat;
 struct EngineImpl;
 
 class Engine {
@@ -229,6 +240,11 @@ class Engine {
   std::string detokenize(const std::vector<int32_t>& ids, bool skip_special = false) const;
   // Renders a chat exactly as the model's template (with the generation prompt).
   Status render_chat(const ChatRequest& request, std::string* prompt) const;
+  // Does the session-independent part of starting a chat: renders, tokenizes, decodes and
+  // preprocesses the images, checks the prompt fits the context. Safe on any thread, so a server
+  // can keep this off the thread that drives its sessions. nullptr with *status set
+  // (kInvalidArgument, kContextOverflow) for a request that cannot run.
+  std::unique_ptr<PreparedChat> prepare_chat(const ChatRequest& request, Status* status) const;
 
   const EngineImpl& impl() const { return *impl_; }
 
@@ -281,6 +297,9 @@ class Session {
   // The work happens in Generation::step(), so a caller can interleave several sessions.
   std::unique_ptr<Generation> start_chat(const ChatRequest& request, const SamplingParams& params,
                                          EventCallback on_event, Status* status);
+  // Starts a prepared chat; `chat` is consumed (empty afterwards).
+  std::unique_ptr<Generation> start_prepared(PreparedChat&& chat, const SamplingParams& params, EventCallback on_event,
+                                             Status* status);
   // Same for a raw prompt (ids used as they are; no template).
   std::unique_ptr<Generation> start_completion(const std::vector<int32_t>& prompt, const SamplingParams& params,
                                                EventCallback on_event, Status* status);
@@ -301,6 +320,24 @@ class Session {
   struct Impl;
   Impl& impl() { return *impl_; }
   explicit Session(std::unique_ptr<Impl> impl);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// A chat ready to start on any session of its engine (Engine::prepare_chat). Holds the prompt's
+// tokens and the images' pixel arrays; starting it moves them into the generation.
+class PreparedChat {
+ public:
+  ~PreparedChat();
+  PreparedChat(PreparedChat&&) noexcept;
+  PreparedChat& operator=(PreparedChat&&) noexcept;
+  // The prompt's tokens, images expanded to their placeholder tokens.
+  const std::vector<int32_t>& tokens() const;
+
+  struct Impl;
+  explicit PreparedChat(std::unique_ptr<Impl> impl);
+  Impl& impl() { return *impl_; }
 
  private:
   std::unique_ptr<Impl> impl_;

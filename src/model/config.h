@@ -8,6 +8,8 @@
 
 namespace qwen35 {
 
+class GgufFile;
+
 enum class LayerKind { kDeltaNet, kAttention };
 
 struct TextConfig {
@@ -58,6 +60,8 @@ struct VisionConfig {
   int spatial_merge_size = 2;
   int64_t num_position_embeddings = 0;
   int64_t out_hidden_size = 0;
+  // Fixed at 1e-6 in the HF code (as an f32, like the f32 clip.vision.attention.layer_norm_epsilon of an mmproj).
+  double layer_norm_eps = 1e-6f;
 };
 
 struct ModelConfig {
@@ -72,6 +76,10 @@ struct ModelConfig {
   // Reads and validates <model_dir>/config.json. Throws qwen35::Error with a clear message.
   static ModelConfig load(const std::string& model_dir);
   static ModelConfig parse(const std::string& json_text, const std::string& origin);
+  // From the metadata of a qwen35 GGUF (gguf.md sections 2-3) and, when given, a clip mmproj
+  // (section 4). Special token ids come from the file's token list. Throws naming the key.
+  static ModelConfig from_gguf(const GgufFile& text, const GgufFile* mmproj);
+  static VisionConfig vision_from_mmproj(const GgufFile& mmproj);
 };
 
 }  // namespace qwen35

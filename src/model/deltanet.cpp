@@ -88,8 +88,8 @@ void for_range(const kernels::Compute& c, int64_t T, int64_t n, int64_t grain, F
   c.pool->parallel_for(size_t(n), size_t(grain), [&](size_t b, size_t e) { fn(int64_t(b), int64_t(e)); });
 }
 
-// The conv (with its state update) and the gates of T tokens: s.qkv -> s.mixed, s.q, s.k; the
-// beta and decay logits in s.beta, s.g turned into gates in place.
+// The conv (with its state update) and the gates of T tokens: qkv -> s.mixed, s.q, s.k; the beta
+// and decay logits in s.beta, s.g turned into gates in place.
 void conv_and_gates(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* qkv,
                     int64_t T, DeltaNetState& state, DeltaNetScratch& s) {
   const int64_t C = cfg.conv_dim(), Hk = cfg.linear_key_heads, Hv = cfg.linear_value_heads;
@@ -119,12 +119,12 @@ void conv_and_gates(const kernels::Compute& c, const TextConfig& cfg, const Delt
   });
 }
 
-// Value head h of the block in the scratch; it reads key head h / (Hv / Hk) (consecutive value
-// heads share a key head).
-kernels::DeltaRuleHead head_of(const TextConfig& cfg, DeltaNetScratch& s, int64_t h) {
+// Value head h of the block in the scratch. It reads key head h / (Hv / Hk) in HF's grouped order
+// (consecutive value heads share a key head), h % Hk in llama.cpp's tiled order (GGUF weights).
+kernels::DeltaRuleHead head_of(const TextConfig& cfg, const DeltaNetWeights& w, DeltaNetScratch& s, int64_t h) {
   const int64_t C = cfg.conv_dim(), Hk = cfg.linear_key_heads, Hv = cfg.linear_value_heads;
   const int dk = cfg.linear_key_dim, dv = cfg.linear_value_dim;
-  const int64_t QK = Hk * dk, kh = h / (Hv / Hk);
+  const int64_t QK = Hk * dk, kh = w.v_heads_tiled ? h % Hk : h / (Hv / Hk);
   kernels::DeltaRuleHead head;
   head.q = s.q.data() + kh * dk;
   head.k = s.k.data() + kh * dk;
@@ -140,6 +140,21 @@ kernels::DeltaRuleHead head_of(const TextConfig& cfg, DeltaNetScratch& s, int64_
 }
 
 }  // namespace
+
+void deltanet_state_hf_order(const TextConfig& cfg, const DeltaNetWeights& w, const DeltaNetState& state,
+                             std::vector<float>& conv, std::vector<float>& recurrent) {
+  conv = state.conv;
+  recurrent = state.recurrent;
+  if (!w.v_heads_tiled) return;
+  const int64_t Hk = cfg.linear_key_heads, Hv = cfg.linear_value_heads, r = Hv / Hk;
+  const int64_t K = cfg.conv_kernel, dv = cfg.linear_value_dim, S = int64_t(cfg.linear_key_dim) * dv;
+  const int64_t v0 = 2 * Hk * cfg.linear_key_dim;  // first V channel of the conv
+  for (int64_t p = 0; p < Hv; ++p) {  // tiled position p holds HF head (p % Hk) * r + p / Hk
+    const int64_t hf = (p % Hk) * r + p / Hk;
+    std::copy_n(state.conv.data() + (v0 + p * dv) * K, dv * K, conv.data() + (v0 + hf * dv) * K);
+    std::copy_n(state.recurrent.data() + p * S, S, recurrent.data() + hf * S);
+  }
+}
 
 void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
                       kernels::Activations& a, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode,
@@ -175,7 +190,7 @@ void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const De
     gate.resize(size_t(dv));
     for (size_t hv = hb; hv < he; ++hv) {
       const int64_t h = int64_t(hv);
-      const kernels::DeltaRuleHead head = head_of(cfg, s, h);
+      const kernels::DeltaRuleHead head = head_of(cfg, w, s, h);
       float* S = state.recurrent.data() + h * dk * dv;
       if (!chunked) {
         c.k->delta_recurrent(head, T, dk, dv, S);
@@ -223,7 +238,7 @@ void deltanet_replay(const kernels::Compute& c, const TextConfig& cfg, const Del
   conv_and_gates(c, cfg, w, trace.qkv.data(), n, state, s);
   c.pool->parallel_for(size_t(Hv), 1, [&](size_t hb, size_t he) {
     for (size_t h = hb; h < he; ++h)
-      c.k->delta_recurrent(head_of(cfg, s, int64_t(h)), n, dk, dv, state.recurrent.data() + int64_t(h) * dk * dv);
+      c.k->delta_recurrent(head_of(cfg, w, s, int64_t(h)), n, dk, dv, state.recurrent.data() + int64_t(h) * dk * dv);
   });
 }
 

@@ -30,6 +30,11 @@ struct DeltaNetScratch {
   void reserve(const TextConfig& cfg, int64_t tokens);
 };
 
+// The state in HF's grouped value-head order (what the reference's cache holds), whatever order
+// the weights use: conv [conv_dim, K] (the V channels permuted) and recurrent [Hv, dk, dv].
+void deltanet_state_hf_order(const TextConfig& cfg, const DeltaNetWeights& w, const DeltaNetState& state,
+                             std::vector<float>& conv, std::vector<float>& recurrent);
+
 // What a block's state update depends on beyond the state itself: the projections before the conv
 // and the beta / decay logits of each token. With it, the state before the block can be advanced
 // over any prefix of the block without the matmuls (rewinding a verified draft that was partly

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/gguf.h"
 #include "io/image_resize.h"
 
 namespace qwen35 {
@@ -113,6 +114,26 @@ ImageProcessorConfig ImageProcessorConfig::load(const std::string& model_dir) {
   std::ostringstream text;
   text << in.rdbuf();
   return parse(text.str(), path.string());
+}
+
+ImageProcessorConfig ImageProcessorConfig::from_mmproj(const GgufFile& f) {
+  ImageProcessorConfig c;
+  c.patch_size = int(f.get_int("clip.vision.patch_size"));
+  c.merge_size = int(f.get_int_opt("clip.vision.spatial_merge_size").value_or(2));
+  for (const char* key : {"clip.vision.image_mean", "clip.vision.image_std"}) {
+    const GgufValue* v = f.find(key);
+    if (!v) continue;
+    if (!v->is_array() || v->count != 3 || !(v->is_float() || v->is_integer()))
+      fail(f.path(), ": ", key, " must be 3 numbers");
+    auto& out = std::string_view(key).ends_with("mean") ? c.image_mean : c.image_std;
+    for (int i = 0; i < 3; ++i) out[size_t(i)] = v->float_at(uint64_t(i));
+  }
+  for (int i = 0; i < 3; ++i)
+    if (!std::isfinite(c.image_mean[size_t(i)]) || !std::isfinite(c.image_std[size_t(i)]) || c.image_std[size_t(i)] == 0)
+      fail(f.path(), ": clip.vision.image_mean must be finite and image_std finite and non-zero");
+  if (c.patch_size <= 0 || c.patch_size > 1024 || c.merge_size <= 0 || c.merge_size > 16)
+    fail(f.path(), ": clip.vision.patch_size / spatial_merge_size out of range");
+  return c;
 }
 
 ResizedSize smart_resize(int64_t height, int64_t width, int64_t factor, int64_t min_pixels, int64_t max_pixels) {

@@ -20,6 +20,8 @@
 
 namespace qwen35 {
 
+class GgufFile;
+
 struct ImageProcessorConfig {
   int patch_size = 16;
   int temporal_patch_size = 2;
@@ -42,6 +44,9 @@ struct ImageProcessorConfig {
   static ImageProcessorConfig parse(const std::string& json_text, const std::string& origin);
   // Reads <model_dir>/preprocessor_config.json, or returns the defaults when there is none.
   static ImageProcessorConfig load(const std::string& model_dir);
+  // From a clip mmproj: patch and merge sizes, image_mean / image_std; the pixel limits keep the
+  // Hugging Face defaults (the file has none, and llama.cpp's own limits differ, gguf.md D12).
+  static ImageProcessorConfig from_mmproj(const GgufFile& mmproj);
 };
 
 struct ResizedSize {

@@ -12,6 +12,7 @@
 
 #include "io/checkpoint.h"
 #include "model/config.h"
+#include "model/nextn_tensors.h"
 #include "model/text_weights.h"
 #include "model/weight_prep.h"
 
@@ -36,14 +37,20 @@ struct MtpWeights {
 // True when the checkpoint holds a Hugging Face MTP head (mtp.fc.weight).
 bool has_mtp_weights(const Checkpoint& ck);
 
-// Binds mtp.* (names, dtypes and shapes checked against the config, which must say
-// mtp_num_hidden_layers >= 1; only layer 0 is used, as vLLM and llama.cpp do); embed and lm_head
-// are taken from `text`. The checkpoint must outlive the weights.
+// Binds mtp.* (names, dtypes and shapes checked against the config; only layer 0 is used, as vLLM
+// and llama.cpp do); embed and lm_head are taken from `text`. The checkpoint must outlive the
+// weights.
 MtpWeights bind_mtp_weights(const Checkpoint& ck, const TextConfig& cfg, const TextWeights& text);
+// The same from a GGUF file's MTP block (bundled or a sidecar; bind_nextn has checked names and
+// shapes). Its own nextn.embed_tokens / nextn.shared_head_head when present, else `text`'s; its
+// shared_head_norm when present, else the trunk's final norm. The file must outlive the weights.
+MtpWeights bind_mtp_weights(const NextnTensors& nextn, const TextConfig& cfg, const TextWeights& text);
 
 // The head's matrices under their GGUF names as block `layer` of a file that bundles it
 // (block_count - 1: 32 for 9B): blk.N.attn_q/k/v/output, blk.N.ffn_gate/up/down and
-// blk.N.nextn.eh_proj (the shared embedding and LM head are not the head's to prepare).
-std::vector<NamedMatrix> mtp_named_matrices(MtpWeights& w, int layer);
+// blk.N.nextn.eh_proj, then nextn.embed_tokens / nextn.shared_head_head when they are the
+// head's own (not `text`'s).
+std::vector<NamedMatrix> mtp_named_matrices(MtpWeights& w, int layer, const TextWeights& text);
+
 
 }  // namespace qwen35

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <stdexcept>
 
 namespace qwen35 {
 namespace {
@@ -50,6 +51,24 @@ constexpr NamePair kMtpHead[] = {
 };
 
 constexpr std::string_view kTextPrefix = "model.language_model.";
+
+// The vision tower outside its blocks (HF names after "model.visual.").
+constexpr NamePair kVisionGlobal[] = {
+    {"patch_embed.proj.bias", "v.patch_embd.bias"},       {"pos_embed.weight", "v.position_embd.weight"},
+    {"merger.norm.weight", "v.post_ln.weight"},           {"merger.norm.bias", "v.post_ln.bias"},
+    {"merger.linear_fc1.weight", "mm.0.weight"},          {"merger.linear_fc1.bias", "mm.0.bias"},
+    {"merger.linear_fc2.weight", "mm.2.weight"},          {"merger.linear_fc2.bias", "mm.2.bias"},
+};
+// Inside vision block j: HF "blocks.j.<hf>" <-> GGUF "v.blk.j.<gguf>".
+constexpr NamePair kVisionBlock[] = {
+    {"norm1.weight", "ln1.weight"},         {"norm1.bias", "ln1.bias"},
+    {"attn.qkv.weight", "attn_qkv.weight"}, {"attn.qkv.bias", "attn_qkv.bias"},
+    {"attn.proj.weight", "attn_out.weight"}, {"attn.proj.bias", "attn_out.bias"},
+    {"norm2.weight", "ln2.weight"},         {"norm2.bias", "ln2.bias"},
+    {"mlp.linear_fc1.weight", "ffn_up.weight"}, {"mlp.linear_fc1.bias", "ffn_up.bias"},
+    {"mlp.linear_fc2.weight", "ffn_down.weight"}, {"mlp.linear_fc2.bias", "ffn_down.bias"},
+};
+constexpr std::string_view kVisionPrefix = "model.visual.";
 
 bool consume(std::string_view& s, std::string_view prefix) {
   if (s.substr(0, prefix.size()) != prefix) return false;
@@ -122,6 +141,44 @@ std::optional<std::string> hf_tensor_name(std::string_view gguf, int num_layers)
   const NamePair* p = find_gguf(kLayer, s);
   return p ? std::optional(std::string(kTextPrefix) + "layers." + std::to_string(*i) + "." + std::string(p->hf))
            : std::nullopt;
+}
+
+std::string gguf_layer_tensor_name(int layer, std::string_view hf) {
+  const std::optional<std::string> g =
+      gguf_tensor_name(std::string(kTextPrefix) + "layers." + std::to_string(layer) + "." + std::string(hf), layer + 1);
+  if (!g) throw std::invalid_argument("no GGUF name for layer tensor " + std::string(hf));
+  return *g;
+}
+
+std::string gguf_global_tensor_name(std::string_view hf) {
+  const std::optional<std::string> g =
+      gguf_tensor_name(hf == kLmHead.hf ? std::string(hf) : std::string(kTextPrefix) + std::string(hf), 0);
+  if (!g) throw std::invalid_argument("no GGUF name for tensor " + std::string(hf));
+  return *g;
+}
+
+std::optional<std::string> gguf_vision_tensor_name(std::string_view hf) {
+  std::string_view s = hf;
+  if (!consume(s, kVisionPrefix) && !consume(s, "visual.")) return std::nullopt;
+  if (consume(s, "blocks.")) {
+    const std::optional<int> j = consume_index(s);
+    const NamePair* p = j ? find_hf(kVisionBlock, s) : nullptr;
+    return p ? std::optional("v.blk." + std::to_string(*j) + "." + std::string(p->gguf)) : std::nullopt;
+  }
+  const NamePair* p = find_hf(kVisionGlobal, s);
+  return p ? std::optional(std::string(p->gguf)) : std::nullopt;
+}
+
+std::optional<std::string> hf_vision_tensor_name(std::string_view gguf) {
+  std::string_view s = gguf;
+  if (consume(s, "v.blk.")) {
+    const std::optional<int> j = consume_index(s);
+    const NamePair* p = j ? find_gguf(kVisionBlock, s) : nullptr;
+    return p ? std::optional(std::string(kVisionPrefix) + "blocks." + std::to_string(*j) + "." + std::string(p->hf))
+             : std::nullopt;
+  }
+  const NamePair* p = find_gguf(kVisionGlobal, s);
+  return p ? std::optional(std::string(kVisionPrefix) + std::string(p->hf)) : std::nullopt;
 }
 
 int64_t GgufTensorShape::elements() const {

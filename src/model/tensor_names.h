@@ -23,6 +23,19 @@ std::optional<std::string> gguf_tensor_name(std::string_view hf_name, int num_la
 // GGUF -> HF (with the "model.language_model." prefix); nullopt for unknown names.
 std::optional<std::string> hf_tensor_name(std::string_view gguf_name, int num_layers);
 
+// Shorthands of gguf_tensor_name for code that binds or writes tensors by their HF role: decoder
+// layer `layer`'s tensor ("linear_attn.A_log" -> "blk.3.ssm_a"), and the tensors outside the
+// layers ("embed_tokens.weight", "norm.weight", "lm_head.weight"). Throw for a name not in the table.
+std::string gguf_layer_tensor_name(int layer, std::string_view hf_in_layer);
+std::string gguf_global_tensor_name(std::string_view hf);
+
+// The vision tower in an mmproj file (spec 11.3): HF "model.visual.<x>" (or "visual.<x>") <->
+// "v.*" / "mm.*". The Conv3d patch kernel is not in the table: it becomes two tensors,
+// v.patch_embd.weight and v.patch_embd.weight.1 (its time slices), see VisionWeights::bind_mmproj.
+std::optional<std::string> gguf_vision_tensor_name(std::string_view hf_name);
+// mmproj GGUF -> HF (with the "model.visual." prefix); nullopt for unknown names.
+std::optional<std::string> hf_vision_tensor_name(std::string_view gguf_name);
+
 // A tensor of the GGUF text model: its name and its shape in ggml order (ne[0] = the row length,
 // i.e. the reversed HF shape).
 struct GgufTensorShape {

@@ -7,12 +7,12 @@
 namespace qwen35 {
 namespace {
 
-const TensorView& checked(const Checkpoint& ck, const std::string& name, const Shape& shape) {
-  const TensorView& t = ck.get(name);
-  if (!dtype_info(t.dtype).is_float)
-    fail("tensor '", name, "': expected dtype F32, F16 or BF16, got ", dtype_name(t.dtype));
+void check_view(const std::string& name, const TensorView& t, const Shape& shape, bool allow_blocks) {
+  const bool weight_block = is_block_format(t.dtype) && t.dtype != DType::Q8_K;
+  if (!dtype_info(t.dtype).is_float && !(allow_blocks && weight_block))
+    fail("tensor '", name, "': expected dtype F32, F16 or BF16", allow_blocks ? " or a weight block format" : "", ", got ",
+         dtype_name(t.dtype));
   if (!(t.shape == shape)) fail("tensor '", name, "': expected shape ", shape.to_string(), ", got ", t.shape.to_string());
-  return t;
 }
 
 std::vector<float> one_plus(std::vector<float> w) {
@@ -34,8 +34,8 @@ std::string text_prefix(const Checkpoint& ck) {
   fail("checkpoint has no embedding table (looked for model.language_model.embed_tokens.weight and model.embed_tokens.weight)");
 }
 
-WeightMatrix bind_matrix(const Checkpoint& ck, const std::string& name, int64_t rows, int64_t cols) {
-  const TensorView& t = checked(ck, name, Shape{rows, cols});
+WeightMatrix matrix_view(const std::string& name, const TensorView& t, int64_t rows, int64_t cols, bool allow_blocks) {
+  check_view(name, t, Shape{rows, cols}, allow_blocks);
   WeightMatrix m;
   m.dtype = t.dtype;
   m.data = t.data;
@@ -45,8 +45,25 @@ WeightMatrix bind_matrix(const Checkpoint& ck, const std::string& name, int64_t 
   return m;
 }
 
+std::vector<float> vector_f32(const std::string& name, const TensorView& t, const Shape& shape) {
+  check_view(name, t, shape, false);
+  return to_f32(t);
+}
+
+WeightMatrix bind_matrix(const Checkpoint& ck, const std::string& name, int64_t rows, int64_t cols) {
+  return matrix_view(name, ck.get(name), rows, cols, false);
+}
+
 std::vector<float> bind_vector(const Checkpoint& ck, const std::string& name, const Shape& shape) {
-  return to_f32(checked(ck, name, shape));
+  return vector_f32(name, ck.get(name), shape);
+}
+
+WeightMatrix gguf_matrix(const GgufFile& f, const std::string& name, int64_t rows, int64_t cols) {
+  return matrix_view(name, f.get_tensor(name).view(), rows, cols, true);
+}
+
+std::vector<float> gguf_vector(const GgufFile& f, const std::string& name, const Shape& shape) {
+  return vector_f32(name, f.get_tensor(name).view(), shape);
 }
 
 TextWeights TextWeights::bind(const Checkpoint& ck, const TextConfig& c) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "io/checkpoint.h"
+#include "io/gguf.h"
 #include "kernels/kernels.h"
 #include "model/config.h"
 
@@ -25,6 +26,10 @@ struct DeltaNetWeights {
   std::vector<float> dt_bias;    // [Hv]
   std::vector<float> neg_a;      // [Hv] = -exp(A_log)
   std::vector<float> norm;       // [dv] gated RMSNorm weight (plain multiplier)
+  // Order of the value heads in every value-indexed tensor (z, b, a, dt_bias, neg_a, the V part of
+  // in_qkv and conv, the columns of out). false: HF's grouped order, value head p reads key head
+  // p / (Hv/Hk). true: llama.cpp's tiled order (GGUF files), value head p reads key head p % Hk.
+  bool v_heads_tiled = false;
 };
 
 struct AttentionWeights {
@@ -60,6 +65,11 @@ struct TextWeights {
   // Binds every tensor of the text decoder, checking names, dtypes and shapes against the config.
   // The checkpoint must outlive the weights.
   static TextWeights bind(const Checkpoint& ck, const TextConfig& cfg);
+  // The same from a GGUF file of architecture qwen35 (gguf.md section 3): llama.cpp's tensor
+  // names, norms already stored as 1 + w, ssm_a as -exp(A_log), tiled value heads. Matrices may be
+  // any weight block format (plain views into the file); vectors are converted to f32. The file
+  // must outlive the weights.
+  static TextWeights bind_gguf(const GgufFile& file, const TextConfig& cfg);
 };
 
 // Fills the derived fields (conv_t) from the bound ones; every loader calls it.
@@ -70,5 +80,12 @@ void finish_deltanet_weights(DeltaNetWeights& d, int64_t conv_dim, int conv_kern
 std::string text_prefix(const Checkpoint& ck);
 WeightMatrix bind_matrix(const Checkpoint& ck, const std::string& name, int64_t rows, int64_t cols);
 std::vector<float> bind_vector(const Checkpoint& ck, const std::string& name, const Shape& shape);
+// The same checks on a view: a matrix of a plain float type (or, with allow_blocks, any weight
+// block format) and shape [rows, cols]; a plain float vector of `shape` converted to f32.
+WeightMatrix matrix_view(const std::string& name, const TensorView& t, int64_t rows, int64_t cols, bool allow_blocks);
+std::vector<float> vector_f32(const std::string& name, const TensorView& t, const Shape& shape);
+// A GGUF tensor as a matrix or f32 vector (types the engine lacks are an error naming the tensor).
+WeightMatrix gguf_matrix(const GgufFile& f, const std::string& name, int64_t rows, int64_t cols);
+std::vector<float> gguf_vector(const GgufFile& f, const std::string& name, const Shape& shape);
 
 }  // namespace qwen35

@@ -9,7 +9,6 @@
 namespace qwen35 {
 namespace {
 
-constexpr float kLayerNormEps = 1e-6f;
 constexpr double kRopeTheta = 10000.0;  // hard-coded in the reference vision rotary (spec 1.4)
 
 // ---- Small row-wise operations ------------------------------------------------------------------
@@ -17,7 +16,7 @@ constexpr double kRopeTheta = 10000.0;  // hard-coded in the reference vision ro
 // y = (x - mean) / sqrt(var + eps) * w + b over rows of n, biased variance; rows split over the pool.
 // The statistics are summed in double: cheap here, and closer to exact than the reference's fp32.
 void layer_norm_rows(const kernels::Compute& c, const float* x, const LayerNormWeights& w, int64_t rows, int64_t n,
-                     float* y) {
+                     double eps, float* y) {
   const float* g = w.weight.data();
   const float* b = w.bias.data();
   c.pool->parallel_for(size_t(rows), 16, [&](size_t r0, size_t r1) {
@@ -29,7 +28,7 @@ void layer_norm_rows(const kernels::Compute& c, const float* x, const LayerNormW
       const float mean = float(sum / double(n));
       double ss = 0;
       for (int64_t i = 0; i < n; ++i) ss += double(xr[i] - mean) * double(xr[i] - mean);
-      const float inv = float(1.0 / std::sqrt(ss / double(n) + double(kLayerNormEps)));
+      const float inv = float(1.0 / std::sqrt(ss / double(n) + eps));
       for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - mean) * inv * g[i] + b[i];
     }
   });
@@ -110,18 +109,18 @@ InterpAxis interp_axis(int64_t n, int64_t side) {
 
 // ---- Attention -----------------------------------------------------------------------------------
 
-// Bidirectional attention among the patches [s0, s1) of one frame, all heads.
-// q, k, v are head-major [heads, Np, hd] (rotary already applied); out is [Np, heads*hd].
+// Bidirectional attention of the queries [q0, q1) among the patches [s0, s1) of one frame, all
+// heads. q, k, v are head-major [heads, Np, hd] (rotary already applied); out is [Np, heads*hd].
 void attend_frame(const kernels::Compute& c, const float* q, const float* k, const float* v, int64_t Np, int heads,
-                  int hd, int64_t s0, int64_t s1, float* out) {
-  const int64_t L = s1 - s0, D = int64_t(heads) * hd;
+                  int hd, int64_t s0, int64_t s1, int64_t q0, int64_t q1, float* out) {
+  const int64_t L = s1 - s0, Q = q1 - q0, D = int64_t(heads) * hd;
   const float scale = 1.0f / std::sqrt(float(hd));
-  c.pool->parallel_for(size_t(heads * L), 4, [&](size_t b, size_t e) {
+  c.pool->parallel_for(size_t(heads * Q), 4, [&](size_t b, size_t e) {
     thread_local std::vector<float> scores;
     if (scores.size() < size_t(L)) scores.resize(size_t(L));
     for (size_t task = b; task < e; ++task) {
-      const int h = int(int64_t(task) / L);
-      const int64_t i = s0 + int64_t(task) % L;
+      const int h = int(int64_t(task) / Q);
+      const int64_t i = q0 + int64_t(task) % Q;
       const float* qi = q + (h * Np + i) * hd;
       const float* kh = k + (h * Np + s0) * hd;
       const float* vh = v + (h * Np + s0) * hd;
@@ -149,63 +148,61 @@ inline void rotate(const float* x, const float* cs, const float* sn, int half, f
   }
 }
 
-// Matmuls whose outputs are wider than the residual stream (qkv: 3D, MLP: I) run over row chunks,
-// so those buffers stay [kRowChunk, width] however many patches an image has.
-constexpr int64_t kRowChunk = 512;
-
-// Buffers of one forward call.
+// Buffers of one forward call. Matmuls whose outputs are wider than the residual stream (qkv: 3D,
+// MLP: I) run over row chunks, so those buffers stay [chunk, width] however many patches an image
+// has.
 struct VisionBuffers {
   int64_t Np = 0;
   std::vector<float> x;         // [Np, D] residual stream
   std::vector<float> normed;    // [Np, D]
-  std::vector<float> mixed;     // [Np, D] attention / MLP output before the residual add
+  std::vector<float> mixed;     // [Np, D] attention / MLP output before the residual add; merger hidden
   std::vector<float> q, k, v;   // [heads, Np, hd] each, rotary applied to q and k
   std::vector<float> attn;      // [Np, D] heads concatenated
-  std::vector<float> wide;      // [kRowChunk, max(3D, I)] qkv or MLP hidden of one row chunk
+  std::vector<float> wide;      // [chunk, max(3D, I)] qkv or MLP hidden of one row chunk
   std::vector<float> cos, sin;  // [Np, hd/2]
   std::vector<int64_t> frame_starts;  // attention segments: [start of frame f, ..., Np]
 };
 
-// x += proj(attention(rope(q), rope(k), v)) with q, k, v from qkv(LN1(x)), each frame on its own;
-// then x += fc2(gelu_tanh(fc1(LN2(x)))).
-void block_forward(const kernels::Compute& c, const VisionConfig& cfg, const VisionBlockWeights& b,
-                   VisionBuffers& s) {
+// Block stages over the rows [r0, r0 + n). x += proj(attention(rope(q), rope(k), v)) with q, k, v
+// from qkv(LN1(x)), each frame on its own; then x += fc2(gelu_tanh(fc1(LN2(x)))). Attention needs
+// the q, k, v of every row, so each stage runs over all rows before the next one starts.
+void qkv_rows(const kernels::Compute& c, const VisionConfig& cfg, const VisionBlockWeights& b, VisionBuffers& s,
+              int64_t r0, int64_t n) {
   const int64_t Np = s.Np, D = cfg.hidden_size;
   const int heads = cfg.num_heads, hd = int(D / heads), half = hd / 2;
-
-  layer_norm_rows(c, s.x.data(), b.norm1, Np, D, s.normed.data());
-  for (int64_t r0 = 0; r0 < Np; r0 += kRowChunk) {
-    const int64_t n = std::min(kRowChunk, Np - r0);
-    linear_bias(c, s.normed.data() + r0 * D, n, b.qkv, s.wide.data());  // [n, q | k | v], each heads x hd
-    c.pool->parallel_for(size_t(n), 16, [&](size_t i0, size_t i1) {
-      for (int64_t i = int64_t(i0); i < int64_t(i1); ++i) {
-        const int64_t p = r0 + i;
-        const float* row = s.wide.data() + i * 3 * D;
-        const float* cs = s.cos.data() + p * half;
-        const float* sn = s.sin.data() + p * half;
-        for (int h = 0; h < heads; ++h) {
-          const int64_t dst = (h * Np + p) * hd;
-          rotate(row + int64_t(h) * hd, cs, sn, half, s.q.data() + dst);
-          rotate(row + D + int64_t(h) * hd, cs, sn, half, s.k.data() + dst);
-          std::copy_n(row + 2 * D + int64_t(h) * hd, hd, s.v.data() + dst);
-        }
+  layer_norm_rows(c, s.x.data() + r0 * D, b.norm1, n, D, cfg.layer_norm_eps, s.normed.data() + r0 * D);
+  linear_bias(c, s.normed.data() + r0 * D, n, b.qkv, s.wide.data());  // [n, q | k | v], each heads x hd
+  c.pool->parallel_for(size_t(n), 16, [&](size_t i0, size_t i1) {
+    for (int64_t i = int64_t(i0); i < int64_t(i1); ++i) {
+      const int64_t p = r0 + i;
+      const float* row = s.wide.data() + i * 3 * D;
+      const float* cs = s.cos.data() + p * half;
+      const float* sn = s.sin.data() + p * half;
+      for (int h = 0; h < heads; ++h) {
+        const int64_t dst = (h * Np + p) * hd;
+        rotate(row + int64_t(h) * hd, cs, sn, half, s.q.data() + dst);
+        rotate(row + D + int64_t(h) * hd, cs, sn, half, s.k.data() + dst);
+        std::copy_n(row + 2 * D + int64_t(h) * hd, hd, s.v.data() + dst);
       }
-    });
-  }
-  for (size_t f = 0; f + 1 < s.frame_starts.size(); ++f)
-    attend_frame(c, s.q.data(), s.k.data(), s.v.data(), Np, heads, hd, s.frame_starts[f], s.frame_starts[f + 1],
-                 s.attn.data());
-  linear_bias(c, s.attn.data(), Np, b.proj, s.mixed.data());
-  add_inplace(s.x.data(), s.mixed.data(), Np * D);
+    }
+  });
+}
 
-  layer_norm_rows(c, s.x.data(), b.norm2, Np, D, s.normed.data());
-  for (int64_t r0 = 0; r0 < Np; r0 += kRowChunk) {
-    const int64_t n = std::min(kRowChunk, Np - r0);
-    linear_bias(c, s.normed.data() + r0 * D, n, b.fc1, s.wide.data());  // [n, I]
-    map_inplace(c, s.wide.data(), n * cfg.intermediate_size, gelu_tanh);
-    linear_bias(c, s.wide.data(), n, b.fc2, s.mixed.data() + r0 * D);
-  }
-  add_inplace(s.x.data(), s.mixed.data(), Np * D);
+void proj_rows(const kernels::Compute& c, const VisionConfig& cfg, const VisionBlockWeights& b, VisionBuffers& s,
+               int64_t r0, int64_t n) {
+  const int64_t D = cfg.hidden_size;
+  linear_bias(c, s.attn.data() + r0 * D, n, b.proj, s.mixed.data() + r0 * D);
+  add_inplace(s.x.data() + r0 * D, s.mixed.data() + r0 * D, n * D);
+}
+
+void mlp_rows(const kernels::Compute& c, const VisionConfig& cfg, const VisionBlockWeights& b, VisionBuffers& s,
+              int64_t r0, int64_t n) {
+  const int64_t D = cfg.hidden_size;
+  layer_norm_rows(c, s.x.data() + r0 * D, b.norm2, n, D, cfg.layer_norm_eps, s.normed.data() + r0 * D);
+  linear_bias(c, s.normed.data() + r0 * D, n, b.fc1, s.wide.data());  // [n, I]
+  map_inplace(c, s.wide.data(), n * cfg.intermediate_size, gelu_tanh);
+  linear_bias(c, s.wide.data(), n, b.fc2, s.mixed.data() + r0 * D);
+  add_inplace(s.x.data() + r0 * D, s.mixed.data() + r0 * D, n * D);
 }
 
 }  // namespace
@@ -282,56 +279,160 @@ void VisionTower::rotary_angles(std::span<const ImageGrid> grids, float* out) co
 
 void VisionTower::forward(const kernels::Compute& c, const float* pixel_values, int64_t rows,
                           std::span<const ImageGrid> grids, float* out, VisionObserver* observer) const {
-  const int64_t Np = num_patches(grids);
-  if (rows != Np) fail("pixel_values has ", rows, " rows but the image grids need ", Np);
-  if (Np == 0) return;
-  const int64_t D = cfg_.hidden_size, I = cfg_.intermediate_size, m2 = int64_t(cfg_.spatial_merge_size) * cfg_.spatial_merge_size;
-  const int half = head_dim_ / 2;
-  auto emit = [&](const std::string& name, const float* data, int64_t cols) {
-    if (observer) observer->on_tensor(name, data, Np, cols);
-  };
+  VisionRun run(*this, pixel_values, rows, std::vector<ImageGrid>(grids.begin(), grids.end()), observer);
+  while (run.step(c)) {
+  }
+  std::copy(run.output().begin(), run.output().end(), out);
+}
 
-  VisionBuffers s;
+// ---- VisionRun -----------------------------------------------------------------------------------
+
+// The stages in order; the block stages repeat for every block.
+enum class VisionStage { kPatchEmbed, kPositions, kQkv, kAttention, kProj, kMlp, kMerger, kDone };
+
+struct VisionRun::State {
+  const VisionTower* tower;
+  const float* pixel_values;
+  std::vector<ImageGrid> grids;
+  VisionObserver* observer;
+  int64_t slice_rows;
+  VisionBuffers b;
+  std::vector<float> out;
+  VisionStage stage = VisionStage::kPatchEmbed;
+  size_t block = 0;
+  int64_t row = 0;    // next row of the stage (kAttention: next query row)
+  size_t frame = 0;   // kAttention: the frame of `row`
+  int64_t slices = 0;
+
+  void emit(const std::string& name, const float* data, int64_t cols) const {
+    if (observer) observer->on_tensor(name, data, b.Np, cols);
+  }
+  // The next [row, row + n) of a stage over `total` rows; true when the stage is finished after it.
+  bool next_rows(int64_t total, int64_t& r0, int64_t& n) {
+    r0 = row;
+    n = std::min(slice_rows, total - row);
+    row += n;
+    if (row < total) return false;
+    row = 0;
+    return true;
+  }
+};
+
+VisionRun::VisionRun(const VisionTower& tower, const float* pixel_values, int64_t rows, std::vector<ImageGrid> grids,
+                     VisionObserver* observer, int64_t slice_rows)
+    : s_(std::make_unique<State>()) {
+  State& st = *s_;
+  st.tower = &tower;
+  st.pixel_values = pixel_values;
+  st.grids = std::move(grids);
+  st.observer = observer;
+  st.slice_rows = std::max<int64_t>(1, slice_rows);
+  const int64_t Np = tower.num_patches(st.grids);
+  if (rows != Np) fail("pixel_values has ", rows, " rows but the image grids need ", Np);
+  const VisionConfig& cfg = tower.config();
+  const int64_t D = cfg.hidden_size, I = cfg.intermediate_size;
+  st.out.resize(size_t(tower.num_tokens(st.grids) * tower.out_dim()));
+  if (Np == 0) {
+    st.stage = VisionStage::kDone;
+    return;
+  }
+  VisionBuffers& s = st.b;
   s.Np = Np;
   for (auto* buf : {&s.x, &s.normed, &s.mixed, &s.q, &s.k, &s.v, &s.attn}) buf->resize(size_t(Np * D));
-  s.wide.resize(size_t(std::min(Np, kRowChunk) * std::max(3 * D, I)));
-  s.cos.resize(size_t(Np * half));
-  s.sin.resize(size_t(Np * half));
+  s.wide.resize(size_t(std::min(Np, st.slice_rows) * std::max(3 * D, I)));
+  s.cos.resize(size_t(Np * tower.head_dim() / 2));
+  s.sin.resize(size_t(Np * tower.head_dim() / 2));
   s.frame_starts = {0};
-  for (const ImageGrid& g : grids)
+  for (const ImageGrid& g : st.grids)
     for (int64_t f = 0; f < g.t; ++f) s.frame_starts.push_back(s.frame_starts.back() + g.h * g.w);
+}
 
-  // 1. Patch embedding + interpolated position embedding.  x [Np, D]
-  linear_bias(c, pixel_values, Np, w_.patch_embed, s.x.data());
-  emit("vision.patch_embed", s.x.data(), D);
-  position_embeddings(grids, s.mixed.data());
-  emit("vision.pos_embed_interp", s.mixed.data(), D);
-  add_inplace(s.x.data(), s.mixed.data(), Np * D);
+VisionRun::~VisionRun() = default;
 
-  // 2. Rotary angles, shared by every block.  [Np, hd/2]
-  rotary_angles(grids, s.cos.data());
-  emit("vision.rot_pos_emb", s.cos.data(), half);
-  for (int64_t i = 0; i < Np * half; ++i) {
-    const float a = s.cos[size_t(i)];
-    s.cos[size_t(i)] = std::cos(a);
-    s.sin[size_t(i)] = std::sin(a);
+bool VisionRun::done() const { return s_->stage == VisionStage::kDone; }
+std::vector<float>& VisionRun::output() { return s_->out; }
+int64_t VisionRun::slices() const { return s_->slices; }
+
+bool VisionRun::step(const kernels::Compute& c) {
+  State& st = *s_;
+  if (st.stage == VisionStage::kDone) return false;
+  ++st.slices;
+  const VisionTower& t = *st.tower;
+  const VisionConfig& cfg = t.config();
+  const VisionWeights& w = t.weights();
+  VisionBuffers& s = st.b;
+  const int64_t Np = s.Np, D = cfg.hidden_size, m2 = int64_t(cfg.spatial_merge_size) * cfg.spatial_merge_size;
+  const int half = t.head_dim() / 2;
+  int64_t r0 = 0, n = 0;
+  switch (st.stage) {
+    case VisionStage::kPatchEmbed:  // 1. Patch embedding.  x [Np, D]
+      if (st.next_rows(Np, r0, n)) st.stage = VisionStage::kPositions;
+      linear_bias(c, st.pixel_values + r0 * t.patch_dim(), n, w.patch_embed, s.x.data() + r0 * D);
+      break;
+    case VisionStage::kPositions:  // + interpolated position embedding; rotary angles shared by every block
+      st.emit("vision.patch_embed", s.x.data(), D);
+      t.position_embeddings(st.grids, s.mixed.data());
+      st.emit("vision.pos_embed_interp", s.mixed.data(), D);
+      add_inplace(s.x.data(), s.mixed.data(), Np * D);
+      t.rotary_angles(st.grids, s.cos.data());
+      st.emit("vision.rot_pos_emb", s.cos.data(), half);
+      for (int64_t i = 0; i < Np * half; ++i) {
+        const float a = s.cos[size_t(i)];
+        s.cos[size_t(i)] = std::cos(a);
+        s.sin[size_t(i)] = std::sin(a);
+      }
+      st.stage = w.blocks.empty() ? VisionStage::kMerger : VisionStage::kQkv;
+      if (w.blocks.empty()) st.emit("vision.last_hidden_state", s.x.data(), D);
+      break;
+    case VisionStage::kQkv:  // 2. Blocks, stage by stage.
+      if (st.next_rows(Np, r0, n)) st.stage = VisionStage::kAttention;
+      qkv_rows(c, cfg, w.blocks[st.block], s, r0, n);
+      break;
+    case VisionStage::kAttention: {
+      const int64_t f0 = s.frame_starts[st.frame], f1 = s.frame_starts[st.frame + 1];
+      const int64_t q0 = f0 + st.row, q1 = std::min(f1, q0 + st.slice_rows);
+      attend_frame(c, s.q.data(), s.k.data(), s.v.data(), Np, cfg.num_heads, t.head_dim(), f0, f1, q0, q1,
+                   s.attn.data());
+      st.row = q1 - f0;
+      if (q1 == f1) {
+        st.row = 0;
+        if (++st.frame + 1 == s.frame_starts.size()) {
+          st.frame = 0;
+          st.stage = VisionStage::kProj;
+        }
+      }
+      break;
+    }
+    case VisionStage::kProj:
+      if (st.next_rows(Np, r0, n)) st.stage = VisionStage::kMlp;
+      proj_rows(c, cfg, w.blocks[st.block], s, r0, n);
+      break;
+    case VisionStage::kMlp:
+      if (st.next_rows(Np, r0, n)) {
+        mlp_rows(c, cfg, w.blocks[st.block], s, r0, n);
+        if (st.observer) st.emit("vision.block." + std::to_string(st.block), s.x.data(), D);
+        st.stage = ++st.block < w.blocks.size() ? VisionStage::kQkv : VisionStage::kMerger;
+        if (st.stage == VisionStage::kMerger) st.emit("vision.last_hidden_state", s.x.data(), D);
+        break;
+      }
+      mlp_rows(c, cfg, w.blocks[st.block], s, r0, n);
+      break;
+    case VisionStage::kMerger: {
+      // 3. Patch merger: LN per patch; the m*m consecutive patches of a block are adjacent rows,
+      // so [Np, D] read as [Np/m2, D*m2] is already their concatenation.
+      const int64_t T = Np / m2;
+      if (st.next_rows(T, r0, n)) st.stage = VisionStage::kDone;
+      layer_norm_rows(c, s.x.data() + r0 * m2 * D, w.merger_norm, n * m2, D, cfg.layer_norm_eps, s.normed.data() + r0 * m2 * D);
+      float* hidden = s.mixed.data() + r0 * D * m2;  // [T, D*m2], the same size as [Np, D]
+      linear_bias(c, s.normed.data() + r0 * m2 * D, n, w.merger_fc1, hidden);
+      map_inplace(c, hidden, n * D * m2, gelu_erf);
+      linear_bias(c, hidden, n, w.merger_fc2, st.out.data() + r0 * t.out_dim());
+      break;
+    }
+    case VisionStage::kDone:
+      break;
   }
-
-  // 3. Blocks.
-  for (size_t j = 0; j < w_.blocks.size(); ++j) {
-    block_forward(c, cfg_, w_.blocks[j], s);
-    if (observer) emit("vision.block." + std::to_string(j), s.x.data(), D);
-  }
-  emit("vision.last_hidden_state", s.x.data(), D);
-
-  // 4. Patch merger: LN per patch; the m*m consecutive patches of a block are adjacent rows, so
-  // [Np, D] read as [Np/m2, D*m2] is already their concatenation.
-  const int64_t T = Np / m2;
-  layer_norm_rows(c, s.x.data(), w_.merger_norm, Np, D, s.normed.data());
-  float* hidden = s.mixed.data();  // [T, D*m2], the same size as [Np, D]
-  linear_bias(c, s.normed.data(), T, w_.merger_fc1, hidden);
-  map_inplace(c, hidden, T * D * m2, gelu_erf);
-  linear_bias(c, hidden, T, w_.merger_fc2, out);
+  return st.stage != VisionStage::kDone;
 }
 
 std::vector<float> VisionTower::encode(const kernels::Compute& c, const std::vector<float>& pixel_values,
@@ -339,9 +440,11 @@ std::vector<float> VisionTower::encode(const kernels::Compute& c, const std::vec
   const int64_t pd = patch_dim();
   if (int64_t(pixel_values.size()) % pd != 0)
     fail("pixel_values has ", pixel_values.size(), " values, not a multiple of the patch size ", pd);
-  std::vector<float> out(size_t(num_tokens(grids) * out_dim()));
-  forward(c, pixel_values.data(), int64_t(pixel_values.size()) / pd, grids, out.data(), observer);
-  return out;
+  VisionRun run(*this, pixel_values.data(), int64_t(pixel_values.size()) / pd,
+                std::vector<ImageGrid>(grids.begin(), grids.end()), observer);
+  while (run.step(c)) {
+  }
+  return std::move(run.output());
 }
 
 }  // namespace qwen35

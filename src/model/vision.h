@@ -8,11 +8,17 @@
 // per image, per frame, merge blocks in raster order and the m*m patches of a block in raster
 // order (spec 7.3). Output tokens are therefore blocks in raster order, images one after another.
 //
+// forward() is a VisionRun taken to the end. A VisionRun does the same work in bounded slices
+// (a row range of one stage), so a caller can interleave other work and stop between any two;
+// rows never depend on how they are grouped, so every slicing gives forward()'s exact output.
+//
 // Thread contract: a VisionTower is immutable after construction; forward() may run on several
-// threads at once as long as each passes its own Compute (thread pool).
+// threads at once as long as each passes its own Compute (thread pool). A VisionRun belongs to
+// one thread at a time.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -36,6 +42,8 @@ class VisionObserver {
   virtual ~VisionObserver() = default;
   virtual void on_tensor(const std::string& name, const float* data, int64_t rows, int64_t cols) {}
 };
+
+class VisionRun;
 
 class VisionTower {
  public:
@@ -62,6 +70,9 @@ class VisionTower {
   std::vector<float> encode(const kernels::Compute& c, const std::vector<float>& pixel_values,
                             std::span<const ImageGrid> grids, VisionObserver* observer = nullptr) const;
 
+  // Rows per slice of a VisionRun (a stage's rows are done in chunks of this many).
+  static constexpr int64_t kSliceRows = 512;
+
   // The two position inputs, in patch order (exposed for tests; forward() computes them itself).
   // out [num_patches, D]: the learned table bilinearly interpolated to each image's grid.
   void position_embeddings(std::span<const ImageGrid> grids, float* out) const;
@@ -74,6 +85,28 @@ class VisionTower {
   int head_dim_ = 0;
   int64_t table_side_ = 0;       // the position table is table_side_ x table_side_
   std::vector<float> inv_freq_;  // [head_dim / 4]
+};
+
+// One forward call of the tower in slices. The tower, pixel_values and observer must outlive it.
+class VisionRun {
+ public:
+  // Throws qwen35::Error as forward() does for bad grids or rows.
+  VisionRun(const VisionTower& tower, const float* pixel_values, int64_t rows, std::vector<ImageGrid> grids,
+            VisionObserver* observer = nullptr, int64_t slice_rows = VisionTower::kSliceRows);
+  ~VisionRun();
+  VisionRun(const VisionRun&) = delete;
+  VisionRun& operator=(const VisionRun&) = delete;
+
+  // Does one slice; false once the output is complete (then step() does nothing).
+  bool step(const kernels::Compute& c);
+  bool done() const;
+  // [num_tokens, out_dim], complete once done().
+  std::vector<float>& output();
+  int64_t slices() const;  // done so far
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
 };
 
 }  // namespace qwen35

@@ -2,10 +2,12 @@
 // f32 copies for biases, LayerNorm parameters and the position table.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "io/checkpoint.h"
+#include "io/gguf.h"
 #include "kernels/kernels.h"
 #include "model/config.h"
 
@@ -52,6 +54,13 @@ struct VisionWeights {
   // Binds every vision tensor, checking names, dtypes and shapes against the config; throws
   // qwen35::Error with the expected and the actual value. The checkpoint must outlive the weights.
   static VisionWeights bind(const Checkpoint& ck, const VisionConfig& cfg);
+  // The same from a clip mmproj GGUF (projector qwen3vl_merger, gguf.md section 4). Its patch
+  // embedding comes as two Conv2d kernels (time 0 and 1); they are interleaved into the Conv3d
+  // matrix above (one small copy), which for a still image equals llama.cpp's sum of the two.
+  static VisionWeights bind_mmproj(const GgufFile& file, const VisionConfig& cfg);
+
+  // Bytes the views point to when they are not in a mapped file (the interleaved patch kernel).
+  std::shared_ptr<const std::vector<uint8_t>> owned;
 };
 
 }  // namespace qwen35

@@ -1,11 +1,15 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/gguf.h"
+#include "text/chat_template_check.h"
+#include "text/tokenizer_gguf.h"
 #include "runtime/session_impl.h"
 
 namespace qwen35 {
@@ -76,22 +80,44 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     if (options.image_size < 0 || options.image_size % 32 != 0)
       fail("image size ", options.image_size, " must be a positive multiple of 32");
     progress("config", 0.0);
-    if (!std::filesystem::is_directory(options.model_dir)) fail("model folder '", options.model_dir, "' does not exist");
+    std::error_code ec;
+    const bool folder = std::filesystem::is_directory(options.model_dir, ec);
+    if (!folder && !is_gguf_file(options.model_dir))
+      fail("model '", options.model_dir, "' is neither a Hugging Face folder nor a GGUF file");
     e.pool = std::make_unique<ThreadPool>(options.threads);
     e.compute = kernels::Compute{&kernels::active_table(), e.pool.get()};
     progress("weights", 0.1);
     ModelLoadOptions load;
+    load.mmproj = options.mmproj_path;
+    load.no_mmproj = options.no_mmproj;
+    load.mtp = options.mtp_path;
     load.weights = options.weights;
     load.table = e.compute.k;
     load.pool = e.pool.get();
     load.on_prepare_progress = [&](double f) { progress("weights", 0.1 + 0.5 * f); };
     e.model = Model::load(options.model_dir, load);
     progress("tokenizer", 0.6);
-    e.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_file(options.model_dir));
+    if (e.model->is_gguf()) {
+      e.tokenizer = std::make_unique<Tokenizer>(tokenizer_spec_from_gguf(*e.model->gguf()));
+      if (e.tokenizer->vocab_size() > e.model->config().text.vocab_size)
+        fail(options.model_dir, ": the tokenizer has ", e.tokenizer->vocab_size(), " tokens but the embedding only ",
+             e.model->config().text.vocab_size, " rows");
+    } else {
+      e.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_file(options.model_dir));
+    }
     progress("image processor", 0.9);
-    e.image_config = ImageProcessorConfig::load(options.model_dir);
+    if (e.model->mmproj()) e.image_config = ImageProcessorConfig::from_mmproj(*e.model->mmproj());
+    else if (folder) e.image_config = ImageProcessorConfig::load(options.model_dir);
     if (options.image_min_pixels > 0) e.image_config.min_pixels = options.image_min_pixels;
     if (options.image_max_pixels > 0) e.image_config.max_pixels = options.image_max_pixels;
+    if (options.image_max_tokens < 0) fail("image max tokens must be positive (0: no limit)");
+    if (options.image_max_tokens > 0) {
+      // A token covers factor x factor pixels; smart_resize keeps the area within max_pixels.
+      ImageProcessorConfig& p = e.image_config;
+      const int64_t per_token = int64_t(p.factor()) * p.factor();
+      p.max_pixels = std::min(p.max_pixels, std::max<int64_t>(1, options.image_max_tokens) * per_token);
+      p.min_pixels = std::min(p.min_pixels, p.max_pixels);
+    }
     if (const VisionConfig& v = e.model->config().vision; v.present) {
       // The processor expands and positions image tokens with its own patch and merge sizes;
       // the vision tower produces tokens with the config's. They must agree.
@@ -104,12 +130,12 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     }
     const ModelConfig& cfg = e.model->config();
     e.defaults = SamplingParams{};
-    read_generation_config(options.model_dir, e.defaults, e.eos_ids);
+    if (folder) read_generation_config(options.model_dir, e.defaults, e.eos_ids);
     const SpeculativeParams& spec = options.speculative;
     if (spec.draft_max < 1 || spec.draft_max > SpeculativeParams::kMaxDraft)
       fail("draft max ", spec.draft_max, " must be in [1, ", SpeculativeParams::kMaxDraft, "]");
     if (spec.mode == SpecMode::kMtp && !e.model->mtp())
-      fail("speculative mode 'mtp' needs a multi-token-prediction head, and this model has none (no mtp.* tensors)");
+      fail("speculative mode 'mtp' needs a multi-token-prediction head, and this model has none (no mtp.* tensors, no GGUF MTP block or --mtp sidecar)");
     if (spec.mode == SpecMode::kAuto || spec.mode == SpecMode::kMtp) e.mtp = e.model->mtp();
     e.defaults.speculative = spec;
     for (int64_t id : cfg.eos_token_ids) e.eos_ids.push_back(int32_t(id));
@@ -129,19 +155,31 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     ModelInfo& info = e.info;
     info.path = options.model_dir;
     info.name = std::filesystem::path(options.model_dir).lexically_normal().filename().string();
+    if (!folder) {  // "Qwen3.5-9B-Q4_K_M", also for its part "Qwen3.5-9B-Q4_K_M-00001-of-00003"
+      info.name = std::filesystem::path(options.model_dir).stem().string();
+      static const std::regex split_suffix("-[0-9]{5}-of-[0-9]{5}$");
+      info.name = std::regex_replace(info.name, split_suffix, "");
+    }
     if (info.name.empty() || info.name == ".")
       info.name = std::filesystem::absolute(options.model_dir).lexically_normal().parent_path().filename().string();
     info.vocab_size = cfg.text.vocab_size;
     info.context_size = e.context_size;
     info.max_position_embeddings = max_pos;
     info.has_vision = e.model->vision() != nullptr;
-    info.has_mtp = e.mtp != nullptr;
+    info.mtp_active = e.mtp != nullptr;
     info.num_layers = cfg.text.num_layers;
     info.hidden_size = cfg.text.hidden_size;
     info.weight_bytes = e.model->weight_bytes();
     info.weights = options.weights;
     info.kernels = std::string(e.compute.k->name);
     info.threads = e.pool->size();
+    info.format = e.model->is_gguf() ? "gguf" : "safetensors";
+    info.file_type = e.model->file_type();
+    info.file_bytes = e.model->is_gguf() ? e.model->gguf()->file_bytes() + (e.model->mmproj() ? e.model->mmproj()->file_bytes() : 0)
+                                         : uint64_t(e.model->checkpoint().total_bytes());
+    if (e.model->mmproj()) info.mmproj_path = e.model->mmproj()->path();
+    info.has_mtp = e.model->mtp() != nullptr;
+    if (const std::string w = chat_template_warning(options.model_dir); !w.empty()) info.warnings.push_back(w);
     progress("ready", 1.0);
     *status = Status::Ok();
     return engine;
@@ -166,6 +204,26 @@ std::vector<int32_t> Engine::tokenize(const std::string& text) const { return im
 
 std::string Engine::detokenize(const std::vector<int32_t>& ids, bool skip_special) const {
   return impl_->tokenizer->decode(ids, skip_special);
+}
+
+std::unique_ptr<PreparedChat> Engine::prepare_chat(const ChatRequest& request, Status* status) const {
+  try {
+    auto impl = std::make_unique<PreparedChat::Impl>();
+    impl->plan = plan_chat(*impl_, request);
+    if (impl->plan.size() + 1 > impl_->context_size) {
+      *status = Status::Error(StatusCode::kContextOverflow, "the prompt has " + std::to_string(impl->plan.size()) +
+                                                                " tokens but the context is " +
+                                                                std::to_string(impl_->context_size) + " tokens");
+      return nullptr;
+    }
+    *status = Status::Ok();
+    return std::make_unique<PreparedChat>(std::move(impl));
+  } catch (const ContextOverflow& e) {
+    *status = Status::Error(StatusCode::kContextOverflow, e.what());
+  } catch (const std::exception& e) {
+    *status = Status::Error(StatusCode::kInvalidArgument, e.what());
+  }
+  return nullptr;
 }
 
 Status Engine::render_chat(const ChatRequest& request, std::string* prompt) const {

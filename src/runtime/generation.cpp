@@ -43,18 +43,29 @@ Generation::Impl::Impl(Session::Impl& s, PromptPlan p, const SamplingParams& prm
   result.cached_tokens = next_prompt;
 }
 
-void Generation::Impl::compute_image_embeddings(int64_t from, int64_t to) {
+// Vision runs in slices, one per step(), so a server interleaves it with other requests' steps
+// and can cancel it between any two (a large image is many slices, not one long stall).
+bool Generation::Impl::vision_slice(int64_t from, int64_t to) {
   for (PromptImage& img : plan.images) {
     if (!img.embeddings.empty() || img.start + img.count <= from || img.start >= to) continue;
     const auto t0 = Clock::now();
-    img.embeddings = engine.model->vision()->encode(engine.compute, img.processed.pixel_values,
-                                                    std::span<const ImageGrid>(&img.processed.grid, 1));
-    if (int64_t(img.embeddings.size()) != img.count * engine.text_config().hidden_size)
-      fail("the vision tower returned ", img.embeddings.size() / size_t(engine.text_config().hidden_size),
-           " image tokens where the prompt has ", img.count);
-    std::vector<float>().swap(img.processed.pixel_values);  // no longer needed: give the memory back
+    const VisionTower& tower = *engine.model->vision();
+    if (!img.vision)
+      img.vision = std::make_shared<VisionRun>(tower, img.processed.pixel_values.data(),
+                                               int64_t(img.processed.pixel_values.size()) / tower.patch_dim(),
+                                               std::vector<ImageGrid>{img.processed.grid});
+    if (!img.vision->step(engine.compute)) {
+      img.embeddings = std::move(img.vision->output());
+      img.vision.reset();
+      if (int64_t(img.embeddings.size()) != img.count * engine.text_config().hidden_size)
+        fail("the vision tower returned ", img.embeddings.size() / size_t(engine.text_config().hidden_size),
+             " image tokens where the prompt has ", img.count);
+      std::vector<float>().swap(img.processed.pixel_values);  // no longer needed: give the memory back
+    }
     result.timings.vision_ms += ms_since(t0);
+    return true;
   }
+  return false;
 }
 
 void Generation::Impl::prefill_step() {
@@ -62,7 +73,7 @@ void Generation::Impl::prefill_step() {
   int64_t n = std::min<int64_t>(engine.options.prefill_block, P - next_prompt);
   for (int64_t point : plan.snapshot_points)
     if (point > next_prompt && point < next_prompt + n) n = point - next_prompt;
-  compute_image_embeddings(next_prompt, next_prompt + n);
+  if (vision_slice(next_prompt, next_prompt + n)) return;  // this step was a slice of vision
 
   const auto t0 = Clock::now();
   embed_buf.resize(size_t(n * H));

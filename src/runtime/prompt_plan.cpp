@@ -101,22 +101,32 @@ void finish_plan(const EngineImpl& engine, PromptPlan& plan, const std::vector<I
 
 }  // namespace
 
-std::string render_request(const EngineImpl& engine, const ChatRequest& request) {
+std::string render_request(const EngineImpl& engine, const ChatRequest& request,
+                           std::vector<std::pair<size_t, size_t>>* from_request) {
   ChatRenderOptions opts;
-  opts.add_generation_prompt = true;
+  // An assistant message last is the start of the reply (prefill): its turn stays open and the
+  // model continues it, instead of a new turn after it.
+  const bool prefill = !request.messages.empty() && request.messages.back().role == "assistant";
+  opts.add_generation_prompt = !prefill;
   opts.enable_thinking = request.enable_thinking.value_or(true);
   opts.add_vision_id = request.add_vision_id;
   if (!request.tools_json.empty()) {
     opts.tools = parse_json_limited<ojson>(request.tools_json);
     if (!opts.tools.is_array()) fail("tools must be an array");
   }
-  return render_chat(to_template_messages(request), opts);
+  std::string text = render_chat(to_template_messages(request), opts, from_request);
+  constexpr std::string_view kTurnEnd = "<|im_end|>\n";
+  if (prefill && text.ends_with(kTurnEnd)) text.resize(text.size() - kTurnEnd.size());
+  return text;
 }
 
 PromptPlan plan_chat(const EngineImpl& engine, const ChatRequest& request) {
   PromptPlan plan;
-  const std::string text = render_request(engine, request);
-  plan.ids = engine.tokenizer->encode(text);
+  std::vector<std::pair<size_t, size_t>> from_request;
+  const std::string text = render_request(engine, request, &from_request);
+  // What the request says is text, whatever it spells: only the template writes control tokens
+  // and image placeholders.
+  plan.ids = engine.tokenizer->encode_outside(text, from_request);
   plan.starts_in_reasoning = text.size() >= 8 && text.compare(text.size() - 8, 8, "<think>\n") == 0;
 
   const auto t0 = std::chrono::steady_clock::now();

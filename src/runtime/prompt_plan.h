@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "model/image_processor.h"
+#include "model/vision.h"
 #include "qwen35/engine.h"
 #include "runtime/engine_impl.h"
 
@@ -18,7 +20,8 @@ struct PromptImage {
   int64_t count = 0;   // its pad tokens
   uint64_t hash = 0;   // content hash (with the preprocessing settings)
   ProcessedImage processed;
-  std::vector<float> embeddings;  // [count, H], computed on demand
+  std::shared_ptr<VisionRun> vision;  // the vision tower's run while it is in progress
+  std::vector<float> embeddings;      // [count, H], computed on demand
 };
 
 struct PromptPlan {
@@ -47,7 +50,10 @@ class ContextOverflow : public Error {
 PromptPlan plan_chat(const EngineImpl& engine, const ChatRequest& request);
 // A raw prompt of ids (no template, no images).
 PromptPlan plan_completion(const EngineImpl& engine, const std::vector<int32_t>& ids);
-// The rendered prompt text of a chat request (the template only).
-std::string render_request(const EngineImpl& engine, const ChatRequest& request);
+// The rendered prompt text of a chat request (the template only). An assistant message last is
+// continued (its turn is left open). With `from_request`, the byte ranges of the text that came
+// from the request (see render_chat).
+std::string render_request(const EngineImpl& engine, const ChatRequest& request,
+                           std::vector<std::pair<size_t, size_t>>* from_request = nullptr);
 
 }  // namespace qwen35

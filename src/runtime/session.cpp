@@ -100,6 +100,11 @@ std::unique_ptr<Generation> Session::start_chat(const ChatRequest& request, cons
   return start(*impl_, [&] { return plan_chat(impl_->engine, request); }, params, std::move(on_event), status);
 }
 
+std::unique_ptr<Generation> Session::start_prepared(PreparedChat&& chat, const SamplingParams& params,
+                                                    EventCallback on_event, Status* status) {
+  return start(*impl_, [&] { return std::move(chat.impl().plan); }, params, std::move(on_event), status);
+}
+
 std::unique_ptr<Generation> Session::start_completion(const std::vector<int32_t>& prompt, const SamplingParams& params,
                                                       EventCallback on_event, Status* status) {
   if (prompt.empty()) {
@@ -150,6 +155,12 @@ void Session::reset() {
   if (impl_->busy) fail("Session::reset while a generation is running");
   impl_->seq.reset();
 }
+
+PreparedChat::PreparedChat(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PreparedChat::~PreparedChat() = default;
+PreparedChat::PreparedChat(PreparedChat&&) noexcept = default;
+PreparedChat& PreparedChat::operator=(PreparedChat&&) noexcept = default;
+const std::vector<int32_t>& PreparedChat::tokens() const { return impl_->plan.ids; }
 
 Snapshot::Snapshot(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Snapshot::~Snapshot() = default;

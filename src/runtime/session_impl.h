@@ -36,6 +36,10 @@ struct Snapshot::Impl {
   std::shared_ptr<const SnapshotData> data;
 };
 
+struct PreparedChat::Impl {
+  PromptPlan plan;
+};
+
 struct Generation::Impl {
   Impl(Session::Impl& session, PromptPlan plan, const SamplingParams& params, EventCallback on_event);
 
@@ -49,7 +53,9 @@ struct Generation::Impl {
   bool handle_token(int32_t token, TokenLogprob* logprob);
   void finish(StopReason reason);
   bool emit(std::vector<OutputPiece>& pieces, std::vector<TokenLogprob>* logprobs);
-  void compute_image_embeddings(int64_t from, int64_t to);
+  // One slice of vision for the first image of [from, to) still without embeddings; false
+  // when every image there has them.
+  bool vision_slice(int64_t from, int64_t to);
 
   Session::Impl& session;
   const EngineImpl& engine;

@@ -1,15 +1,16 @@
 // The generating endpoints: POST /v1/chat/completions and POST /v1/completions.
 //
-// A handler parses and validates the body (ApiError on any problem, before anything is queued),
-// submits a job to the worker and waits for it to leave the queue, watching the client's
-// connection. Non-streaming: waits for the end and answers one JSON object. Streaming: answers
-// 200 text/event-stream and moves the job's events to the socket as SSE chunks; a failed write
-// or a closed connection cancels the generation.
+// A handler runs on a request thread (RequestPool): it parses and validates the body (ApiError
+// on any problem, before anything is queued), prepares the prompt (template, tokens, images
+// decoded and preprocessed, exact length checked against the context), submits a job to the
+// worker and hands it to answer_job(), which answers as the job runs (job_answer.h). No thread
+// waits for the generation.
 #pragma once
 
-#include <httplib.h>
+#include <memory>
 
 #include "qwen35/engine.h"
+#include "server/http_message.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/worker.h"
@@ -23,7 +24,7 @@ struct ApiContext {
 };
 
 // Both throw ApiError for a bad request; the caller turns it into the error answer.
-void handle_chat_completions(const ApiContext& ctx, const httplib::Request& req, httplib::Response& res);
-void handle_completions(const ApiContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_chat_completions(const ApiContext& ctx, const HttpRequest& req, std::shared_ptr<Responder> res);
+void handle_completions(const ApiContext& ctx, const HttpRequest& req, std::shared_ptr<Responder> res);
 
 }  // namespace qwen35::server

@@ -1,66 +1,56 @@
 #include "server/http_server.h"
 
-#include <sys/socket.h>
-
 #include <chrono>
-
-#include <httplib.h>
 
 #include "server/api_error.h"
 #include "server/api_handlers.h"
-#include "server/connection_watch.h"
+#include "server/http_transport.h"
+#include "server/job_answer.h"
+#include "server/model_card.h"
 #include "server/openai_response.h"
 #include "server/remote_image.h"
+#include "server/request_pool.h"
 #include "server/ui_assets.h"
 
 namespace qwen35::server {
 namespace {
 
 using json = nlohmann::ordered_json;
-using httplib::Request;
-using httplib::Response;
-using HandlerResponse = httplib::Server::HandlerResponse;
 
-void send_json(Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(dump_json(body), "application/json");
+HttpResponse json_response(int status, const json& body) {
+  HttpResponse r;
+  r.status = status;
+  r.body = dump_json(body);
+  r.set_header("Content-Type", "application/json");
+  return r;
 }
 
-void send_error(Response& res, const ApiError& e) {
-  send_json(res, e.status, error_json(e));
-  if (e.status == 503) res.set_header("Retry-After", "1");
-}
-
-bool is_api_path(const std::string& path) { return path == "/v1" || path.rfind("/v1/", 0) == 0; }
-
-// A fixed label per route, so /metrics has a bounded set of series whatever clients request.
-std::string endpoint_label(const Request& req) {
-  const std::string& p = req.path;
-  for (const char* known : {"/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions"})
-    if (p == known) return p;
-  if (p.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
-  if (is_api_path(p)) return "/v1/other";
-  if (req.method == "GET" && find_ui_asset(p)) return "ui";
-  return "other";
-}
-
-const char* default_message(int status) {
-  switch (status) {
-    case 400: return "bad request";
-    case 404: return "not found";
-    case 405: return "method not allowed";
-    case 413: return "the request body is too large";
-    case 414: return "the request URI is too long";
-    default: return status >= 500 ? "internal server error" : "request failed";
+// "%41b" -> "Ab"; malformed escapes stay as they are.
+std::string percent_decoded(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    auto hex = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; };
+    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+      out += char(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
   }
+  return out;
 }
 
-const char* default_code(int status) {
-  switch (status) {
-    case 404: return "not_found";
-    case 413: return "request_too_large";
-    default: return "";
-  }
+HttpLimits limits_of(const ServerOptions& o) {
+  HttpLimits l;
+  l.max_header_bytes = o.max_header_bytes;
+  l.max_body_bytes = o.max_body_bytes;
+  l.max_body_bytes_in_flight = o.max_body_bytes_in_flight ? o.max_body_bytes_in_flight : 4 * o.max_body_bytes;
+  l.header_timeout = o.header_timeout;
+  l.body_timeout = o.body_timeout;
+  l.idle_timeout = o.idle_timeout;
+  l.write_timeout = o.write_timeout;
+  l.max_connections = o.max_connections;
+  return l;
 }
 
 }  // namespace
@@ -69,59 +59,33 @@ struct HttpServer::Api {
   ApiContext ctx;
 };
 
-bool api_key_matches(const std::string& presented, const std::string& expected) {
-  // Same work whatever the first difference: every byte of the longer string is compared.
-  const size_t n = std::max(presented.size(), expected.size());
-  unsigned diff = presented.size() == expected.size() ? 0u : 1u;
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char a = i < presented.size() ? static_cast<unsigned char>(presented[i]) : 0;
-    const unsigned char b = i < expected.size() ? static_cast<unsigned char>(expected[i]) : 0;
-    diff |= unsigned(a ^ b);
-  }
-  return diff == 0 && !expected.empty();
-}
-
-HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)), http_(std::make_unique<httplib::Server>()) {
-  const size_t threads = options_.http_threads > 0
-                             ? size_t(options_.http_threads)
-                             : size_t(std::max(1, options_.worker.parallel)) + options_.worker.max_queue + 8;
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  // SO_REUSEADDR only: httplib's default SO_REUSEPORT would let a second server bind the same
-  // port and silently share its connections.
-  http_->set_socket_options([](int sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-  http_->set_payload_max_length(options_.max_body_bytes);
-  http_->set_read_timeout(30, 0);   // a large image body on a slow link
-  http_->set_write_timeout(30, 0);  // a stalled reader fails the write, which cancels its stream
-  http_->set_keep_alive_timeout(5);
-  setup_routes();
+HttpServer::HttpServer(ServerOptions options)
+    : options_(std::move(options)),
+      router_(AccessPolicy{options_.api_key, options_.cors_origins, [this] { return ready(); }}) {
+  add_routes();
+  HttpTransport::Handlers h;
+  h.screen = [this](const HttpRequest& head) { return router_.screen(head); };
+  h.dispatch = [this](HttpRequest request, std::shared_ptr<Responder> responder) {
+    router_.dispatch(std::move(request), std::move(responder));
+  };
+  h.answered = [this](const HttpRequest& head, int status) { metrics_.count_request(router_.label(head), status); };
+  transport_ = std::make_unique<HttpTransport>(limits_of(options_), std::move(h));
+  // Waiting room: as many generating requests as the worker could take, and some more.
+  const size_t waiting = size_t(std::max(1, options_.worker.parallel)) + options_.worker.max_queue + 16;
+  pool_ = std::make_unique<RequestPool>(std::max(1, options_.request_threads), waiting);
 }
 
 HttpServer::~HttpServer() { stop(); }
 
+size_t HttpServer::max_connections() const { return transport_->limits().max_connections; }
+
 bool HttpServer::bind(std::string* error) {
-  if (options_.port == 0) {
-    port_ = http_->bind_to_any_port(options_.host);
-  } else {
-    port_ = http_->bind_to_port(options_.host, options_.port) ? options_.port : -1;
-  }
-  if (port_ <= 0) {
-    if (error)
-      *error = "cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
-               " (address in use, not permitted, or not an address of this machine)";
-    return false;
-  }
+  if (!transport_->bind(options_.host, options_.port, error)) return false;
+  port_ = transport_->port();
   return true;
 }
 
-void HttpServer::start() {
-  listener_ = std::thread([this] { http_->listen_after_bind(); });
-  // httplib's stop() does nothing before the listener runs; wait so that a stop() right after
-  // start() cannot leave the listener blocked in accept().
-  for (int i = 0; i < 5000 && !http_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-}
+void HttpServer::start() { transport_->start(); }
 
 void HttpServer::set_engine(std::unique_ptr<Engine> engine) {
   std::lock_guard<std::mutex> lock(stop_mu_);
@@ -149,68 +113,52 @@ void HttpServer::stop() {
   if (stopped_) return;
   stopped_ = true;
   if (worker_) worker_->stop();  // running streams end with an error event, queued requests with 503
-  http_->stop();
-  // Threads idle in keep-alive would otherwise wait for their timeout before the join returns.
-  if (port_ > 0) end_idle_connections(port_);
-  if (listener_.joinable()) listener_.join();
+  pool_->stop();                 // requests being parsed find the worker stopped: 503
+  transport_->stop();            // answers in progress are written, then every connection closes
 }
 
-void HttpServer::setup_routes() {
-  httplib::Server& s = *http_;
-
-  // Runs before the body is read: a request without the key costs no upload.
-  s.set_pre_routing_handler([this](const Request& req, Response& res) {
-    if (!is_api_path(req.path)) return HandlerResponse::Unhandled;
-    if (!options_.api_key.empty()) {
-      const std::string auth = req.get_header_value("Authorization");
-      const bool bearer = auth.size() > 7 && (auth.rfind("Bearer ", 0) == 0 || auth.rfind("bearer ", 0) == 0);
-      if (!api_key_matches(bearer ? auth.substr(7) : std::string(), options_.api_key)) {
-        send_error(res, ApiError(401,
-                                 auth.empty() ? "missing API key: send the header 'Authorization: Bearer <key>'"
-                                              : "incorrect API key",
-                                 "invalid_request_error", "", "invalid_api_key"));
-        return HandlerResponse::Handled;
-      }
-    }
-    if (!ready()) {
-      send_error(res, ApiError(503, "the model is still loading", "unavailable_error", "", "model_loading"));
-      return HandlerResponse::Handled;
-    }
-    return HandlerResponse::Unhandled;
-  });
-
-  // Fills an empty error answer (unknown route, body over the limit, malformed HTTP) with the
-  // error object; answers that already have a body are left alone.
-  s.set_error_handler(httplib::Server::HandlerWithResponse([](const Request& req, Response& res) {
-    if (!res.body.empty() || res.status < 400) return HandlerResponse::Unhandled;
-    std::string message = default_message(res.status);
-    if (res.status == 404) message = "no route for " + req.method + " " + req.path;
-    send_json(res, res.status, error_json(res.status, message, "", "", default_code(res.status)));
-    return HandlerResponse::Handled;
-  }));
-
-  s.set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
-    std::string what = "internal error";
+void HttpServer::run_generating(HttpRequest request, std::shared_ptr<Responder> responder, bool chat) {
+  auto task = [this, request = std::move(request), responder, chat] {
     try {
-      if (ep) std::rethrow_exception(ep);
+      if (chat) handle_chat_completions(api_->ctx, request, responder);
+      else handle_completions(api_->ctx, request, responder);
+    } catch (const ApiError& e) {
+      responder->respond(error_response(e));
     } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
+      responder->respond(error_response(ApiError(500, e.what(), "server_error", "", "internal_error")));
     }
-    send_error(res, ApiError(500, what, "server_error", "", "internal_error"));
-  });
+  };
+  if (!pool_->submit(std::move(task)))
+    responder->respond(error_response(
+        ApiError(503, "the server is busy; try again later", "unavailable_error", "", "queue_full")));
+}
 
-  s.set_logger([this](const Request& req, const Response& res) { metrics_.count_request(endpoint_label(req), res.status); });
+void HttpServer::add_routes() {
+  using Route = Router::Route;
+  auto route = [&](std::string path, std::vector<std::string> methods, bool guarded, bool needs_model, bool json_body,
+                   Router::Handler handler, bool prefix = false, std::string label = "") {
+    Route r;
+    r.label = label.empty() ? path : label;
+    r.path = std::move(path);
+    r.prefix = prefix;
+    r.methods = std::move(methods);
+    r.guarded = guarded;
+    r.needs_model = needs_model;
+    r.json_body = json_body;
+    r.handler = std::move(handler);
+    router_.add(std::move(r));
+  };
 
-  s.Get("/health", [this](const Request&, Response& res) {
-    if (ready()) return send_json(res, 200, json{{"status", "ok"}});
+  route("/health", {"GET"}, false, false, false, [this](HttpRequest, std::shared_ptr<Responder> res) {
+    if (ready()) return res->respond(json_response(200, json{{"status", "ok"}}));
     json body = error_json(503, "the model is still loading", "unavailable_error", "", "model_loading");
     body["status"] = "loading";
-    send_json(res, 503, body);
-    res.set_header("Retry-After", "1");
+    HttpResponse r = json_response(503, body);
+    r.set_header("Retry-After", "1");
+    res->respond(std::move(r));
   });
 
-  s.Get("/metrics", [this](const Request&, Response& res) {
+  route("/metrics", {"GET"}, true, false, false, [this](HttpRequest, std::shared_ptr<Responder> res) {
     MetricGauges g;
     g.model_loaded = ready();
     g.parallel = options_.worker.parallel;
@@ -224,63 +172,54 @@ void HttpServer::setup_routes() {
       g.cache_budget_bytes = int64_t(c.budget());
       g.cache_entries = int64_t(c.entries());
     }
-    res.set_content(metrics_.render(g), "text/plain; version=0.0.4; charset=utf-8");
+    HttpResponse r;
+    r.body = metrics_.render(g);
+    r.set_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+    res->respond(std::move(r));
   });
 
   auto model_json = [this] {
     const ModelInfo& info = engine_->info();
+    json meta = model_meta(info);
+    meta["parallel"] = options_.worker.parallel;
     return json{{"id", info.name},
                 {"object", "model"},
                 {"created", created_},
                 {"owned_by", "qwen35"},
-                {"meta",
-                 {{"context_size", info.context_size},
-                  {"has_vision", info.has_vision},
-                  {"vocab_size", info.vocab_size},
-                  {"num_layers", info.num_layers},
-                  {"hidden_size", info.hidden_size},
-                  {"weight_bytes", info.weight_bytes},
-                  {"kernels", info.kernels},
-                  {"parallel", options_.worker.parallel}}}};
+                {"meta", std::move(meta)}};
   };
-  s.Get("/v1/models", [model_json](const Request&, Response& res) {
-    send_json(res, 200, json{{"object", "list"}, {"data", json::array({model_json()})}});
+  route("/v1/models", {"GET"}, true, true, false, [model_json](HttpRequest, std::shared_ptr<Responder> res) {
+    res->respond(json_response(200, json{{"object", "list"}, {"data", json::array({model_json()})}}));
   });
-  s.Get(R"(/v1/models/(.+))", [this, model_json](const Request& req, Response& res) {
-    const std::string id = req.matches[1];
-    if (id != engine_->info().name)
-      return send_error(res, ApiError(404, "The model '" + id + "' does not exist", "invalid_request_error", "model",
-                                      "model_not_found"));
-    send_json(res, 200, model_json());
+  route(
+      "/v1/models/", {"GET"}, true, true, false,
+      [this, model_json](HttpRequest req, std::shared_ptr<Responder> res) {
+        const std::string id = percent_decoded(req.path.substr(std::string("/v1/models/").size()));
+        if (id != engine_->info().name)
+          return res->respond(error_response(ApiError(404, "The model '" + id + "' does not exist",
+                                                      "invalid_request_error", "model", "model_not_found")));
+        res->respond(json_response(200, model_json()));
+      },
+      /*prefix=*/true, "/v1/models/{id}");
+  route("/v1/chat/completions", {"POST"}, true, true, true, [this](HttpRequest req, std::shared_ptr<Responder> res) {
+    run_generating(std::move(req), std::move(res), /*chat=*/true);
   });
-
-  auto guarded = [](auto handler) {
-    return [handler](const Request& req, Response& res) {
-      try {
-        handler(req, res);
-      } catch (const ApiError& e) {
-        send_error(res, e);
-      } catch (const std::exception& e) {
-        send_error(res, ApiError(500, e.what(), "server_error", "", "internal_error"));
-      }
-    };
-  };
-  s.Post("/v1/chat/completions",
-         guarded([this](const Request& req, Response& res) { handle_chat_completions(api_->ctx, req, res); }));
-  s.Post("/v1/completions", guarded([this](const Request& req, Response& res) { handle_completions(api_->ctx, req, res); }));
+  route("/v1/completions", {"POST"}, true, true, true, [this](HttpRequest req, std::shared_ptr<Responder> res) {
+    run_generating(std::move(req), std::move(res), /*chat=*/false);
+  });
 
   // The web UI: exact embedded names only (no file system, so no traversal).
-  s.Get(R"(/.*)", [](const Request& req, Response& res) {
-    if (!is_api_path(req.path)) {
-      if (const UiAsset* a = find_ui_asset(req.path)) {
-        res.set_content(std::string(a->data), std::string(a->content_type));
-        res.set_header("Cache-Control", "no-cache");
-        res.set_header("X-Content-Type-Options", "nosniff");
-        return;
-      }
-    }
-    send_error(res, ApiError(404, "no route for GET " + req.path, "invalid_request_error", "", "not_found"));
-  });
+  auto asset = [](HttpRequest req, std::shared_ptr<Responder> res) {
+    const UiAsset* a = find_ui_asset(req.path);
+    HttpResponse r;
+    r.body = std::string(a->data);
+    r.set_header("Content-Type", std::string(a->content_type));
+    r.set_header("Cache-Control", "no-cache");
+    r.set_header("X-Content-Type-Options", "nosniff");
+    res->respond(std::move(r));
+  };
+  route("/", {"GET"}, false, false, false, asset, false, "ui");
+  for (std::string_view path : ui_asset_paths()) route(std::string(path), {"GET"}, false, false, false, asset, false, "ui");
 }
 
 }  // namespace qwen35::server

@@ -2,6 +2,7 @@
 
 #include "core/json_parse.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -188,19 +189,83 @@ void parse_thinking(const json& body, ChatRequest& chat) {
   }
 }
 
+constexpr size_t kMaxTools = 128;  // as OpenAI's API
+
+// tools: [{"type": "function", "function": {"name", "description"?, "parameters"?}}]. Malformed
+// entries are 400 (the template would otherwise render whatever came).
+void check_tools(const json& tools) {
+  if (!tools.is_array()) wrong_type("tools", "an array", tools);
+  if (tools.size() > kMaxTools)
+    bad_field("tools", "tools has " + std::to_string(tools.size()) + " entries, the limit is " + std::to_string(kMaxTools),
+              "invalid_value");
+  std::vector<std::string> names;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const std::string at = "tools[" + std::to_string(i) + "]";
+    const json& t = tools[i];
+    if (!t.is_object()) wrong_type(at, "an object", t);
+    if (const json* type = field(t, "type")) {
+      if (!type->is_string()) wrong_type(at + ".type", "a string", *type);
+      if (*type != "function")
+        bad_field(at + ".type", at + ".type must be \"function\", got \"" + type->get<std::string>() + "\"", "invalid_value");
+    }
+    const json* fn = field(t, "function");
+    if (!fn) bad_field(at + ".function", at + ".function is required", "missing_field");
+    if (!fn->is_object()) wrong_type(at + ".function", "an object", *fn);
+    const json* name = field(*fn, "name");
+    if (!name) bad_field(at + ".function.name", at + ".function.name is required", "missing_field");
+    if (!name->is_string()) wrong_type(at + ".function.name", "a string", *name);
+    const std::string n = name->get<std::string>();
+    if (n.empty() || n.size() > 256)
+      bad_field(at + ".function.name", at + ".function.name must have 1 to 256 characters", "invalid_value");
+    if (std::find(names.begin(), names.end(), n) != names.end())
+      bad_field(at + ".function.name", "two tools are named '" + n + "'", "invalid_value");
+    names.push_back(n);
+    if (const json* d = field(*fn, "description"); d && !d->is_string()) wrong_type(at + ".function.description", "a string", *d);
+    if (const json* p = field(*fn, "parameters"); p && !p->is_object())
+      wrong_type(at + ".function.parameters", "an object (a JSON Schema)", *p);
+  }
+}
+
+// tool_choice: "none" | "auto" | "required" | {"type": "function", "function": {"name"}}.
+// "none" offers no tools; a named function is the only one offered. "required" cannot be
+// enforced without constrained decoding: the tools are offered as with "auto".
 void parse_tools(const json& body, ChatRequest& chat, json& offered) {
   const json* tools = field(body, "tools");
-  if (!tools) return;
-  if (!tools->is_array()) wrong_type("tools", "an array", *tools);
-  for (size_t i = 0; i < tools->size(); ++i)
-    if (!(*tools)[i].is_object()) wrong_type("tools[" + std::to_string(i) + "]", "an object", (*tools)[i]);
-  if (const json* choice = field(body, "tool_choice")) {
-    if (!choice->is_string() && !choice->is_object()) wrong_type("tool_choice", "a string or an object", *choice);
-    if (choice->is_string() && *choice == "none") return;  // the model is not to call tools: do not offer them
+  if (tools) check_tools(*tools);
+  const json* choice = field(body, "tool_choice");
+  std::string only;  // the function tool_choice names
+  if (choice) {
+    if (choice->is_string()) {
+      const std::string c = choice->get<std::string>();
+      if (c != "none" && c != "auto" && c != "required")
+        bad_field("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or a function, got \"" + c + "\"",
+                  "invalid_value");
+      if (c == "none") return;  // the model is not to call tools: do not offer them
+      if (c == "required" && (!tools || tools->empty()))
+        bad_field("tool_choice", "tool_choice \"required\" needs tools", "invalid_value");
+    } else if (choice->is_object()) {
+      const json* type = field(*choice, "type");
+      const json* fn = field(*choice, "function");
+      const json* name = fn && fn->is_object() ? field(*fn, "name") : nullptr;
+      if (!type || *type != "function" || !name || !name->is_string())
+        bad_field("tool_choice", "tool_choice must be {\"type\": \"function\", \"function\": {\"name\": ...}}",
+                  "invalid_value");
+      only = name->get<std::string>();
+      bool known = false;
+      for (const json& t : tools ? *tools : json::array()) known |= t["function"]["name"] == only;
+      if (!known) bad_field("tool_choice", "tool_choice names '" + only + "', which is not in tools", "invalid_value");
+    } else {
+      wrong_type("tool_choice", "a string or an object", *choice);
+    }
   }
-  if (tools->empty()) return;
-  chat.tools_json = tools->dump();
-  offered = *tools;
+  if (const json* p = field(body, "parallel_tool_calls"); p && !p->is_boolean())
+    wrong_type("parallel_tool_calls", "a boolean", *p);
+  if (!tools || tools->empty()) return;
+  json list = json::array();
+  for (const json& t : *tools)
+    if (only.empty() || t["function"]["name"] == only) list.push_back(t);
+  chat.tools_json = list.dump();
+  offered = std::move(list);
 }
 
 }  // namespace
@@ -208,7 +273,9 @@ void parse_tools(const json& body, ChatRequest& chat, json& offered) {
 json parse_json_body(const std::string& body) {
   json doc;
   try {
-    doc = parse_json_limited<json>(body);
+    JsonLimits limits;
+    limits.max_values = kMaxBodyValues;
+    doc = parse_json_limited<json>(body, limits);
   } catch (const Error& e) {
     throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what(), "invalid_request_error", "",
                    "invalid_json");
@@ -219,14 +286,9 @@ json parse_json_body(const std::string& body) {
   return doc;
 }
 
-void check_model(const json& body, const std::string& model_id) {
+void check_model(const json& body, const std::string&) {
   const json* v = field(body, "model");
-  if (!v) return;
-  if (!v->is_string()) wrong_type("model", "a string", *v);
-  const std::string name = v->get<std::string>();
-  if (name.empty() || name == model_id) return;
-  throw ApiError(404, "The model '" + name + "' does not exist; this server serves '" + model_id + "'",
-                 "invalid_request_error", "model", "model_not_found");
+  if (v && !v->is_string()) wrong_type("model", "a string", *v);
 }
 
 ChatCompletionRequest parse_chat_completion(const json& body, const SamplingParams& defaults,

@@ -1,6 +1,6 @@
 // OpenAI request bodies -> public request types. Every problem is an ApiError naming the field
 // (param) with code "invalid_json", "invalid_type", "invalid_value", "missing_field",
-// "model_not_found", ...; unknown extra fields are ignored, as OpenAI-compatible servers do.
+// ...; unknown extra fields are ignored, as OpenAI-compatible servers do.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,7 @@
 namespace qwen35::server {
 
 struct RequestPolicy {
-  std::string model_id;         // the one served model; "" or this id is accepted, others are 404
+  std::string model_id;         // the one served model: answers name it whatever `model` said
   ImageSourcePolicy images;     // data: URLs always; http(s) with --allow-remote-images
   size_t max_images = 16;       // images per request
   size_t max_stop = 16;         // stop strings per request
@@ -39,11 +39,17 @@ struct CompletionRequest {
   bool echo = false;                // prepend the prompt text to the answer
 };
 
+// Values (of any kind) a request body may hold: a long conversation or a prompt of token ids
+// fits many times over; what a body costs in memory after parsing stays a small multiple of it.
+constexpr size_t kMaxBodyValues = size_t(1) << 20;
+
 // Parses a request body as JSON with key order kept (tool arguments reach the template as
-// written); throws 400 "invalid_json" when it is not a JSON object.
+// written), in time linear in its size, nested at most 64 deep, at most 4096 keys per object
+// and kMaxBodyValues values; throws 400 "invalid_json" otherwise or when it is not an object.
 nlohmann::ordered_json parse_json_body(const std::string& body);
 
-// Throws 404 "model_not_found" unless `model` is absent, null, "" or the served id.
+// `model` may name anything (a single-model server serves its model under any name, as
+// llama-server and ollama do); only a `model` that is not a string is 400.
 void check_model(const nlohmann::ordered_json& body, const std::string& model_id);
 
 // POST /v1/chat/completions. `defaults` are the model's sampling defaults.

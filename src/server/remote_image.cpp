@@ -1,12 +1,138 @@
 #include "server/remote_image.h"
 
 #include <chrono>
+#include <optional>
 
-#include <httplib.h>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 
 #include "core/error.h"
 
 namespace qwen35::server {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+struct Origin {
+  bool https = false;
+  std::string host;  // without brackets
+  std::string port;
+};
+
+Origin parse_origin(const std::string& origin, const std::string& url) {
+  Origin o;
+  o.https = origin.rfind("https://", 0) == 0;
+  std::string rest = origin.substr(o.https ? 8 : 7);
+  if (!rest.empty() && rest[0] == '[') {
+    const size_t close = rest.find(']');
+    if (close == std::string::npos) fail("image URL '", url, "' has a malformed host");
+    o.host = rest.substr(1, close - 1);
+    rest = rest.substr(close + 1);
+    if (!rest.empty() && rest[0] != ':') fail("image URL '", url, "' has a malformed host");
+    o.port = rest.empty() ? "" : rest.substr(1);
+  } else {
+    const size_t colon = rest.rfind(':');
+    o.host = rest.substr(0, colon);
+    o.port = colon == std::string::npos ? "" : rest.substr(colon + 1);
+  }
+  if (o.port.empty()) o.port = o.https ? "443" : "80";
+  for (char c : o.port)
+    if (c < '0' || c > '9') fail("image URL '", url, "' has a malformed port");
+  if (o.host.empty()) fail("image URL '", url, "' has no host");
+  return o;
+}
+
+// One GET: the status, the Location of a redirect, or the body (at most max_bytes).
+struct Answer {
+  unsigned status = 0;
+  std::string location;
+  std::vector<uint8_t> body;
+  std::string error;  // set when the download failed
+};
+
+template <typename Stream>
+asio::awaitable<void> exchange(Stream& stream, beast::tcp_stream& tcp, const Origin& o, const std::string& target,
+                               size_t max_bytes, const RemoteImageLimits& limits, Answer& a) {
+  http::request<http::empty_body> req{http::verb::get, target, 11};
+  req.set(http::field::host, o.host);
+  req.set(http::field::accept, "image/*");
+  req.set(http::field::user_agent, "qwen35");
+  tcp.expires_after(std::chrono::seconds(limits.read_timeout_s));
+  co_await http::async_write(stream, req, asio::use_awaitable);
+
+  beast::flat_buffer buffer;
+  http::response_parser<http::vector_body<uint8_t>> parser;
+  parser.header_limit(16 << 10);
+  parser.body_limit(boost::none);  // checked below, to say how large the image is
+  tcp.expires_after(std::chrono::seconds(limits.read_timeout_s));
+  co_await http::async_read_header(stream, buffer, parser, asio::use_awaitable);
+  const auto& head = parser.get();
+  a.status = head.result_int();
+  if (a.status >= 300 && a.status < 400) {
+    a.location = std::string(head[http::field::location]);
+    co_return;
+  }
+  if (a.status != 200) co_return;
+  if (const auto ce = head[http::field::content_encoding]; !ce.empty() && !beast::iequals(ce, "identity")) {
+    a.error = "the server sent a compressed answer (" + std::string(ce) + ")";
+    co_return;
+  }
+  if (const auto len = parser.content_length(); len && *len > max_bytes) {
+    a.error = "the image is " + std::to_string(*len) + " bytes, over the limit of " + std::to_string(max_bytes);
+    co_return;
+  }
+  parser.body_limit(max_bytes);
+  while (!parser.is_done()) {
+    tcp.expires_after(std::chrono::seconds(limits.read_timeout_s));
+    boost::system::error_code ec;
+    co_await http::async_read_some(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec == http::error::body_limit) {
+      a.error = "the image is larger than the limit of " + std::to_string(max_bytes) + " bytes";
+      co_return;
+    }
+    if (ec) throw boost::system::system_error(ec);
+  }
+  a.body = std::move(parser.get().body());
+}
+
+asio::awaitable<void> get(const Origin& o, const std::string& target, size_t max_bytes, const RemoteImageLimits& limits,
+                          asio::ssl::context* tls, Answer& a) {
+  auto ex = co_await asio::this_coro::executor;
+  tcp::resolver resolver(ex);
+  const auto endpoints = co_await resolver.async_resolve(o.host, o.port, asio::use_awaitable);
+  if (!o.https) {
+    beast::tcp_stream tcp(ex);
+    tcp.expires_after(std::chrono::seconds(limits.connect_timeout_s));
+    co_await tcp.async_connect(endpoints, asio::use_awaitable);
+    co_await exchange(tcp, tcp, o, target, max_bytes, limits, a);
+    co_return;
+  }
+  beast::ssl_stream<beast::tcp_stream> tls_stream(ex, *tls);
+  if (!SSL_set_tlsext_host_name(tls_stream.native_handle(), o.host.c_str()))
+    throw boost::system::system_error(boost::system::error_code(int(::ERR_get_error()), asio::error::get_ssl_category()));
+  tls_stream.set_verify_callback(asio::ssl::host_name_verification(o.host));
+  beast::tcp_stream& tcp = beast::get_lowest_layer(tls_stream);
+  tcp.expires_after(std::chrono::seconds(limits.connect_timeout_s));
+  co_await tcp.async_connect(endpoints, asio::use_awaitable);
+  tcp.expires_after(std::chrono::seconds(limits.connect_timeout_s));
+  co_await tls_stream.async_handshake(asio::ssl::stream_base::client, asio::use_awaitable);
+  co_await exchange(tls_stream, tcp, o, target, max_bytes, limits, a);
+}
+
+}  // namespace
 
 SplitUrl split_url(const std::string& url) {
   size_t scheme_end = 0;
@@ -29,53 +155,40 @@ SplitUrl split_url(const std::string& url) {
 }
 
 std::vector<uint8_t> fetch_remote_image(const std::string& url, size_t max_bytes, const RemoteImageLimits& limits) {
-  using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::seconds(limits.total_timeout_s);
   std::string current = url;
   for (int hop = 0; hop <= limits.max_redirects; ++hop) {
     const SplitUrl u = split_url(current);
-    httplib::Client client(u.origin);
-    if (!client.is_valid()) fail("cannot fetch image '", url, "': unsupported URL");
-    client.set_connection_timeout(limits.connect_timeout_s, 0);
-    client.set_read_timeout(limits.read_timeout_s, 0);
-    client.set_write_timeout(limits.read_timeout_s, 0);
-    client.set_follow_location(false);  // redirects are followed below, each one checked again
-
-    std::vector<uint8_t> bytes;
-    std::string error;
-    int status = 0;
-    std::string location;
-    auto on_response = [&](const httplib::Response& r) {
-      status = r.status;
-      if (r.status >= 300 && r.status < 400) {
-        location = r.get_header_value("Location");
-        return false;
+    const Origin o = parse_origin(u.origin, url);
+    std::optional<asio::ssl::context> tls;
+    if (o.https) {
+      tls.emplace(asio::ssl::context::tls_client);
+      tls->set_default_verify_paths();
+      tls->set_verify_mode(asio::ssl::verify_peer);
+    }
+    asio::io_context ioc;
+    Answer a;
+    bool finished = false;
+    std::string failure;
+    asio::co_spawn(ioc, get(o, u.path, max_bytes, limits, tls ? &*tls : nullptr, a), [&](std::exception_ptr ep) {
+      finished = true;
+      if (!ep) return;
+      try {
+        std::rethrow_exception(ep);
+      } catch (const boost::system::system_error& e) {
+        failure = e.code() == beast::error::timeout ? "no answer in time" : e.code().message();
+      } catch (const std::exception& e) {
+        failure = e.what();
       }
-      if (r.status != 200) return false;
-      if (r.has_header("Content-Length")) {
-        const std::string len = r.get_header_value("Content-Length");
-        if (!len.empty() && len.size() < 20 && std::stoull(len) > max_bytes) {
-          error = "the image is " + len + " bytes, over the limit of " + std::to_string(max_bytes);
-          return false;
-        }
-      }
-      return true;
-    };
-    auto on_data = [&](const char* data, size_t n) {
-      if (Clock::now() > deadline) {
-        error = "the download took longer than " + std::to_string(limits.total_timeout_s) + " s";
-        return false;
-      }
-      if (bytes.size() + n > max_bytes) {
-        error = "the image is larger than the limit of " + std::to_string(max_bytes) + " bytes";
-        return false;
-      }
-      bytes.insert(bytes.end(), data, data + n);
-      return true;
-    };
-    httplib::Result res = client.Get(u.path, httplib::Headers{{"Accept", "image/*"}}, on_response, on_data);
-    if (!error.empty()) fail("cannot fetch image '", url, "': ", error);
-    if (!location.empty()) {
+    });
+    const auto left = deadline - Clock::now();
+    if (left > Clock::duration::zero()) ioc.run_for(left);
+    if (!finished)
+      fail("cannot fetch image '", url, "': the download took longer than ", limits.total_timeout_s, " s");
+    if (!failure.empty()) fail("cannot fetch image '", url, "': ", failure);
+    if (!a.error.empty()) fail("cannot fetch image '", url, "': ", a.error);
+    if (a.status >= 300 && a.status < 400 && !a.location.empty()) {
+      std::string location = a.location;
       if (location.rfind("http://", 0) != 0 && location.rfind("https://", 0) != 0) {
         if (location[0] != '/') fail("cannot fetch image '", url, "': unsupported redirect to '", location, "'");
         location = u.origin + location;
@@ -83,10 +196,9 @@ std::vector<uint8_t> fetch_remote_image(const std::string& url, size_t max_bytes
       current = location;
       continue;
     }
-    if (status != 0 && status != 200) fail("cannot fetch image '", url, "': the server answered HTTP ", status);
-    if (!res) fail("cannot fetch image '", url, "': ", httplib::to_string(res.error()));
-    if (bytes.empty()) fail("cannot fetch image '", url, "': the response is empty");
-    return bytes;
+    if (a.status != 200) fail("cannot fetch image '", url, "': the server answered HTTP ", a.status);
+    if (a.body.empty()) fail("cannot fetch image '", url, "': the response is empty");
+    return std::move(a.body);
   }
   fail("cannot fetch image '", url, "': more than ", limits.max_redirects, " redirects");
 }

@@ -1,6 +1,7 @@
-// Fetching http(s) image URLs for chat requests (only with --allow-remote-images): httplib's
-// client with connection/read timeouts, an overall deadline and a byte limit, so a slow or
-// huge remote file cannot hold a request thread or memory.
+// Fetching http(s) image URLs for chat requests (only with --allow-remote-images): a Beast
+// client with connect/read timeouts, an overall deadline and a byte limit, so a slow or huge
+// remote file cannot hold a request thread or memory. Compressed answers are refused (we never
+// ask for them), so the limit is the size in memory.
 #pragma once
 
 #include <cstdint>

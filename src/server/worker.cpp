@@ -29,6 +29,27 @@ bool Job::wait_finished(std::chrono::milliseconds timeout) {
   return cv_.wait_for(lock, timeout, [&] { return state_ == State::kFinished; });
 }
 
+void Job::set_listener(std::function<void()> on_change) {
+  bool finished;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    finished = state_ == State::kFinished;
+    if (!finished) listener_ = std::move(on_change);
+  }
+  if (finished && on_change) on_change();
+}
+
+void Job::notify() {
+  std::function<void()> f;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (state_ == State::kFinished) f = std::move(listener_);  // the last call: drop it
+    else f = listener_;
+    if (state_ == State::kFinished) listener_ = nullptr;
+  }
+  if (f) f();
+}
+
 Job::State Job::state() const {
   std::lock_guard<std::mutex> lock(mu_);
   return state_;
@@ -60,6 +81,7 @@ bool Job::push_event(const GenerationEvent& ev) {
     events_.push_back(ev);
   }
   cv_.notify_all();
+  notify();
   return !cancel_.load();
 }
 
@@ -71,6 +93,7 @@ void Job::set_running(int session, int64_t order) {
     start_order_ = order;
   }
   cv_.notify_all();
+  notify();
 }
 
 void Job::set_finished(Status status, GenerationResult result) {
@@ -81,6 +104,7 @@ void Job::set_finished(Status status, GenerationResult result) {
     result_ = std::move(result);
   }
   cv_.notify_all();
+  notify();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -166,10 +190,16 @@ void Worker::start(const std::shared_ptr<Job>& job, std::vector<Active>& active)
   EventCallback on_event = [j](const GenerationEvent& ev) { return j->push_event(ev); };
   Status st;
   std::unique_ptr<Generation> gen;
-  const JobInput& in = job->input();
+  JobInput& in = job->input_;
+  Session& session = *sessions_[size_t(s)];
   try {
-    gen = in.is_chat ? sessions_[size_t(s)]->start_chat(in.chat, in.params, std::move(on_event), &st)
-                     : sessions_[size_t(s)]->start_completion(in.prompt, in.params, std::move(on_event), &st);
+    if (in.is_chat && in.prepared) {
+      gen = session.start_prepared(std::move(*in.prepared), in.params, std::move(on_event), &st);
+      in.prepared.reset();
+    } else {
+      gen = in.is_chat ? session.start_chat(in.chat, in.params, std::move(on_event), &st)
+                       : session.start_completion(in.prompt, in.params, std::move(on_event), &st);
+    }
   } catch (const std::exception& e) {
     gen.reset();
     st = Status::Error(StatusCode::kInternal, e.what());

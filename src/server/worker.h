@@ -12,7 +12,10 @@
 //   * Active generations are interleaved round-robin, one Generation::step() each per round
 //     (a step is one prefill block or one decode step), so long prompts do not stall streams.
 //   * Events go into the job's own buffer; HTTP threads take them from there. Neither side ever
-//     waits for the other while holding the engine.
+//     waits for the other while holding the engine. A job's listener (set_listener) hears of
+//     every change, so the HTTP side needs no thread waiting for it.
+//   * Chat requests arrive prepared (Engine::prepare_chat on the caller's thread: template,
+//     tokens, decoded and preprocessed images), so the worker only runs the model.
 //
 // Thread contract: submit/cancel/stop and every Job method are safe from any thread; the
 // sessions and generations are touched only by the worker thread.
@@ -23,6 +26,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -41,7 +45,8 @@ struct WorkerOptions {
 
 struct JobInput {
   bool is_chat = true;
-  ChatRequest chat;                  // is_chat
+  std::shared_ptr<PreparedChat> prepared;  // is_chat: the prepared chat (consumed when it starts)
+  ChatRequest chat;                  // is_chat without `prepared`: prepared on the worker thread
   std::vector<int32_t> prompt;       // !is_chat: raw prompt ids
   SamplingParams params;
   std::vector<int32_t> prefix_hint;  // the prompt's tokens as far as known: chooses the session
@@ -64,6 +69,11 @@ class Job {
   Batch take_events(std::chrono::milliseconds timeout);
   // Blocks until finished or `timeout` passed; true when finished.
   bool wait_finished(std::chrono::milliseconds timeout);
+  // `on_change` runs (on the worker's thread, or the caller's for a job cancelled in the queue)
+  // after every new event and state change, the last time when the job finishes; the job drops
+  // it then. It must be quick and must not call back into the worker. Runs once at once when
+  // the job is already finished.
+  void set_listener(std::function<void()> on_change);
 
   State state() const;
   Status status() const;            // why it failed (start or run); Ok otherwise
@@ -78,8 +88,10 @@ class Job {
   bool push_event(const GenerationEvent& ev);  // false once cancelled
   void set_running(int session, int64_t order);
   void set_finished(Status status, GenerationResult result);
+  void notify();
 
   JobInput input_;
+  std::function<void()> listener_;  // under mu_
   std::atomic<bool> cancel_{false};
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -5,6 +5,8 @@
 // reproduced, because it decides bytes of the prompt or which error is raised first.
 #include "text/chat_format.h"
 
+#include <algorithm>
+
 #include "core/json_parse.h"
 
 #include "core/error.h"
@@ -109,15 +111,43 @@ PartKind classify_part(const json& item) {
 // Splits a <think> block out of assistant content exactly as the template does:
 //   reasoning = content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n')
 //   content   = content.split('</think>')[-1].lstrip('\n')
-// (neither tag can overlap itself, so first/last occurrence is find/rfind).
-AssistantReply split_think_block(std::string_view text) {
+// (neither tag can overlap itself, so first/last occurrence is find/rfind). Both are views of `text`.
+struct ThinkSplit {
+  std::string_view reasoning, content;
+};
+ThinkSplit split_think_views(std::string_view text) {
   const size_t first_close = text.find("</think>");
   const size_t last_close = text.rfind("</think>");
   std::string_view before = py::rstrip_chars(text.substr(0, first_close), "\n");
   if (const size_t open = before.rfind("<think>"); open != std::string_view::npos) before = before.substr(open + 7);
-  return {std::string(py::lstrip_chars(before, "\n")),
-          std::string(py::lstrip_chars(text.substr(last_close + 8), "\n"))};
+  return {py::lstrip_chars(before, "\n"), py::lstrip_chars(text.substr(last_close + 8), "\n")};
 }
+
+AssistantReply split_think_block(std::string_view text) {
+  const ThinkSplit t = split_think_views(text);
+  return {std::string(t.reasoning), std::string(t.content)};
+}
+
+// Text on its way into the prompt with the byte ranges the template itself wrote into it (image
+// and video tags, their labels); everything else in it came from the request.
+struct Marked {
+  std::string text;
+  std::vector<std::pair<size_t, size_t>> literal;
+
+  // The part [pos, pos + len), its literal ranges clipped to it.
+  Marked sub(size_t pos, size_t len) const {
+    Marked m{text.substr(pos, len), {}};
+    for (const auto& [a, b] : literal) {
+      const size_t lo = std::max(a, pos), hi = std::min(b, pos + len);
+      if (lo < hi) m.literal.emplace_back(lo - pos, hi - pos);
+    }
+    return m;
+  }
+  // The part a view of `text` (from py::strip and friends) covers.
+  Marked part(std::string_view view) const {
+    return sub(view.empty() ? 0 : size_t(view.data() - text.data()), view.size());
+  }
+};
 
 // Tool-call arguments as the mapping the template iterates. OpenAI clients send a JSON string;
 // servers (vLLM's chat utils, for one) json.loads it first and treat empty arguments as {}.
@@ -148,7 +178,8 @@ std::string parameter_value(const json& value) {
 
 class ChatRenderer {
  public:
-  ChatRenderer(const json& messages, const ChatRenderOptions& opts) : messages_(messages), opts_(opts) {}
+  ChatRenderer(const json& messages, const ChatRenderOptions& opts, std::vector<std::pair<size_t, size_t>>* from_request)
+      : messages_(messages), opts_(opts), spans_(from_request) {}
 
   std::string render() {
     if (messages_.is_null() || (messages_.is_array() && messages_.empty())) fail(kErrNoMessages);
@@ -156,45 +187,73 @@ class ChatRenderer {
     render_system_and_tools();
     const size_t last_query = find_last_query_index();
     for (size_t i = 0; i < messages_.size(); ++i) render_message(i, last_query);
-    if (opts_.add_generation_prompt) out_ += generation_prompt(opts_.enable_thinking);
+    if (opts_.add_generation_prompt) literal(generation_prompt(opts_.enable_thinking));
     return std::move(out_);
   }
 
  private:
+  // The template's own text.
+  void literal(std::string_view s) { out_ += s; }
+  // Text from the request (recorded in spans_).
+  void data(std::string_view s) {
+    span(out_.size(), out_.size() + s.size());
+    out_ += s;
+  }
+  void data(const Marked& m) {
+    const size_t base = out_.size();
+    size_t pos = 0;
+    for (const auto& [a, b] : m.literal) {
+      span(base + pos, base + a);
+      pos = b;
+    }
+    span(base + pos, base + m.text.size());
+    out_ += m.text;
+  }
+  void span(size_t a, size_t b) {
+    if (!spans_ || a >= b) return;
+    if (!spans_->empty() && spans_->back().second == a) spans_->back().second = b;
+    else spans_->emplace_back(a, b);
+  }
+
   // render_content(message.content, do_vision_count, is_system_content)|trim
-  std::string content_of(const json& message, bool count_vision, bool is_system = false) {
+  Marked content_of(const json& message, bool count_vision, bool is_system = false) {
     const json* content = attr(message, "content");
-    if (!content || content->is_null()) return "";
-    if (content->is_string()) return std::string(py::strip(content->get_ref<const std::string&>()));
+    if (!content || content->is_null()) return {};
+    Marked m;
+    if (content->is_string()) {
+      m.text = content->get_ref<const std::string&>();
+      return m.part(py::strip(m.text));
+    }
     if (!content->is_array()) fail(kErrUnexpectedContent);
-    std::string text;
     for (const json& item : *content) {
       switch (classify_part(item)) {
         case PartKind::kImage:
           if (is_system) fail(kErrSystemImage);
-          append_vision(text, image_count_, count_vision, "Picture ", kImageTag);
+          append_vision(m, image_count_, count_vision, "Picture ", kImageTag);
           break;
         case PartKind::kVideo:
           if (is_system) fail(kErrSystemVideo);
-          append_vision(text, video_count_, count_vision, "Video ", kVideoTag);
+          append_vision(m, video_count_, count_vision, "Video ", kVideoTag);
           break;
         case PartKind::kText:
           // {{ item.text }}: str() of whatever is there; undefined (string/list parts) prints nothing.
-          if (const json* t = attr(item, "text")) text += py::str(*t);
+          if (const json* t = attr(item, "text")) m.text += py::str(*t);
           break;
         case PartKind::kUnknown:
           fail(kErrUnexpectedItem);
       }
     }
-    return std::string(py::strip(text));
+    return m.part(py::strip(m.text));
   }
 
   // The counters only advance in the main pass, but the label is printed whenever add_vision_id is
   // set, so the backwards scan prints stale numbers; that text is only tested, never emitted.
-  void append_vision(std::string& text, int& counter, bool count, const char* label, std::string_view tag) {
+  void append_vision(Marked& m, int& counter, bool count, const char* label, std::string_view tag) {
     if (count) ++counter;
-    if (opts_.add_vision_id) text += str(label, counter, ": ");
-    text += tag;
+    const size_t start = m.text.size();
+    if (opts_.add_vision_id) m.text += str(label, counter, ": ");
+    m.text += tag;
+    m.literal.emplace_back(start, m.text.size());
   }
 
   bool has_tool_list() const {
@@ -206,28 +265,30 @@ class ChatRenderer {
     const json& first = messages_[0];
     const bool has_system = role_is(first, "system");
     if (has_tool_list()) {
-      out_ += "<|im_start|>system\n";
-      out_ += kToolsHeader;
+      literal("<|im_start|>system\n");
+      literal(kToolsHeader);
       if (opts_.tools.is_array()) {
         for (const json& tool : opts_.tools) {
-          out_ += '\n';
-          out_ += py::json_dumps(tool);
+          literal("\n");
+          data(py::json_dumps(tool));
         }
       } else {
         render_string_as_tools(opts_.tools.get_ref<const std::string&>());
       }
-      out_ += kToolsFooter;
-      out_ += kToolCallInstructions;
+      literal(kToolsFooter);
+      literal(kToolCallInstructions);
       if (has_system) {
-        const std::string content = content_of(first, /*count_vision=*/false, /*is_system=*/true);
-        if (!content.empty()) {
-          out_ += "\n\n";
-          out_ += content;
+        const Marked content = content_of(first, /*count_vision=*/false, /*is_system=*/true);
+        if (!content.text.empty()) {
+          literal("\n\n");
+          data(content);
         }
       }
-      out_ += "<|im_end|>\n";
+      literal("<|im_end|>\n");
     } else if (has_system) {
-      out_ += "<|im_start|>system\n" + content_of(first, false, true) + "<|im_end|>\n";
+      literal("<|im_start|>system\n");
+      data(content_of(first, false, true));
+      literal("<|im_end|>\n");
     }
   }
 
@@ -236,8 +297,8 @@ class ChatRenderer {
     for (size_t i = 0; i < s.size();) {
       size_t len = 1;
       while (i + len < s.size() && (static_cast<unsigned char>(s[i + len]) & 0xC0) == 0x80) ++len;
-      out_ += '\n';
-      out_ += py::json_dumps(json(s.substr(i, len)));
+      literal("\n");
+      data(py::json_dumps(json(s.substr(i, len))));
       i += len;
     }
   }
@@ -248,7 +309,7 @@ class ChatRenderer {
     for (size_t i = messages_.size(); i-- > 0;) {
       const json& message = messages_[i];
       if (!role_is(message, "user")) continue;
-      const std::string content = content_of(message, /*count_vision=*/false);
+      const std::string content = content_of(message, /*count_vision=*/false).text;
       if (!(content.starts_with("<tool_response>") && content.ends_with("</tool_response>"))) return i;
     }
     fail(kErrNoUserQuery);
@@ -258,13 +319,15 @@ class ChatRenderer {
     const json& message = messages_[index];
     // Content is rendered (and its images counted) before the role is looked at, so a bad part in a
     // misplaced system message reports the part, as the template does.
-    const std::string content = content_of(message, /*count_vision=*/true);
+    Marked content = content_of(message, /*count_vision=*/true);
     if (role_is(message, "system")) {
       if (index != 0) fail(kErrSystemNotFirst);
     } else if (role_is(message, "user")) {
-      out_ += "<|im_start|>user\n" + content + "<|im_end|>\n";
+      literal("<|im_start|>user\n");
+      data(content);
+      literal("<|im_end|>\n");
     } else if (role_is(message, "assistant")) {
-      render_assistant(message, content, index > last_query);
+      render_assistant(message, std::move(content), index > last_query);
     } else if (role_is(message, "tool")) {
       render_tool_response(index, content);
     } else {
@@ -272,20 +335,24 @@ class ChatRenderer {
     }
   }
 
-  void render_assistant(const json& message, std::string content, bool after_last_query) {
-    std::string reasoning;
+  void render_assistant(const json& message, Marked content, bool after_last_query) {
+    Marked reasoning;
     if (const json* rc = attr(message, "reasoning_content"); rc && rc->is_string()) {
-      reasoning = rc->get<std::string>();  // content is then kept whole, even with a </think> in it
-    } else if (content.find("</think>") != std::string::npos) {
-      AssistantReply split = split_think_block(content);
-      reasoning = std::move(split.reasoning);
-      content = std::move(split.content);
+      reasoning.text = rc->get<std::string>();  // content is then kept whole, even with a </think> in it
+    } else if (content.text.find("</think>") != std::string::npos) {
+      const ThinkSplit split = split_think_views(content.text);
+      reasoning = content.part(split.reasoning);
+      content = content.part(split.content);
     }
-    out_ += "<|im_start|>assistant\n";
-    if (after_last_query) out_ += "<think>\n" + std::string(py::strip(reasoning)) + "\n</think>\n\n";
-    out_ += content;
-    if (const json* calls = attr(message, "tool_calls")) render_tool_calls(*calls, content);
-    out_ += "<|im_end|>\n";
+    literal("<|im_start|>assistant\n");
+    if (after_last_query) {
+      literal("<think>\n");
+      data(reasoning.part(py::strip(reasoning.text)));
+      literal("\n</think>\n\n");
+    }
+    data(content);
+    if (const json* calls = attr(message, "tool_calls")) render_tool_calls(*calls, content.text);
+    literal("<|im_end|>\n");
   }
 
   void render_tool_calls(const json& calls, std::string_view content) {
@@ -299,30 +366,39 @@ class ChatRenderer {
       const json* name = attr(*call, "name");
       if (!name || !name->is_string()) fail("tool call ", k, " has no function name (a string)");
       const std::string& fname = name->get_ref<const std::string&>();
-      if (k > 0) out_ += "\n";
-      else if (!py::strip(content).empty()) out_ += "\n\n";
-      out_ += "<tool_call>\n<function=" + fname + ">\n";
+      if (k > 0) literal("\n");
+      else if (!py::strip(content).empty()) literal("\n\n");
+      literal("<tool_call>\n<function=");
+      data(fname);
+      literal(">\n");
       if (const json* args = attr(*call, "arguments")) {
         json parsed;
         for (const auto& [arg_name, arg_value] : arguments_mapping(*args, fname, parsed).items()) {
-          out_ += "<parameter=" + arg_name + ">\n" + parameter_value(arg_value) + "\n</parameter>\n";
+          literal("<parameter=");
+          data(arg_name);
+          literal(">\n");
+          data(parameter_value(arg_value));
+          literal("\n</parameter>\n");
         }
       }
-      out_ += "</function>\n</tool_call>";
+      literal("</function>\n</tool_call>");
     }
   }
 
   // Consecutive tool messages share one user turn. On the very first message `loop.previtem` is
   // undefined, so a leading tool message opens no turn: reproduced, not fixed.
-  void render_tool_response(size_t index, const std::string& content) {
-    if (index > 0 && !role_is(messages_[index - 1], "tool")) out_ += "<|im_start|>user";
-    out_ += "\n<tool_response>\n" + content + "\n</tool_response>";
+  void render_tool_response(size_t index, const Marked& content) {
+    if (index > 0 && !role_is(messages_[index - 1], "tool")) literal("<|im_start|>user");
+    literal("\n<tool_response>\n");
+    data(content);
+    literal("\n</tool_response>");
     const bool last = index + 1 == messages_.size();
-    if (last || !role_is(messages_[index + 1], "tool")) out_ += "<|im_end|>\n";
+    if (last || !role_is(messages_[index + 1], "tool")) literal("<|im_end|>\n");
   }
 
   const json& messages_;
   const ChatRenderOptions& opts_;
+  std::vector<std::pair<size_t, size_t>>* spans_;
   int image_count_ = 0;
   int video_count_ = 0;
   std::string out_;
@@ -340,8 +416,10 @@ ChatRenderOptions chat_options_from_kwargs(const json& kwargs, ChatRenderOptions
   return base;
 }
 
-std::string render_chat(const json& messages, const ChatRenderOptions& opts) {
-  return ChatRenderer(messages, opts).render();
+std::string render_chat(const json& messages, const ChatRenderOptions& opts,
+                        std::vector<std::pair<size_t, size_t>>* from_request) {
+  if (from_request) from_request->clear();
+  return ChatRenderer(messages, opts, from_request).render();
 }
 
 std::string_view generation_prompt(bool enable_thinking) {

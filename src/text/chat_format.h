@@ -19,6 +19,8 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -36,8 +38,13 @@ struct ChatRenderOptions {
 // only for JSON false, "tools" is taken as is. Other keys are ignored (this template reads none).
 ChatRenderOptions chat_options_from_kwargs(const nlohmann::ordered_json& kwargs, ChatRenderOptions base = {});
 
-// The prompt for `messages`. Throws qwen35::Error.
-std::string render_chat(const nlohmann::ordered_json& messages, const ChatRenderOptions& opts);
+// The prompt for `messages`. Throws qwen35::Error. With `from_request`, also the byte ranges of
+// the prompt that came from the request (message text, reasoning, tool names, arguments and
+// definitions) rather than from the template: sorted, disjoint, [begin, end). Tokenizing the
+// prompt with them (Tokenizer::encode_outside) keeps text a user typed as text, even when it
+// spells <|im_end|> or <|image_pad|>.
+std::string render_chat(const nlohmann::ordered_json& messages, const ChatRenderOptions& opts,
+                        std::vector<std::pair<size_t, size_t>>* from_request = nullptr);
 
 // The generation prompt render_chat appends when add_generation_prompt is set:
 // "<|im_start|>assistant\n<think>\n", or "...<think>\n\n</think>\n\n" with thinking off.

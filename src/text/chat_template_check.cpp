@@ -7,10 +7,12 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/gguf.h"
 
 namespace qwen35 {
 
@@ -101,7 +103,56 @@ bool is_qwen35_chat_template(std::string_view text) {
   return sha256_hex(normalized) == kQwen35ChatTemplateSha256;
 }
 
+std::string_view qwen35_chat_template() {
+  static constexpr std::string_view kText =
+#include "text/qwen35_chat_template.inc"
+      ;
+  return kText;
+}
+
+std::string describe_template_difference(std::string_view text) {
+  auto lines = [](std::string_view t) {
+    std::vector<std::string_view> out;
+    for (size_t a = 0; a <= t.size();) {
+      const size_t e = std::min(t.find('\n', a), t.size());
+      std::string_view l = t.substr(a, e - a);
+      if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+      out.push_back(l);
+      a = e + 1;
+    }
+    return out;
+  };
+  auto cut = [](std::string_view line) {
+    std::string s(line.substr(0, 80));
+    if (line.size() > 80) s += "...";
+    return s;
+  };
+  const std::vector<std::string_view> mine = lines(text), official = lines(qwen35_chat_template());
+  for (size_t i = 0; i < std::max(mine.size(), official.size()); ++i) {
+    const std::string n = std::to_string(i + 1);
+    if (i >= mine.size()) return "it ends at line " + n + " where the official template goes on with '" + cut(official[i]) + "'";
+    if (i >= official.size()) return "line " + n + " '" + cut(mine[i]) + "' is past the end of the official template";
+    if (mine[i] != official[i])
+      return "line " + n + " has '" + cut(mine[i]) + "' where the official template has '" + cut(official[i]) + "'";
+  }
+  return "";
+}
+
+std::string chat_template_warning(const std::string& model_path) {
+  const std::optional<ModelChatTemplate> t = read_model_chat_template(model_path);
+  if (!t) return model_path + " has no chat template; prompts use the built-in Qwen3.5 chat format";
+  if (is_qwen35_chat_template(t->text)) return "";
+  return "the chat template of " + t->source + " is not the official Qwen3.5 template (sha256 " + sha256_hex(t->text) +
+         "; " + describe_template_difference(t->text) + "); prompts use the official Qwen3.5 format, not this template";
+}
+
 std::optional<ModelChatTemplate> read_model_chat_template(const std::string& model_dir) {
+  if (is_gguf_file(model_dir)) {
+    auto f = GgufFile::open(model_dir);
+    const auto text = f->get_string_opt("tokenizer.chat_template");
+    if (!text) return std::nullopt;
+    return ModelChatTemplate{std::string(*text), model_dir + " (tokenizer.chat_template)"};
+  }
   const std::filesystem::path dir(model_dir);
   if (std::filesystem::is_regular_file(dir / "chat_template.jinja")) {
     const std::filesystem::path path = dir / "chat_template.jinja";

@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "io/gguf.h"
 #include "text/byte_level.h"
+#include "text/tokenizer_gguf.h"
 #include "text/tokenizer_json.h"
 #include "text/utf8.h"
 
@@ -158,7 +160,10 @@ Tokenizer::Tokenizer(const TokenizerSpec& spec)
   normalized_matcher_ = AddedTokenMatcher(normalized);
 }
 
-Tokenizer Tokenizer::from_file(const std::string& path) { return Tokenizer(load_tokenizer_json(path)); }
+Tokenizer Tokenizer::from_file(const std::string& path) {
+  if (is_gguf_file(path)) return Tokenizer(tokenizer_spec_from_gguf(*GgufFile::open(path)));
+  return Tokenizer(load_tokenizer_json(path));
+}
 
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
   if (auto it = added_by_content_.find(token); it != added_by_content_.end()) return it->second;
@@ -198,6 +203,64 @@ void Tokenizer::encode(std::string_view text, AddedTokenMode mode, std::vector<i
     pos = m.end;
   }
   if (pos < text.size()) encode_segment(text.substr(pos), mode, s, out);
+}
+
+std::vector<int32_t> Tokenizer::encode_outside(std::string_view text,
+                                               const std::vector<std::pair<size_t, size_t>>& plain) const {
+  std::vector<int32_t> out;
+  out.reserve(text.size() / 3 + 4);
+  if (plain.empty()) {
+    encode(text, AddedTokenMode::kMatchAll, out);
+    return out;
+  }
+  Scratch s;
+  s.use_cache = text.size() >= PieceCache::kMinText;
+  std::vector<std::pair<size_t, size_t>> spans = plain;
+  if (!utf8::is_valid(text)) {  // repaired piece by piece, so the ranges still delimit the same text
+    spans.clear();
+    size_t pos = 0;
+    for (const auto& [a, b] : plain) {
+      utf8::append_lossy(s.repaired, text.substr(pos, a - pos));
+      const size_t start = s.repaired.size();
+      utf8::append_lossy(s.repaired, text.substr(a, b - a));
+      spans.emplace_back(start, s.repaired.size());
+      pos = b;
+    }
+    utf8::append_lossy(s.repaired, text.substr(pos));
+    text = s.repaired;
+  }
+  // Each stretch between plain ranges is searched on its own.
+  std::vector<AddedTokenMatcher::Match> found;
+  auto search = [&](size_t a, size_t b) {
+    if (a >= b) return;
+    found.clear();
+    raw_matcher_.find(text.substr(a, b - a), /*skip_special=*/false, found);
+    for (const AddedTokenMatcher::Match& m : found) s.matches.push_back({m.start + a, m.end + a, m.id});
+  };
+  size_t pos = 0;
+  for (const auto& [a, b] : spans) {
+    search(pos, a);
+    pos = b;
+  }
+  search(pos, text.size());
+  size_t next_span = 0;
+  auto touches_plain = [&](size_t a, size_t b) {
+    while (next_span < spans.size() && spans[next_span].second <= a) ++next_span;
+    return next_span < spans.size() && spans[next_span].first < b;
+  };
+  pos = 0;
+  auto gap = [&](size_t a, size_t b) {
+    if (a >= b) return;
+    encode_segment(text.substr(a, b - a), touches_plain(a, b) ? AddedTokenMode::kPlainText : AddedTokenMode::kMatchAll, s,
+                   out);
+  };
+  for (const AddedTokenMatcher::Match& m : s.matches) {
+    gap(pos, m.start);
+    out.push_back(m.id);
+    pos = m.end;
+  }
+  gap(pos, text.size());
+  return out;
 }
 
 void Tokenizer::encode_segment(std::string_view raw, AddedTokenMode mode, Scratch& s, std::vector<int32_t>& out) const {

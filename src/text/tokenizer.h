@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "text/added_tokens.h"
@@ -46,7 +47,8 @@ class Tokenizer {
   // Throws qwen35::Error on inconsistent data (duplicate ids, merges naming unknown tokens, ...).
   explicit Tokenizer(const TokenizerSpec& spec);
 
-  // `path`: a tokenizer.json file or a model directory containing one. Throws qwen35::Error.
+  // `path`: a tokenizer.json file, a model directory containing one, or a GGUF model file (its
+  // tokenizer.ggml.* metadata). Throws qwen35::Error.
   static Tokenizer from_file(const std::string& path);
 
   // Lookup tables hold views into the tokenizer's own arenas: movable, not copyable.
@@ -58,6 +60,13 @@ class Tokenizer {
   std::vector<int32_t> encode(std::string_view text, AddedTokenMode mode = AddedTokenMode::kMatchAll) const;
   // Appends the ids of `text` to `out`.
   void encode(std::string_view text, AddedTokenMode mode, std::vector<int32_t>& out) const;
+
+  // encode(text) for a prompt whose `plain` byte ranges (sorted, disjoint, [begin, end)) are text
+  // to be read as it is: added tokens are matched only outside them, so what a user typed stays
+  // text even when it spells <|im_end|>. Where no added token's text falls inside a plain range
+  // the ids are exactly encode(text)'s. (Added tokens that match after normalization are not
+  // searched in a gap that touches a plain range; Qwen's have none.)
+  std::vector<int32_t> encode_outside(std::string_view text, const std::vector<std::pair<size_t, size_t>>& plain) const;
 
   // `skip_special` drops added tokens marked special (not <think>, <tool_call>, ...).
   std::string decode(std::span<const int32_t> ids, bool skip_special = false) const;

@@ -110,11 +110,13 @@ describe('chat completions', () => {
     assert.equal(JSON.parse(bad.text).error.param, 'speculative.mode');
   });
 
-  test('the model may be omitted or empty', async () => {
+  test('the model may be omitted, empty or any name; answers name the served one', async () => {
     const r = await post('/v1/chat/completions', { messages: user('hi'), max_tokens: 1 });
     assert.equal(r.status, 200, r.text);
     const r2 = await post('/v1/chat/completions', { model: '', messages: user('hi'), max_tokens: 1 });
     assert.equal(r2.status, 200, r2.text);
+    const r3 = await client.chat.completions.create({ model: 'gpt-4o', messages: user('hi'), max_tokens: 1 });
+    assert.equal(r3.model, MODEL_ID);
   });
 
   test('max_completion_tokens limits the answer; finish_reason length', async () => {
@@ -374,7 +376,8 @@ describe('bad requests get OpenAI error objects and the server stays healthy', (
     ['top_p above 1', '/v1/chat/completions', chat({ top_p: 1.5 }), 400, 'invalid_value'],
     ['top_logprobs above 20', '/v1/chat/completions', chat({ logprobs: true, top_logprobs: 50 }), 400, 'invalid_value'],
     ['n = 2', '/v1/chat/completions', chat({ n: 2 }), 400, 'invalid_value'],
-    ['an unknown model', '/v1/chat/completions', chat({ model: 'gpt-4o' }), 404, 'model_not_found'],
+    ['malformed tools', '/v1/chat/completions', chat({ tools: [{ type: 'function', function: { name: 3 } }] }), 400, 'invalid_type'],
+    ['an unknown tool_choice', '/v1/chat/completions', chat({ tool_choice: 'always' }), 400, 'invalid_value'],
     ['bad base64 image', '/v1/chat/completions', image('data:image/png;base64,!!!notbase64!!!'), 400, 'invalid_value'],
     ['broken image bytes', '/v1/chat/completions', image(`data:image/png;base64,${png.slice(0, 2000)}`), 400, 'invalid_value'],
     ['not an image at all', '/v1/chat/completions', image(`data:image/png;base64,${Buffer.from('hello world, not a png').toString('base64')}`), 400, 'invalid_value'],
@@ -401,7 +404,7 @@ describe('bad requests get OpenAI error objects and the server stays healthy', (
   });
 
   test('the openai client sees typed errors', async () => {
-    await assert.rejects(client.chat.completions.create(chat({ model: 'no-such-model' })),
+    await assert.rejects(client.models.retrieve('no-such-model'),
       (e) => e instanceof OpenAI.NotFoundError && e.code === 'model_not_found');
     await assert.rejects(client.chat.completions.create(chat({ max_tokens: -5 })),
       (e) => e instanceof OpenAI.BadRequestError && e.param === 'max_tokens');
@@ -434,6 +437,14 @@ describe('API key', () => {
     const r = await right.chat.completions.create({ model: MODEL_ID, messages: user('hi'), max_tokens: 1 });
     assert.ok(r.choices[0]);
     assert.equal((await fetch(keyed.url + 'health')).status, 200);
+  });
+
+  test('/metrics needs the key too; the page itself does not', async () => {
+    assert.equal((await fetch(keyed.url + 'metrics')).status, 401);
+    const m = await fetch(keyed.url + 'metrics', { headers: { Authorization: 'Bearer test-key-123' } });
+    assert.equal(m.status, 200);
+    assert.match(await m.text(), /qwen35_model_loaded 1/);
+    assert.equal((await fetch(keyed.url)).status, 200);
   });
 });
 

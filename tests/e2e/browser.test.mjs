@@ -295,6 +295,46 @@ test('conversations survive a reload; new chat, switch and delete', async () => 
   assert.match(await page.getByTestId('conversation-open').textContent(), /Remember the first/);
 });
 
+test('a server with --api-key: the page asks for the key once, keeps it, and uses it', async () => {
+  const keyed = await startServer({ args: ['--api-key', 'browser-key-42'] });
+  try {
+    const ctx = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+    contexts.push(ctx);
+    const page = await ctx.newPage();
+    const auth = [];
+    page.on('request', (req) => { if (req.url().includes('/v1/')) auth.push(req.headers().authorization || ''); });
+    await page.goto(keyed.url);
+    const dialog = page.getByTestId('key-dialog');
+    await dialog.waitFor();
+    assert.equal(await page.getByTestId('model-name').textContent(), 'API key needed');
+    await screenshot(page, 'api-key');
+    // A wrong key: asked again, saying so.
+    await page.getByTestId('key-input').fill('not-the-key');
+    await page.getByTestId('key-save').click();
+    await page.getByTestId('key-message').filter({ hasText: /did not accept/ }).waitFor();
+    assert.ok(await dialog.isVisible());
+    // The right one: the model shows, a message gets its answer.
+    await page.getByTestId('key-input').fill('browser-key-42');
+    await page.getByTestId('key-save').click();
+    await page.getByTestId('model-name').filter({ hasText: 'tiny-qwen35' }).waitFor();
+    assert.ok(!(await dialog.isVisible()));
+    await setSettings(page, { maxTokens: 6 });
+    await sendMessage(page, 'Hello with a key');
+    const answer = await waitForAnswer(page);
+    assert.equal(await answer.getByTestId('error').count(), 0);
+    await answer.getByTestId('speed').waitFor();
+    assert.ok(auth.includes('Bearer browser-key-42'), auth.join(','));
+    assert.ok(auth.includes('Bearer not-the-key'));
+    // Kept in the browser: a reload asks nothing.
+    await page.reload();
+    await page.getByTestId('model-name').filter({ hasText: 'tiny-qwen35' }).waitFor();
+    assert.ok(!(await dialog.isVisible()));
+    assert.equal(await page.evaluate(() => localStorage.getItem('qwen35.apiKey')), 'browser-key-42');
+  } finally {
+    await keyed.stop();
+  }
+});
+
 test('server errors show inline and the UI stays usable', async () => {
   const { page } = await open();
   await setSettings(page, { maxTokens: 8 });

@@ -13,11 +13,11 @@ import { CAT_PNG, E2E_DIR, startServer as startQwen35 } from './server_harness.m
 export { CAT_PNG };
 export const ARTIFACTS = join(E2E_DIR, 'artifacts');
 
-// {url, stop()}; url ends with "/".
-export async function startServer() {
+// {url, stop()}; url ends with "/". `options` go to server_harness.mjs' startServer (args, env).
+export async function startServer(options = {}) {
   const url = process.env.QWEN35_E2E_URL;
-  if (url) return { url: url.replace(/\/?$/, '/'), stop: async () => {} };
-  return startQwen35();
+  if (url && !options.args) return { url: url.replace(/\/?$/, '/'), stop: async () => {} };
+  return startQwen35(options);
 }
 
 // Chromium from Debian, headless. Each launch gets a fresh temporary profile (user-data dir),

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { SseParser, buildMessages, buildRequest, errorFrom, fetchModel, formatStats, statsFrom, streamChat } from '../../src/server/ui/api.js';
+import { SseParser, authHeaders, buildMessages, buildRequest, errorFrom, fetchModel, formatStats, statsFrom, streamChat } from '../../src/server/ui/api.js';
 import { DEFAULT_SETTINGS, Store, isQuotaError, titleOf, withoutImages } from '../../src/server/ui/storage.js';
 
 test('SSE: events split anywhere, CRLF, multi-line data, comments, a last event without its blank line', () => {
@@ -95,6 +95,25 @@ test('fetchModel reads data[0].id and meta', async () => {
   assert.deepEqual(await fetchModel(ok), { id: 'tiny-qwen35', contextSize: 4096, hasVision: true });
   const bare = async () => Response.json({ data: [{ id: 'm' }] });
   assert.deepEqual(await fetchModel(bare), { id: 'm', contextSize: null, hasVision: null });
+});
+
+test('the API key goes out as a bearer token on every request; a 401 is an ApiError', async () => {
+  assert.deepEqual(authHeaders(''), {});
+  assert.deepEqual(authHeaders('k1'), { Authorization: 'Bearer k1' });
+  const seen = [];
+  const fetchImpl = async (url, init = {}) => {
+    seen.push((init.headers || {}).Authorization);
+    if ((init.headers || {}).Authorization !== 'Bearer right') {
+      return new Response(JSON.stringify({ error: { message: 'incorrect API key', type: 'authentication_error', code: 'invalid_api_key' } }), { status: 401 });
+    }
+    if (url === '/v1/models') return Response.json({ data: [{ id: 'm' }] });
+    return new Response('data: [DONE]\n\n');
+  };
+  await assert.rejects(fetchModel(fetchImpl, { apiKey: 'wrong' }), (e) => e.status === 401 && e.code === 'invalid_api_key');
+  assert.equal((await fetchModel(fetchImpl, { apiKey: 'right' })).id, 'm');
+  await assert.rejects(async () => { for await (const _ of streamChat({}, { fetchImpl })); }, (e) => e.status === 401);
+  for await (const _ of streamChat({}, { fetchImpl, apiKey: 'right' }));
+  assert.deepEqual(seen, ['Bearer wrong', 'Bearer right', undefined, 'Bearer right']);
 });
 
 const IMG = 'data:image/png;base64,iVBORw0KGgo=';
@@ -198,6 +217,17 @@ test('storage: save, list newest first, get, remove, current, settings', () => {
   store.saveSettings({ ...DEFAULT_SETTINGS, systemPrompt: 'x', thinking: true });
   assert.equal(store.loadSettings().systemPrompt, 'x');
   assert.equal(store.loadSettings().thinking, true);
+});
+
+test('storage: the API key is kept, replaced and removed', () => {
+  const store = new Store(new FakeStorage());
+  assert.equal(store.apiKey(), '');
+  assert.ok(store.saveApiKey('sekrit'));
+  assert.equal(new Store(store.storage).apiKey(), 'sekrit');
+  store.saveApiKey('other');
+  assert.equal(store.apiKey(), 'other');
+  store.saveApiKey('');
+  assert.equal(store.apiKey(), '');
 });
 
 test('storage: corrupt entries do not break loading', () => {

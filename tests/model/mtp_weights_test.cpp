@@ -21,7 +21,8 @@ std::unique_ptr<Model> load(const std::string& weights) {
 std::vector<DType> head_types(const Model& m) {
   MtpWeights& w = const_cast<MtpWeights&>(m.mtp()->weights());
   std::vector<DType> out;
-  for (const NamedMatrix& nm : mtp_named_matrices(w, m.config().text.num_layers)) out.push_back(nm.w->dtype);
+  for (const NamedMatrix& nm : mtp_named_matrices(w, m.config().text.num_layers, m.text_weights()))
+    out.push_back(nm.w->dtype);
   return out;
 }
 

@@ -133,6 +133,43 @@ TEST(VisionTower, FramesAttendSeparately) {
   EXPECT_LE(max_rel_error(std::vector<float>(ev.begin() + ptrdiff_t(e0.size()), ev.end()), e1), 1e-6);
 }
 
+// A VisionRun in slices of any size gives forward()'s output bit for bit, every intermediate
+// included: rows never depend on how a stage groups them (what lets a server interleave vision
+// with other requests' work without changing a single value).
+TEST(VisionTower, SlicedRunsEqualOneForwardExactly) {
+  const VisionTower& vt = tiny_vision();
+  const Golden g("tiny-qwen35/golden/image_native.safetensors");
+  std::vector<float> pixels = g.f32("pixel_values");
+  const ImageGrid one = grids_of(g)[0];
+  const std::vector<float> reversed_frame = [&] {  // a second frame and a second image
+    const int64_t pd = vt.patch_dim(), n = int64_t(pixels.size()) / pd;
+    std::vector<float> r(pixels.size());
+    for (int64_t i = 0; i < n; ++i) std::copy_n(pixels.begin() + (n - 1 - i) * pd, pd, r.begin() + i * pd);
+    return r;
+  }();
+  std::vector<float> all = pixels;
+  all.insert(all.end(), reversed_frame.begin(), reversed_frame.end());
+  all.insert(all.end(), pixels.begin(), pixels.end());
+  const std::vector<ImageGrid> grids = {{2, one.h, one.w}, one};
+  Recorder whole;
+  const auto expected = vt.encode(test_compute(), all, grids, &whole);
+  const int64_t rows = int64_t(all.size()) / vt.patch_dim();
+  for (int64_t slice : {int64_t(1), int64_t(7), int64_t(64), rows - 1, rows, int64_t(1) << 20}) {
+    Recorder rec;
+    VisionRun run(vt, all.data(), rows, grids, &rec, slice);
+    int64_t steps = 0;
+    while (run.step(test_compute())) ++steps;
+    EXPECT_TRUE(run.done());
+    EXPECT_EQ(run.slices(), steps + 1);
+    EXPECT_FALSE(run.step(test_compute()));
+    EXPECT_EQ(run.output(), expected) << "slice " << slice;
+    EXPECT_EQ(rec.tensors, whole.tensors) << "slice " << slice;
+    if (slice == 1) {  // every stage really is cut into rows
+      EXPECT_GT(steps, 4 * rows);
+    }
+  }
+}
+
 // At the table's own size the interpolation lands exactly on the table's entries.
 TEST(VisionTower, PositionTableAtItsOwnSizeIsCopied) {
   const VisionTower& vt = tiny_vision();

@@ -80,6 +80,7 @@ void expect_same_head_state(const HeadState& a, const HeadState& b, const std::s
 TEST(MtpSpeculation, TheTinyModelHasAHeadAndTheEngineRunsIt) {
   const Engine& engine = tiny_engine();
   EXPECT_TRUE(engine.info().has_mtp);
+  EXPECT_TRUE(engine.info().mtp_active);
   EXPECT_NE(engine.impl().mtp, nullptr);
   EngineOptions o;
   o.model_dir = tiny_model_dir();
@@ -87,7 +88,8 @@ TEST(MtpSpeculation, TheTinyModelHasAHeadAndTheEngineRunsIt) {
   Status st;
   auto pld_only = Engine::load(o, &st);
   ASSERT_TRUE(pld_only) << st.message;
-  EXPECT_FALSE(pld_only->info().has_mtp);  // not run at all
+  EXPECT_TRUE(pld_only->info().has_mtp);
+  EXPECT_FALSE(pld_only->info().mtp_active);  // not run at all
   auto g = pld_only->new_session()->start_completion({1, 2, 3}, with_spec(greedy(4), SpecMode::kMtp, 3), nullptr, &st);
   EXPECT_EQ(g, nullptr);
   EXPECT_EQ(st.code, StatusCode::kInvalidArgument);
@@ -294,7 +296,7 @@ TEST(MtpSpeculation, QuantizedWeightsKeepTheInvariants) {
     Status st;
     auto engine = Engine::load(o, &st);
     ASSERT_TRUE(engine) << st.message;
-    ASSERT_TRUE(engine->info().has_mtp);
+    ASSERT_TRUE(engine->info().mtp_active);
     const GenerationResult plain = engine->new_session()->complete(prompt, greedy(24, SpecMode::kOff), nullptr, &st);
     ASSERT_TRUE(st.ok());
     auto session = engine->new_session();

@@ -140,14 +140,56 @@ TEST(OpenAIRequest, ToolChoiceNoneDropsTools) {
   EXPECT_FALSE(parse_chat_completion(chat({{"tools", tools}, {"tool_choice", "auto"}}), defaults(), policy()).chat.tools_json.empty());
 }
 
-TEST(OpenAIRequest, ModelMustBeTheServedOneOrAbsent) {
+// Issue 11, finding 8: a single-model server takes any model name, as llama-server and ollama do.
+TEST(OpenAIRequest, AnyModelNameIsServed) {
   EXPECT_EQ(chat_error(chat({{"model", ""}})).status, 0);
   json no_model = chat();
   no_model.erase("model");
   EXPECT_EQ(chat_error(no_model).status, 0);
-  EXPECT_API_ERROR(chat_error(chat({{"model", "gpt-4o"}})), 404, "model", "model_not_found");
+  EXPECT_EQ(chat_error(chat({{"model", "gpt-4o"}})).status, 0);
+  EXPECT_EQ(completion_error({{"model", "other"}, {"prompt", "x"}}).status, 0);
   EXPECT_API_ERROR(chat_error(chat({{"model", 3}})), 400, "model", "invalid_type");
-  EXPECT_API_ERROR(completion_error({{"model", "other"}, {"prompt", "x"}}), 404, "model", "model_not_found");
+}
+
+// Issue 11, finding 8: malformed tools and tool_choice are 400 with the field named.
+TEST(OpenAIRequest, MalformedToolsAndToolChoiceAre400) {
+  const json f = {{"type", "function"}, {"function", {{"name", "f"}, {"parameters", json::object()}}}};
+  const json g = {{"type", "function"}, {"function", {{"name", "g"}}}};
+  auto with = [&](json extra) {
+    json body = chat();
+    for (auto& [k, v] : extra.items()) body[k] = v;
+    return chat_error(body);
+  };
+  EXPECT_API_ERROR(with({{"tools", {{{"type", "function"}}}}}), 400, "tools[0].function", "missing_field");
+  EXPECT_API_ERROR(with({{"tools", {{{"type", "retrieval"}, {"function", {{"name", "f"}}}}}}}), 400, "tools[0].type",
+                   "invalid_value");
+  EXPECT_API_ERROR(with({{"tools", {{{"type", "function"}, {"function", "f"}}}}}), 400, "tools[0].function",
+                   "invalid_type");
+  EXPECT_API_ERROR(with({{"tools", {{{"type", "function"}, {"function", {{"name", 5}}}}}}}), 400,
+                   "tools[0].function.name", "invalid_type");
+  EXPECT_API_ERROR(with({{"tools", {{{"type", "function"}, {"function", {{"description", "x"}}}}}}}), 400,
+                   "tools[0].function.name", "missing_field");
+  EXPECT_API_ERROR(with({{"tools", {{{"type", "function"}, {"function", {{"name", ""}}}}}}}), 400,
+                   "tools[0].function.name", "invalid_value");
+  EXPECT_API_ERROR(with({{"tools", {{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", "{}"}}}}}}}), 400,
+                   "tools[0].function.parameters", "invalid_type");
+  EXPECT_API_ERROR(with({{"tools", {f, f}}}), 400, "tools[1].function.name", "invalid_value");
+  EXPECT_API_ERROR(with({{"tools", {f}}, {"tool_choice", "sometimes"}}), 400, "tool_choice", "invalid_value");
+  EXPECT_API_ERROR(with({{"tools", {f}}, {"tool_choice", 3}}), 400, "tool_choice", "invalid_type");
+  EXPECT_API_ERROR(with({{"tools", {f}}, {"tool_choice", {{"type", "function"}}}}), 400, "tool_choice", "invalid_value");
+  EXPECT_API_ERROR(with({{"tools", {f}}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "nope"}}}}}}), 400,
+                   "tool_choice", "invalid_value");
+  EXPECT_API_ERROR(with({{"tool_choice", "required"}}), 400, "tool_choice", "invalid_value");
+  EXPECT_API_ERROR(with({{"tools", {f}}, {"parallel_tool_calls", "yes"}}), 400, "parallel_tool_calls", "invalid_type");
+  // Well-formed: a named function is the only one offered; "auto" and "required" offer all.
+  ChatCompletionRequest r = parse_chat_completion(
+      chat({{"tools", {f, g}}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "g"}}}}}}), defaults(), policy());
+  EXPECT_EQ(r.tools.size(), 1u);
+  EXPECT_EQ(r.tools[0]["function"]["name"], "g");
+  r = parse_chat_completion(chat({{"tools", {f, g}}, {"tool_choice", "required"}, {"parallel_tool_calls", false}}),
+                            defaults(), policy());
+  EXPECT_EQ(r.tools.size(), 2u);
+  EXPECT_EQ(with({{"tools", {g}}}).status, 0);  // no type: taken as a function
 }
 
 TEST(OpenAIRequest, WrongTypesAre400WithTheFieldNamed) {

@@ -374,6 +374,30 @@ TEST(ChatTemplateCheck, FindsTheModelTemplate) {
   EXPECT_FALSE(read_model_chat_template(test::temp_dir("chat-template-none")));
 }
 
+TEST(ChatTemplateCheck, NamesTheFirstDifferenceFromTheOfficialTemplate) {
+  const std::string official(qwen35_chat_template());
+  EXPECT_EQ(sha256_hex(official), kQwen35ChatTemplateSha256);
+  EXPECT_EQ(describe_template_difference(official), "");
+  std::string edited = official;
+  const size_t line3 = edited.find('\n', edited.find('\n') + 1) + 1;  // start of line 3
+  edited.insert(line3, "{#- a community fix -#}");
+  const std::string d = describe_template_difference(edited);
+  EXPECT_NE(d.find("line 3 has '{#- a community fix -#}"), std::string::npos) << d;
+  const std::string first_two = official.substr(0, official.find('\n', official.find('\n') + 1) + 1);
+  EXPECT_NE(describe_template_difference(first_two).find("line 3 has ''"), std::string::npos);
+  EXPECT_NE(describe_template_difference(first_two.substr(0, first_two.size() - 1)).find("ends at line 3"), std::string::npos);
+  EXPECT_NE(describe_template_difference(official + "\nextra").find("past the end"), std::string::npos);
+
+  // The warning given at start: none for the bundled model, one naming the line for an edited copy.
+  EXPECT_EQ(chat_template_warning(test::tiny_model_dir()), "");
+  const std::string dir = test::temp_dir("chat-template-edited");
+  std::ofstream(dir + "/chat_template.jinja", std::ios::binary) << edited;
+  const std::string w = chat_template_warning(dir);
+  EXPECT_NE(w.find("not the official Qwen3.5 template"), std::string::npos) << w;
+  EXPECT_NE(w.find("line 3"), std::string::npos) << w;
+  EXPECT_NE(chat_template_warning(test::temp_dir("chat-template-none")).find("has no chat template"), std::string::npos);
+}
+
 // ---- qwen35 render ----
 
 struct CliResult {

@@ -73,9 +73,15 @@ export function errorFrom(status, bodyText) {
   return new ApiError(message, { status, type, code });
 }
 
-// GET /v1/models -> {id, contextSize, hasVision} of the first model.
-export async function fetchModel(fetchImpl = fetch) {
-  const res = await fetchImpl('/v1/models');
+// The header that carries an API key (servers started with --api-key want it on every request).
+export function authHeaders(apiKey) {
+  return apiKey ? { Authorization: `Bearer ${apiKey}` } : {};
+}
+
+// GET /v1/models -> {id, contextSize, hasVision} of the first model. A 401 (no key, or a wrong
+// one) is an ApiError with status 401.
+export async function fetchModel(fetchImpl = fetch, { apiKey = '' } = {}) {
+  const res = await fetchImpl('/v1/models', { headers: authHeaders(apiKey) });
   if (!res.ok) throw errorFrom(res.status, await res.text());
   const j = await res.json();
   const m = (j && j.data && j.data[0]) || {};
@@ -90,10 +96,10 @@ export async function fetchModel(fetchImpl = fetch) {
 // POSTs a streamed chat completion and yields each parsed chunk until [DONE].
 // Throws ApiError for HTTP errors and for error objects sent inside the stream; an abort through
 // `signal` surfaces as the fetch's AbortError.
-export async function* streamChat(body, { signal, fetchImpl = fetch } = {}) {
+export async function* streamChat(body, { signal, fetchImpl = fetch, apiKey = '' } = {}) {
   const res = await fetchImpl('/v1/chat/completions', {
     method: 'POST',
-    headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+    headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream', ...authHeaders(apiKey) },
     body: JSON.stringify(body),
     signal,
   });

@@ -14,6 +14,8 @@ const ui = {
   fileInput: $('file-input'), input: $('input'), send: $('send'), stop: $('stop'), thinking: $('thinking'),
   settings: $('settings'), settingsOpen: $('settings-open'), setSystem: $('set-system'),
   setTemperature: $('set-temperature'), setMaxTokens: $('set-max-tokens'), dropOverlay: $('drop-overlay'),
+  setApiKey: $('set-api-key'), keyDialog: $('key-dialog'), keyForm: $('key-form'), keyInput: $('key-input'),
+  keyMessage: $('key-message'),
 };
 
 let storage;
@@ -26,6 +28,7 @@ const store = new Store(storage || memoryStorage());
 
 const state = {
   settings: store.loadSettings(),
+  apiKey: store.apiKey(),  // for servers started with --api-key
   model: { id: '', contextSize: null, hasVision: null },
   conv: null,           // the open conversation; null for a new, empty one
   pending: [],          // images to send with the next message: [{name, url}]
@@ -36,10 +39,11 @@ const state = {
 // ---------------------------------------------------------------------------------------------
 // Model
 
-// Retries every few seconds while the server is unreachable (when `retry` is set).
+// Retries every few seconds while the server is unreachable (when `retry` is set). A server that
+// wants an API key (401) gets the key dialog instead.
 async function loadModel({ retry = false } = {}) {
   try {
-    state.model = await fetchModel();
+    state.model = await fetchModel(fetch, { apiKey: state.apiKey });
     ui.modelName.textContent = state.model.id || 'no model';
     ui.modelName.title = state.model.contextSize ? `context ${state.model.contextSize} tokens` : '';
     if (state.model.hasVision === false) {
@@ -48,9 +52,29 @@ async function loadModel({ retry = false } = {}) {
     }
     if (!state.conv) renderMessages();
   } catch (e) {
+    if (e && e.status === 401) {
+      ui.modelName.textContent = 'API key needed';
+      askForKey(e.message);
+      return;
+    }
     ui.modelName.textContent = 'server unreachable';
     if (retry) setTimeout(() => { if (!state.model.id) loadModel({ retry }); }, 3000);
   }
+}
+
+// The key dialog: asked once, then kept in this browser (and changeable in Settings).
+function askForKey(serverMessage) {
+  ui.keyMessage.textContent = state.apiKey
+    ? `The server did not accept the stored key (${serverMessage || 'incorrect API key'}). Enter the right one.`
+    : 'This server needs an API key.';
+  ui.keyInput.value = '';
+  if (!ui.keyDialog.open) ui.keyDialog.showModal();
+  ui.keyInput.focus();
+}
+
+function setApiKey(key) {
+  state.apiKey = key;
+  store.saveApiKey(key);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -216,7 +240,7 @@ async function send() {
   try {
     if (!state.model.id) await loadModel();
     if (!body.model && state.model.id) body.model = state.model.id;
-    for await (const chunk of streamChat(body, { signal: controller.signal })) {
+    for await (const chunk of streamChat(body, { signal: controller.signal, apiKey: state.apiKey })) {
       const choice = chunk.choices && chunk.choices[0];
       const delta = (choice && choice.delta) || {};
       if (typeof delta.reasoning_content === 'string') msg.reasoning += delta.reasoning_content;
@@ -229,6 +253,10 @@ async function send() {
     if (e && e.name === 'AbortError') msg.stopped = true;
     else if (e instanceof TypeError) msg.error = 'Could not reach the server: ' + e.message;
     else msg.error = (e && e.message) || String(e);
+    if (e && e.status === 401) {
+      msg.error += ' (enter the API key, then send again)';
+      askForKey(e.message);
+    }
   } finally {
     msg.pending = false;
     if (state.busy && state.busy.msg === msg) {
@@ -293,6 +321,7 @@ function loadSettingsIntoForm() {
   ui.setSystem.value = s.systemPrompt || '';
   ui.setTemperature.value = s.temperature ?? '';
   ui.setMaxTokens.value = s.maxTokens ?? '';
+  ui.setApiKey.value = state.apiKey;
 }
 
 function readSettingsForm() {
@@ -401,6 +430,20 @@ ui.settingsOpen.addEventListener('click', () => {
   ui.settings.showModal();
 });
 for (const input of [ui.setSystem, ui.setTemperature, ui.setMaxTokens]) input.addEventListener('input', readSettingsForm);
+ui.setApiKey.addEventListener('change', () => {
+  setApiKey(ui.setApiKey.value.trim());
+  state.model.id = '';
+  loadModel();
+});
+ui.keyForm.addEventListener('submit', (e) => {
+  e.preventDefault();
+  const key = ui.keyInput.value.trim();
+  if (!key) return;
+  setApiKey(key);
+  ui.keyDialog.close();
+  state.model.id = '';
+  loadModel();
+});
 ui.settings.addEventListener('click', (e) => {
   if (e.target === ui.settings) ui.settings.close();  // a click on the backdrop
 });

@@ -1,6 +1,7 @@
 // Conversations and settings in localStorage (any object with getItem/setItem/removeItem, so
 // tests can pass a fake). Layout: "qwen35.index" lists {id, title, updated}; each conversation is
-// "qwen35.conv.<id>"; settings are "qwen35.settings"; the open one is "qwen35.current".
+// "qwen35.conv.<id>"; settings are "qwen35.settings"; the open one is "qwen35.current"; the API
+// key of a server started with --api-key is "qwen35.apiKey" (this origin's storage only).
 //
 // Images are stored as data: URLs and can fill the quota. When a write hits the quota, the
 // conversation is stored again without image data (each such image keeps {dropped: true} so the
@@ -11,6 +12,7 @@ const INDEX = 'qwen35.index';
 const CONV = 'qwen35.conv.';
 const SETTINGS = 'qwen35.settings';
 const CURRENT = 'qwen35.current';
+const API_KEY = 'qwen35.apiKey';
 
 export const DEFAULT_SETTINGS = Object.freeze({
   systemPrompt: '',
@@ -138,6 +140,26 @@ export class Store {
   saveSettings(settings) {
     try {
       this.storage.setItem(SETTINGS, JSON.stringify(settings));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  // '' when none is stored.
+  apiKey() {
+    try {
+      return this.storage.getItem(API_KEY) || '';
+    } catch {
+      return '';
+    }
+  }
+
+  // Stores the key ('' removes it); false when storage refuses.
+  saveApiKey(key) {
+    try {
+      if (key) this.storage.setItem(API_KEY, key);
+      else this.storage.removeItem(API_KEY);
       return true;
     } catch {
       return false;

@@ -1,0 +1,122 @@
+// The GGUF side of the command line as a user runs it: convert (from a folder and requantizing a
+// GGUF), info, tokenize, render and generate on GGUF files, and the errors for bad options.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "io/gguf.h"
+#include "io/safetensors.h"
+#include "support/test_data.h"
+
+namespace qwen35::test {
+namespace {
+
+struct RunOutput {
+  int status;
+  std::string out;
+};
+
+RunOutput run(const std::string& args) {
+  const std::string cmd = cli_binary() + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  const int st = pclose(p);
+  return {WEXITSTATUS(st), out};
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(CliGguf, ConvertInfoTokenizeRenderGenerate) {
+  const std::string dir = temp_dir("cli_gguf");
+  const std::string model = dir + "/tiny.gguf", mmproj = dir + "/mmproj-tiny.gguf";
+  RunOutput r = run("convert -m " + tiny_model_dir() + " --out " + model + " --mmproj " + mmproj);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "tensor 123/123 (100%")) << r.out;  // the progress line
+  auto f = GgufFile::open(model);
+  EXPECT_EQ(f->get_int("general.file_type"), 32);  // BF16 by default for a folder
+  EXPECT_EQ(f->get_string("general.name"), "tiny-qwen35");
+  EXPECT_EQ(f->get_string("tokenizer.ggml.pre"), "qwen35");
+  EXPECT_EQ(f->get_array("tokenizer.ggml.tokens").count, 248320u);
+
+  r = run("info -m " + model);
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const char* line : {"architecture:  qwen35, 8 layers (6 Gated DeltaNet, 2 attention)", "file type:     BF16",
+                           "context:       262144 tokens", "vision:        mmproj ", "MTP:           block 8",
+                           "blk.N.attn_qkv.weight", "BF16 x6"})
+    EXPECT_TRUE(has(r.out, line)) << line << "\n" << r.out;
+  r = run("info -m " + model + " --no-mmproj");
+  EXPECT_TRUE(has(r.out, "vision:        none")) << r.out;
+  r = run("info -m " + tiny_model_dir());
+  EXPECT_TRUE(has(r.out, "Hugging Face folder")) << r.out;
+  EXPECT_TRUE(has(r.out, "MTP:           mtp.* tensors")) << r.out;
+
+  // The same ids as tokenizer.json, through the GGUF's tokenizer.
+  const std::string in = dir + "/in.jsonl";
+  std::ofstream(in) << "{\"text\": \"Hello <|im_start|>user\\n caf\\u00e9 \\u0e1b\\u0e35 <think>\"}\n";
+  const RunOutput a = run("tokenize -m " + model + " < " + in), b = run("tokenize -m " + tiny_model_dir() + " < " + in);
+  EXPECT_EQ(a.status, 0);
+  EXPECT_EQ(a.out, b.out);
+
+  const std::string msgs = dir + "/m.json";
+  std::ofstream(msgs) << R"([{"role": "user", "content": "Hi"}])";
+  r = run("render -m " + model + " --messages " + msgs);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_FALSE(has(r.out, "warning")) << r.out;  // the official template travelled with the file
+  EXPECT_TRUE(has(r.out, "<|im_start|>user\nHi<|im_end|>")) << r.out;
+
+  r = run("generate -m " + model + " --ids 248045,846,198 -n 4 --json");
+  EXPECT_EQ(r.status, 0) << r.out;
+
+  // forward --dump cache writes the DeltaNet state in the HF head order whatever the weights' order.
+  const Golden golden("tiny-qwen35/golden/text_L7.safetensors");
+  std::string ids;
+  for (int64_t id : golden.i64("input_ids")) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  r = run("forward -m " + model + " --ids " + ids + " --out " + dir + "/fwd.safetensors --dump cache");
+  ASSERT_EQ(r.status, 0) << r.out;
+  SafetensorsFile fwd(dir + "/fwd.safetensors");
+  for (const std::string name : {"cache.0.conv_state", "cache.0.recurrent_state", "cache.6.recurrent_state"}) {
+    const TensorView& t = fwd.get(name);
+    EXPECT_LE(max_rel_error(std::vector<float>(t.as<float>(), t.as<float>() + t.numel()), golden.f32(name)), 1e-4) << name;
+  }
+
+  // Requantizing the GGUF: metadata and tokenizer kept, types changed.
+  const std::string q8 = dir + "/tiny-q8.gguf";
+  r = run("convert -m " + model + " --out " + q8 + " --type q8_0 --no-mtp");
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto g = GgufFile::open(q8);
+  EXPECT_EQ(g->get_int("general.file_type"), 7);
+  EXPECT_EQ(g->get_string("general.name"), "tiny-qwen35");
+  EXPECT_EQ(g->get_int("qwen35.block_count"), 8);
+  EXPECT_EQ(g->get_tensor("blk.0.attn_qkv.weight").ggml_type, 8);  // Q8_0
+  EXPECT_EQ(g->get_tensor("blk.0.ssm_a").ggml_type, 0);             // F32 stays
+  EXPECT_EQ(g->get_string("tokenizer.chat_template"), f->get_string("tokenizer.chat_template"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CliGguf, BadOptionsAreClearErrors) {
+  const std::string dir = temp_dir("cli_gguf_bad");
+  RunOutput r = run("convert -m " + tiny_model_dir() + " --out " + dir + "/x.gguf --type q9_9");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.out, "unknown --type 'q9_9' (one of: f32, f16, bf16, q8_0")) << r.out;
+  r = run("convert -m " + data_path("gguf/llama-quantize/small-h64-Q8_0.gguf") + " --out " + dir + "/x.gguf");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.out, "--type is required")) << r.out;
+  r = run("info -m " + dir + "/absent.gguf");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.out, "does not exist")) << r.out;
+  std::ofstream(dir + "/junk.gguf") << "GGUF\x03";
+  r = run("info -m " + dir + "/junk.gguf");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.out, "not a valid GGUF file")) << r.out;
+  r = run("info -m " + data_path("gguf/llama-quantize/small-h64-Q8_0.gguf") + " --mmproj " + dir + "/absent.gguf");
+  EXPECT_EQ(r.status, 1);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace qwen35::test
