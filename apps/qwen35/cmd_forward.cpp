@@ -86,10 +86,13 @@ DeltaRuleMode parse_mode(const std::string& s) {
 // [n_kv, T, hd] copy of a KV cache (the layout of the reference's cache tensors).
 std::vector<float> heads_major(const KvCache& kv, int64_t nkv, int64_t hd, bool keys) {
   const int64_t T = kv.length();
-  std::vector<float> out(size_t(nkv * T * hd));
-  for (int64_t t = 0; t < T; ++t)
+  std::vector<float> out(size_t(nkv * T * hd)), row(size_t(nkv * hd));
+  for (int64_t t = 0; t < T; ++t) {
+    if (keys) kv.key_f32(t, row.data());
+    else kv.value_f32(t, row.data());
     for (int64_t h = 0; h < nkv; ++h)
-      for (int64_t d = 0; d < hd; ++d) out[size_t((h * T + t) * hd + d)] = (keys ? kv.key(t) : kv.value(t))[h * hd + d];
+      for (int64_t d = 0; d < hd; ++d) out[size_t((h * T + t) * hd + d)] = row[size_t(h * hd + d)];
+  }
   return out;
 }
 
@@ -115,7 +118,7 @@ void add_mtp(SafetensorsWriter& out, const kernels::Compute& c, const Model& mod
   std::vector<float> next_emb(size_t(T * H));
   std::copy(embeddings.begin() + H, embeddings.end(), next_emb.begin());
   head->embed(&greedy, 1, next_emb.data() + (T - 1) * H);
-  KvCache kv = head->make_cache();
+  KvCache kv = head->make_cache(DType::F32);  // the reference's math, like the trunk's cache here
   kv.reserve(T + draft);
   MtpWorkspace ws;
   std::vector<float> mtp_hidden(size_t(T * H)), pos;

@@ -17,7 +17,7 @@ const std::set<std::string>& engine_option_names() {
   static const std::set<std::string> names = {"-m",          "--model",         "--threads",         "--ctx",
                                                 "--image-size", "--prefill-block", "--image-min-pixels", "--image-max-pixels",
                                                 "--image-max-tokens", "--mmproj",    "--mtp",
-                                                "--weights",    "--spec",          "--draft-max"};
+                                                "--weights",    "--kv-type",       "--spec",          "--draft-max"};
   return names;
 }
 
@@ -37,6 +37,7 @@ const char* kEngineOptionsHelp =
     "  --weights TYPE        convert float weights at load: q4_k_m, q8_0, q4_0, ..., bf16, f16, f32\n"
     "                        (default: the checkpoint's own types, or q4_k_m when they would not\n"
     "                        fit comfortably in memory)\n"
+    "  --kv-type f16|f32     attention KV cache elements (default f16; f32: the reference's math)\n"
     "  --spec MODE           speculative decoding, never changing the output (default auto):\n"
     "                          auto  per step the draft and length that pay, from measured costs and\n"
     "                                acceptance (the model's MTP head or prompt lookup), or none\n"
@@ -104,6 +105,8 @@ EngineOptions engine_options_from(const Args& args, bool bundled_fallback) {
   o.prefill_block = args.get_int_in("--prefill-block", 512, 1, 65536);
   o.image_min_pixels = args.get_int_in("--image-min-pixels", 0, 0, int64_t(1) << 30);
   o.image_max_pixels = args.get_int_in("--image-max-pixels", 0, 0, int64_t(1) << 30);
+  o.kv_type = args.get_or("--kv-type", "f16");
+  if (o.kv_type != "f16" && o.kv_type != "f32") fail("option --kv-type must be f16 or f32, got ", o.kv_type);
   o.weights = args.get_or("--weights", "");
   if (!args.has("--weights")) {
     std::string notice;

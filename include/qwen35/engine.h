@@ -192,6 +192,9 @@ struct EngineOptions {
   // Default speculation of requests. With mode kOff or kPld the MTP head is not run at all (no
   // request can use it); kMtp fails to load a model without one.
   SpeculativeParams speculative;
+  // Attention KV cache element type: "f16" (default: half the memory and bandwidth) or "f32"
+  // (the reference's math exactly, for parity checks).
+  std::string kv_type = "f16";
   // Progress while loading: stage name and fraction in [0, 1].
   std::function<void(const std::string& stage, double fraction)> on_progress;
 };
@@ -207,6 +210,7 @@ struct ModelInfo {
   int64_t hidden_size = 0;
   size_t weight_bytes = 0;   // weights as the kernels read them
   std::string weights;       // the --weights choice in effect ("" = the checkpoint's own types)
+  std::string kv_type;       // "f16" or "f32"
   std::string kernels;       // kernel table in use (ref, avx2, avx512, amx)
   int threads = 0;
   std::string format;        // "gguf" or "safetensors"

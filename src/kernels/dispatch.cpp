@@ -13,6 +13,7 @@ namespace qwen35::kernels {
 // Defined in the ISA folders, which are compiled with their ISA's flags: call them only after
 // the feature check here (this file is compiled for the baseline CPU).
 const KernelTable& avx2_table_unchecked();
+const KernelTable& avxvnni_table_unchecked(const KernelTable& avx2);
 const KernelTable& avx512_table_unchecked();
 const KernelTable& amx_table_unchecked(const KernelTable& avx512);
 
@@ -33,6 +34,7 @@ bool request_amx() {
 std::vector<const KernelTable*> supported_tables() {
   static const bool has_avx2 =
       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  static const bool has_avxvnni = has_avx2 && __builtin_cpu_supports("avxvnni");
   static const bool has_avx512 = has_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                                  __builtin_cpu_supports("avx512vnni");
@@ -40,6 +42,7 @@ std::vector<const KernelTable*> supported_tables() {
                               request_amx();
   std::vector<const KernelTable*> out{&ref_table()};
   if (has_avx2) out.push_back(&avx2_table_unchecked());
+  if (has_avxvnni) out.push_back(&avxvnni_table_unchecked(avx2_table_unchecked()));
   if (has_avx512) out.push_back(&avx512_table_unchecked());
   if (has_amx) out.push_back(&amx_table_unchecked(avx512_table_unchecked()));
   return out;

@@ -1,6 +1,6 @@
 // The kernel table: every hot loop of the engine behind one struct of function pointers.
 // One table per ISA; `ref` is plain scalar C++ and is the oracle every other table is tested
-// against. Tables are chosen once from the CPU's features (QWEN35_ISA=ref|avx2|avx512 overrides).
+// against. Tables are chosen once from the CPU's features (QWEN35_ISA=ref|avx2|avxvnni|avx512|amx overrides).
 #pragma once
 
 #include <cstddef>
@@ -69,10 +69,35 @@ using DeltaRecurrentFn = void (*)(const DeltaRuleHead& h, int64_t T, int dk, int
 // delta_chunk_work_floats(dk, dv) floats.
 using DeltaChunkFn = void (*)(const DeltaRuleHead& h, int64_t n, int dk, int dv, float* S, float* work);
 constexpr int64_t kDeltaChunk = 64;
+// Enough for every table; the 16 spare floats let a table align its buffers to 64 bytes.
 inline size_t delta_chunk_work_floats(int dk, int dv) {
   const size_t C = size_t(kDeltaChunk);
-  return 3 * C * C + C + C * size_t(dk) + 2 * C * size_t(dv);
+  return 3 * C * C + C + C * size_t(dk) + 2 * C * size_t(dv) + 16;
 }
+
+// Softmax attention of a block of query tokens against one KV head (spec 3.6, GQA): the `group`
+// query heads that share the KV head read each key and value row once. Query row (t, g), token
+// t < n_q of the block and head g < group, sees keys 0 .. n_kv0 + t - 1 when causal (all n_kv0
+// keys otherwise) and gets o = softmax(scale * q K^T) V, in fp32. Every row is computed the same
+// way whatever n_q, its place in the block and the thread count (prompt lookup decoding verifies
+// a draft as one block and must equal one-token decoding).
+struct AttnArgs {
+  const float* q;  // row (t, g) at q + t * q_stride + g * head_dim
+  int64_t q_stride;
+  float* o;  // row (t, g) at o + t * o_stride + g * head_dim
+  int64_t o_stride;
+  const void* k;  // key of position j: head_dim elements of kv_dtype at k + j * kv_stride elements
+  const void* v;  // value of position j, likewise
+  int64_t kv_stride;
+  DType kv_dtype = DType::F32;  // F32 or F16
+  int64_t n_q = 0;
+  int group = 1;
+  int head_dim = 0;
+  int64_t n_kv0 = 0;
+  bool causal = true;
+  float scale = 1.0f;
+};
+using AttentionFn = void (*)(const AttnArgs& a);
 
 // Block-format weights against quantized activations (a.fmt == act_format_for(w.dtype)):
 // y[t, o] = the canonical dot (kernels/quant/quant_ref.h) of weight row o with activation row t,
@@ -111,6 +136,7 @@ struct KernelTable {
   StreamReadFn stream_read = nullptr;
   DeltaRecurrentFn delta_recurrent = nullptr;
   DeltaChunkFn delta_chunk = nullptr;
+  AttentionFn attention = nullptr;
 };
 
 const KernelTable& ref_table();

@@ -1,7 +1,7 @@
 #include "model/attention.h"
 
+#include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "model/norm.h"
 
@@ -61,29 +61,39 @@ void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const A
   const int64_t past = kv.length();
   kv.append(s.k.data(), s.v.data(), T);
 
-  const float scale = 1.0f / std::sqrt(float(hd));
+  // Tasks of kAttnBlock tokens x one KV head: the group of query heads that share the KV head
+  // reads each key and value row once. Later blocks see more keys, so they are handed out first.
+  // The kernel computes every row the same way in any block, so neither the block size nor the
+  // thread count changes a bit of the result.
+  constexpr int64_t kAttnBlock = 16;
   const int group = nq / nkv;
-  c.pool->parallel_for(size_t(T * nq), 1, [&](size_t b, size_t e) {
-    thread_local std::vector<float> scores;
-    for (size_t task = b; task < e; ++task) {
-      const int64_t t = int64_t(task) / nq;
-      const int h = int(int64_t(task) % nq), kvh = h / group;
-      const int64_t n = past + t + 1;  // causal: keys 0 .. past + t
-      scores.resize(size_t(n));
-      const float* q = s.q.data() + t * QD + int64_t(h) * hd;
-      float mx = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < n; ++j) {
-        scores[size_t(j)] = c.k->dot(q, kv.key(j) + int64_t(kvh) * hd, hd) * scale;
-        mx = std::max(mx, scores[size_t(j)]);
-      }
-      float sum = 0;
-      for (int64_t j = 0; j < n; ++j) sum += (scores[size_t(j)] = std::exp(scores[size_t(j)] - mx));
-      const float inv = 1.0f / sum;
-      float* o = s.attn.data() + t * QD + int64_t(h) * hd;
-      for (int d = 0; d < hd; ++d) o[d] = 0;
-      for (int64_t j = 0; j < n; ++j) c.k->axpy(scores[size_t(j)] * inv, kv.value(j) + int64_t(kvh) * hd, o, hd);
-    }
-  });
+  const int64_t blocks = (T + kAttnBlock - 1) / kAttnBlock;
+  const size_t tasks = size_t(blocks * nkv);
+  c.pool->parallel_for(
+      tasks, 1,
+      [&](size_t b, size_t e) {
+        for (size_t task = b; task < e; ++task) {
+          const int64_t t0 = (blocks - 1 - int64_t(task) / nkv) * kAttnBlock;
+          const int kvh = int(int64_t(task) % nkv);
+          kernels::AttnArgs args;
+          args.q = s.q.data() + t0 * QD + int64_t(kvh) * group * hd;
+          args.q_stride = QD;
+          args.o = s.attn.data() + t0 * QD + int64_t(kvh) * group * hd;
+          args.o_stride = QD;
+          const size_t head_off = size_t(kvh) * size_t(hd) * (kv.dtype() == DType::F16 ? 2 : 4);
+          args.k = static_cast<const uint8_t*>(kv.key_row(0)) + head_off;
+          args.v = static_cast<const uint8_t*>(kv.value_row(0)) + head_off;
+          args.kv_stride = kv.row_floats();
+          args.kv_dtype = kv.dtype();
+          args.n_q = std::min(kAttnBlock, T - t0);
+          args.group = group;
+          args.head_dim = hd;
+          args.n_kv0 = past + t0 + 1;  // causal: token t0 sees keys 0 .. past + t0
+          args.scale = 1.0f / std::sqrt(float(hd));
+          c.k->attention(args);
+        }
+      },
+      tasks);
 
   if (cfg.attn_output_gate) {
     thread_local std::vector<float> gate;

@@ -53,8 +53,9 @@ class MtpHead {
 
   const TextConfig& config() const { return cfg_; }
   const MtpWeights& weights() const { return w_; }
-  // An empty cache of the head's one attention layer.
-  KvCache make_cache() const { return KvCache(cfg_.num_kv_heads, cfg_.head_dim); }
+  // An empty cache of the head's one attention layer, with the trunk's element type (F32: the
+  // reference's math, for the goldens).
+  KvCache make_cache(DType dtype = DType::F32) const { return KvCache(cfg_.num_kv_heads, cfg_.head_dim, dtype); }
 
   // embeddings[T, H] of token ids (the shared embedding table).
   void embed(const int32_t* ids, int64_t T, float* out) const;

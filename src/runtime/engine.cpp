@@ -151,6 +151,9 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     e.context_size = options.context_size > 0 ? options.context_size : std::min<int64_t>(max_pos, 32768);
     if (e.context_size > max_pos) fail("context size ", e.context_size, " exceeds the model's maximum of ", max_pos);
     if (options.prefill_block <= 0) fail("prefill block must be positive");
+    if (options.kv_type == "f16") e.kv_dtype = DType::F16;
+    else if (options.kv_type == "f32") e.kv_dtype = DType::F32;
+    else fail("KV cache type '", options.kv_type, "': expected f16 or f32");
 
     ModelInfo& info = e.info;
     info.path = options.model_dir;
@@ -171,6 +174,7 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     info.hidden_size = cfg.text.hidden_size;
     info.weight_bytes = e.model->weight_bytes();
     info.weights = options.weights;
+    info.kv_type = options.kv_type;
     info.kernels = std::string(e.compute.k->name);
     info.threads = e.pool->size();
     info.format = e.model->is_gguf() ? "gguf" : "safetensors";

@@ -18,18 +18,18 @@ uint64_t image_token_key(uint64_t image_hash, int64_t index) {
 size_t SnapshotData::bytes() const {
   size_t n = tokens.size() * sizeof(int32_t) + keys.size() * sizeof(uint64_t);
   for (const DeltaNetState& d : deltanet) n += (d.conv.size() + d.recurrent.size()) * sizeof(float);
-  for (size_t i = 0; i < keys_rows.size(); ++i) n += (keys_rows[i].size() + value_rows[i].size()) * sizeof(float);
-  n += (mtp_key_rows.size() + mtp_value_rows.size() + mtp_hidden.size() + mtp_embedding.size()) * sizeof(float);
+  for (size_t i = 0; i < keys_rows.size(); ++i) n += keys_rows[i].size() + value_rows[i].size();
+  n += mtp_key_rows.size() + mtp_value_rows.size() + (mtp_hidden.size() + mtp_embedding.size()) * sizeof(float);
   n += mtp_position.size() * sizeof(int32_t);
   return n;
 }
 
 Sequence::Sequence(const EngineImpl& engine)
-    : engine_(engine), state_(DecoderState::create(engine.text_config())), mtp_(engine.mtp) {
+    : engine_(engine), state_(DecoderState::create(engine.text_config(), engine.kv_dtype)), mtp_(engine.mtp) {
   const int64_t reserve = std::min<int64_t>(engine.context_size, 4096);
   state_.reserve(reserve);
   if (mtp_) {
-    mtp_kv_ = mtp_->make_cache();
+    mtp_kv_ = mtp_->make_cache(engine.kv_dtype);
     mtp_kv_.reserve(reserve);
     // Room for the most pending rows the decode loop leaves (a full lag plus a verified block).
     const size_t rows = size_t(kMaxMtpPending + SpeculativeParams::kMaxDraft + 2), H = size_t(engine.text_config().hidden_size);
@@ -203,14 +203,18 @@ std::unique_ptr<SnapshotData> Sequence::snapshot() const {
   s->deltanet = state_.deltanet;
   s->rope_delta = rope_delta_;
   for (const KvCache& kv : state_.kv) {
-    const size_t n = size_t(kv.length() * kv.row_floats());
-    s->keys_rows.emplace_back(kv.key(0), kv.key(0) + n);
-    s->value_rows.emplace_back(kv.value(0), kv.value(0) + n);
+    const size_t n = size_t(kv.length()) * kv.row_bytes();
+    const uint8_t* k = static_cast<const uint8_t*>(kv.key_row(0));
+    const uint8_t* v = static_cast<const uint8_t*>(kv.value_row(0));
+    s->keys_rows.emplace_back(k, k + n);
+    s->value_rows.emplace_back(v, v + n);
   }
   if (has_mtp()) {
-    const size_t n = size_t(mtp_kv_.length() * mtp_kv_.row_floats());
-    s->mtp_key_rows.assign(mtp_kv_.key(0), mtp_kv_.key(0) + n);
-    s->mtp_value_rows.assign(mtp_kv_.value(0), mtp_kv_.value(0) + n);
+    const size_t n = size_t(mtp_kv_.length()) * mtp_kv_.row_bytes();
+    const uint8_t* k = static_cast<const uint8_t*>(mtp_kv_.key_row(0));
+    const uint8_t* v = static_cast<const uint8_t*>(mtp_kv_.value_row(0));
+    s->mtp_key_rows.assign(k, k + n);
+    s->mtp_value_rows.assign(v, v + n);
     s->mtp_hidden = mtp_hidden_;
     s->mtp_embedding = mtp_embedding_;
     s->mtp_position = mtp_position_;
@@ -226,12 +230,12 @@ void Sequence::restore(const SnapshotData& s) {
     same_shape = s.deltanet[i].conv.size() == state_.deltanet[i].conv.size() &&
                  s.deltanet[i].recurrent.size() == state_.deltanet[i].recurrent.size();
   for (size_t i = 0; same_shape && i < s.keys_rows.size(); ++i)
-    same_shape = int64_t(s.keys_rows[i].size()) == n * state_.kv[i].row_floats();
+    same_shape = s.keys_rows[i].size() == size_t(n) * state_.kv[i].row_bytes();
   const int64_t H = engine_.text_config().hidden_size;
   const int64_t mtp_pending = int64_t(s.mtp_hidden.size()) / H;
-  const int64_t mtp_pairs = has_mtp() ? int64_t(s.mtp_key_rows.size()) / mtp_kv_.row_floats() : 0;
+  const int64_t mtp_pairs = has_mtp() ? int64_t(s.mtp_key_rows.size() / mtp_kv_.row_bytes()) : 0;
   if (has_mtp())
-    same_shape = same_shape && mtp_pairs + mtp_pending == n && int64_t(s.mtp_key_rows.size()) == mtp_pairs * mtp_kv_.row_floats() &&
+    same_shape = same_shape && mtp_pairs + mtp_pending == n && s.mtp_key_rows.size() == size_t(mtp_pairs) * mtp_kv_.row_bytes() &&
                  s.mtp_value_rows.size() == s.mtp_key_rows.size() && int64_t(s.mtp_hidden.size()) == mtp_pending * H &&
                  s.mtp_embedding.size() == s.mtp_hidden.size() && int64_t(s.mtp_position.size()) == 3 * mtp_pending;
   else
@@ -244,11 +248,11 @@ void Sequence::restore(const SnapshotData& s) {
   }
   for (size_t i = 0; i < state_.kv.size(); ++i) {
     state_.kv[i].truncate(0);
-    state_.kv[i].append(s.keys_rows[i].data(), s.value_rows[i].data(), n);
+    state_.kv[i].append_raw(s.keys_rows[i].data(), s.value_rows[i].data(), n);
   }
   if (has_mtp()) {
     mtp_kv_.truncate(0);
-    mtp_kv_.append(s.mtp_key_rows.data(), s.mtp_value_rows.data(), mtp_pairs);
+    mtp_kv_.append_raw(s.mtp_key_rows.data(), s.mtp_value_rows.data(), mtp_pairs);
     mtp_hidden_ = s.mtp_hidden;
     mtp_embedding_ = s.mtp_embedding;
     mtp_position_ = s.mtp_position;

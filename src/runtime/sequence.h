@@ -32,13 +32,13 @@ struct SnapshotData {
   std::vector<int32_t> tokens;
   std::vector<uint64_t> keys;
   std::vector<DeltaNetState> deltanet;
-  std::vector<std::vector<float>> keys_rows, value_rows;  // per attention layer [length, n_kv * hd]
+  std::vector<std::vector<uint8_t>> keys_rows, value_rows;  // per attention layer: [length] rows in the cache's dtype
   int64_t rope_delta = 0;
   // The MTP head's state (empty when the engine does not run the head): cache rows of the pairs,
   // then the pending tokens' hidden states, embeddings and positions (see Sequence).
-  std::vector<float> mtp_key_rows, mtp_value_rows;  // [pairs, n_kv * hd]
-  std::vector<float> mtp_hidden, mtp_embedding;     // [pending, H]
-  std::vector<int32_t> mtp_position;                // [pending, 3]
+  std::vector<uint8_t> mtp_key_rows, mtp_value_rows;  // [pairs] rows in the cache's dtype
+  std::vector<float> mtp_hidden, mtp_embedding;       // [pending, H]
+  std::vector<int32_t> mtp_position;                  // [pending, 3]
   size_t bytes() const;
 };
 

@@ -26,9 +26,8 @@ struct Prepared {
   WeightMatrix plain, used;
 };
 
-Prepared prepare(const KernelTable& table, DType t, int64_t rows, int64_t cols, std::mt19937& rng) {
+Prepared prepare(const KernelTable& table, DType t, int64_t rows, int64_t cols, const std::vector<uint8_t>& raw) {
   Prepared p;
-  std::vector<uint8_t> raw = random_block_rows(t, rows, cols, rng);
   p.plain_bytes.assign(raw.size() + 1, 0);
   std::memcpy(p.plain_bytes.data() + 1, raw.data(), raw.size());  // misaligned rows
   p.plain = WeightMatrix{t, p.plain_bytes.data() + 1, rows, cols, dtype_bytes(t, size_t(cols))};
@@ -43,6 +42,10 @@ Prepared prepare(const KernelTable& table, DType t, int64_t rows, int64_t cols, 
     p.used = WeightMatrix{t, dst, rows, cols, 0, f.layout, gb};
   }
   return p;
+}
+
+Prepared prepare(const KernelTable& table, DType t, int64_t rows, int64_t cols, std::mt19937& rng) {
+  return prepare(table, t, rows, cols, random_block_rows(t, rows, cols, rng));
 }
 
 std::vector<uint8_t> quantized_rows(const KernelTable& table, ActFormat fmt, const std::vector<float>& x, int64_t T,
@@ -72,6 +75,20 @@ TEST(QuantKernels, ActivationQuantizationIsIdenticalInEveryTable) {
         EXPECT_EQ(quantized_rows(*table, fmt, x, T, n, stride), quantized_rows(ref_table(), fmt, x, T, n, stride))
             << table->name << " fmt " << int(fmt) << " n " << n;
       }
+}
+
+// No vector table leaves a block format to the scalar reference (the kernels below would then
+// be tested against themselves).
+TEST(QuantKernels, EveryVectorTableHasItsOwnBlockKernels) {
+  for (const KernelTable* table : supported_tables()) {
+    if (table == &ref_table()) continue;
+    EXPECT_NE(table->quantize_act, ref_table().quantize_act) << table->name;
+    for (DType t : weight_block_formats()) {
+      EXPECT_NE(table->qmatmul[size_t(t)], ref_table().qmatmul[size_t(t)]) << table->name << " " << dtype_name(t);
+      ASSERT_NE(table->packing.layout, 0) << table->name;
+      EXPECT_NE(table->packing.group_bytes(t, 512), 0u) << table->name << " " << dtype_name(t);
+    }
+  }
 }
 
 TEST(QuantKernels, PackingRoundTrips) {
@@ -134,6 +151,59 @@ TEST(QuantKernels, EveryTableMatchesTheReferenceBitForBit) {
             }
           }
         }
+      }
+    }
+  }
+}
+
+// Every byte pattern of a block at its extremes (all bits set, none, sign bits, alternating)
+// against activations at +-127 with the signs that make the integer sums largest: the bounds the
+// kernels rely on (no vpmaddubsw saturation, int16 partial sums that fit) are tested at their
+// edges, which random data rarely reaches.
+TEST(QuantKernels, ExtremeQuantsAndActivationsMatchTheReference) {
+  const uint8_t patterns[] = {0x00, 0xff, 0x80, 0x7f, 0x88, 0x77, 0x0f, 0xf0, 0x55, 0xaa, 0x33, 0xcc, 0x08, 0x01, 0xfe, 0x11};
+  for (const KernelTable* table : supported_tables()) {
+    for (DType t : weight_block_formats()) {
+      const DTypeInfo& info = dtype_info(t);
+      const int64_t rows = 16, cols = 2 * int64_t(info.block_elems), nb = cols / int64_t(info.block_elems);
+      std::vector<uint8_t> raw(size_t(rows * nb) * info.block_bytes);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t b = 0; b < nb; ++b) {
+          uint8_t* blk = raw.data() + size_t(r * nb + b) * info.block_bytes;
+          std::memset(blk, patterns[r], info.block_bytes);
+          for (size_t off : testing::f16_fields(t)) {
+            const uint16_t h = f32_to_f16(b % 2 ? -0.03f : 0.02f);
+            std::memcpy(blk + off, &h, 2);
+          }
+        }
+      Prepared p = prepare(*table, t, rows, cols, raw);
+      // Activation rows: all +1, all -1, pairs of +1 -1, quads of -1 +1, and a ramp; each block
+      // quantizes its extremes to +-127.
+      const int64_t T = 9;
+      std::vector<float> x(size_t(T * cols) + 1);
+      for (int64_t tt = 0; tt < T; ++tt)
+        for (int64_t j = 0; j < cols; ++j) {
+          float v = 0;
+          switch (tt % 5) {
+            case 0: v = 1; break;
+            case 1: v = -1; break;
+            case 2: v = (j / 2) % 2 ? -1.0f : 1.0f; break;
+            case 3: v = (j / 4) % 2 ? 1.0f : -1.0f; break;
+            default: v = float(j % 255) / 127.0f - 1.0f; break;
+          }
+          x[size_t(1 + tt * cols + j)] = tt >= 5 ? -v : v;
+        }
+      const ActFormat fmt = act_format_for(t);
+      std::vector<uint8_t> qa = quantized_rows(ref_table(), fmt, x, T, cols, cols);
+      for (int64_t T1 : {int64_t(1), int64_t(4), T}) {  // the small-block kernels and (T = 9) AMX
+        const ActRows a{fmt, T1, cols, qa.data(), act_layout(fmt, cols)};
+        std::vector<float> want(size_t(T1 * rows)), got(size_t(T1 * rows));
+        ref_table().qmatmul[size_t(t)](a, p.plain, 0, rows, want.data(), rows);
+        table->qmatmul[size_t(t)](a, p.used, 0, rows, got.data(), rows);
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_EQ(std::memcmp(&want[i], &got[i], 4), 0)
+              << table->name << " " << dtype_name(t) << " T=" << T1 << " t=" << i / size_t(rows) << " row pattern 0x"
+              << std::hex << int(patterns[i % size_t(rows)]) << std::dec << ": " << got[i] << " vs " << want[i];
       }
     }
   }

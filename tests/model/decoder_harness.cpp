@@ -57,11 +57,13 @@ RunResult run_tokens(const Model& m, const std::vector<int64_t>& ids, DecoderSta
 
 std::vector<float> kv_as_heads_major(const KvCache& kv, int n_kv, int hd, bool keys) {
   const int64_t T = kv.length();
-  std::vector<float> out(size_t(n_kv * T * hd));
-  for (int64_t t = 0; t < T; ++t)
+  std::vector<float> out(size_t(n_kv * T * hd)), row(size_t(n_kv * hd));
+  for (int64_t t = 0; t < T; ++t) {
+    if (keys) kv.key_f32(t, row.data());
+    else kv.value_f32(t, row.data());
     for (int h = 0; h < n_kv; ++h)
-      for (int d = 0; d < hd; ++d)
-        out[size_t((h * T + t) * hd + d)] = (keys ? kv.key(t) : kv.value(t))[h * hd + d];
+      for (int d = 0; d < hd; ++d) out[size_t((h * T + t) * hd + d)] = row[size_t(h * hd + d)];
+  }
   return out;
 }
 

@@ -82,7 +82,7 @@ PromptPass prompt_pass(const Golden& g, const std::string& p, int64_t block) {
   const auto prompt = g.i64(p + "prompt_ids");
   const int64_t T = int64_t(prompt.size());
 
-  PromptPass r{.main_hidden = {}, .greedy = -1, .kv = head.make_cache(), .out = {}, .collector = Collector(H)};
+  PromptPass r{.main_hidden = {}, .greedy = -1, .kv = head.make_cache(DType::F32), .out = {}, .collector = Collector(H)};
   DecoderState state = DecoderState::create(cfg);
   RunResult main = run_tokens(m, prompt, state, 512);
   r.main_hidden = main.final_norm;

@@ -48,7 +48,8 @@ std::unique_ptr<Engine> engine_with_context(int64_t ctx) {
 // pending row of the last fed token.
 struct HeadState {
   int64_t pairs = 0;
-  std::vector<float> keys, values, pending_hidden;
+  std::vector<uint8_t> keys, values;  // rows in the cache's dtype
+  std::vector<float> pending_hidden;
 };
 
 HeadState head_state(Sequence& seq) {
@@ -67,11 +68,24 @@ HeadState reference_head_state(const EngineImpl& e, const std::vector<int32_t>& 
   return head_state(seq);
 }
 
+// Cache rows of the tiny model's head as f32, whatever the cache's dtype.
+std::vector<float> rows_f32(const std::vector<uint8_t>& raw, int64_t pairs) {
+  const TextConfig& cfg = tiny_engine().impl().text_config();
+  const int64_t row = int64_t(cfg.num_kv_heads) * cfg.head_dim;
+  if (pairs == 0) return {};
+  const DType dtype = raw.size() == size_t(pairs * row) * 2 ? DType::F16 : DType::F32;
+  KvCache kv(cfg.num_kv_heads, cfg.head_dim, dtype);
+  kv.append_raw(raw.data(), raw.data(), pairs);
+  std::vector<float> out(size_t(pairs * row));
+  for (int64_t t = 0; t < pairs; ++t) kv.key_f32(t, out.data() + t * row);
+  return out;
+}
+
 void expect_same_head_state(const HeadState& a, const HeadState& b, const std::string& what) {
   EXPECT_EQ(a.pairs, b.pairs) << what;
   ASSERT_EQ(a.keys.size(), b.keys.size()) << what;
-  EXPECT_EQ(0, std::memcmp(a.keys.data(), b.keys.data(), a.keys.size() * sizeof(float))) << what;
-  EXPECT_EQ(0, std::memcmp(a.values.data(), b.values.data(), a.values.size() * sizeof(float))) << what;
+  EXPECT_EQ(a.keys, b.keys) << what;
+  EXPECT_EQ(a.values, b.values) << what;
   ASSERT_EQ(a.pending_hidden.size(), b.pending_hidden.size()) << what;
   EXPECT_EQ(0, std::memcmp(a.pending_hidden.data(), b.pending_hidden.data(), a.pending_hidden.size() * sizeof(float)))
       << what;
@@ -97,6 +111,33 @@ TEST(MtpSpeculation, TheTinyModelHasAHeadAndTheEngineRunsIt) {
   g = engine.new_session()->start_completion({1, 2, 3}, with_spec(greedy(4), SpecMode::kMtp, 17), nullptr, &st);
   EXPECT_EQ(g, nullptr);
   EXPECT_EQ(st.code, StatusCode::kInvalidArgument);
+}
+
+// The head's cache has the trunk's element type (--kv-type), and speculation keeps greedy output
+// and the head's cache equal to a teacher-forced pass with either.
+TEST(MtpSpeculation, TheHeadsCacheHasTheEnginesKvType) {
+  const TextConfig& cfg = tiny_engine().impl().text_config();
+  const std::vector<int32_t> prompt = {11, 22, 33, 44, 55, 66, 77, 88, 99, 11, 22, 33};
+  for (const char* kv_type : {"f16", "f32"}) {
+    EngineOptions o;
+    o.model_dir = tiny_model_dir();
+    o.threads = 2;
+    o.kv_type = kv_type;
+    Status st;
+    auto engine = Engine::load(o, &st);
+    ASSERT_TRUE(engine) << st.message;
+    const GenerationResult plain = engine->new_session()->complete(prompt, greedy(12, SpecMode::kOff), nullptr, &st);
+    ASSERT_TRUE(st.ok()) << st.message;
+    auto session = engine->new_session();
+    const GenerationResult spec = session->complete(prompt, with_spec(greedy(12), SpecMode::kMtp, 3), nullptr, &st);
+    ASSERT_TRUE(st.ok()) << st.message;
+    EXPECT_EQ(spec.tokens, plain.tokens) << kv_type;
+    EXPECT_GT(spec.mtp_drafted, 0) << kv_type;
+    const HeadState got = head_state(session->impl().seq);
+    const size_t elem = std::string(kv_type) == "f16" ? 2 : 4;
+    EXPECT_EQ(got.keys.size(), size_t(got.pairs) * size_t(cfg.num_kv_heads * cfg.head_dim) * elem) << kv_type;
+    expect_same_head_state(got, reference_head_state(engine->impl(), prompt, session->tokens()), kv_type);
+  }
 }
 
 // The head's own drafts (which the random tiny model rarely gets right) for several lengths:
@@ -226,34 +267,45 @@ ChatRequest two_turns(const std::string& q1, const GenerationResult& a1, const s
 // a cold plain run, and a cache of one row per fed pair close to the cold run's (the cold run
 // prefills in other blocks, so the main model's states differ in rounding).
 TEST(MtpSpeculation, PrefixReuseCarriesTheHeadsCache) {
-  const Engine& engine = tiny_engine();
-  PrefixCache cache(size_t(256) << 20);
-  auto a = engine.new_session(&cache), b = engine.new_session(&cache);
-  ChatRequest turn1;
-  turn1.messages = {ChatMessage::Text("system", "You are terse."), ChatMessage::Text("user", "Name three rivers.")};
-  Status st;
-  const SamplingParams mtp = with_spec(greedy(10), SpecMode::kMtp, 3);
-  const GenerationResult r1 = a->chat(turn1, mtp, nullptr, &st);
-  ASSERT_TRUE(st.ok()) << st.message;
-  const ChatRequest turn2 = two_turns("Name three rivers.", r1, "And two mountains?");
-  const GenerationResult on_a = a->chat(turn2, mtp, nullptr, &st);
-  ASSERT_TRUE(st.ok());
-  const GenerationResult on_b = b->chat(turn2, mtp, nullptr, &st);
-  ASSERT_TRUE(st.ok());
-  EXPECT_GT(on_a.cached_tokens, 0);
-  EXPECT_GT(on_b.cached_tokens, 0);
-  auto cold_session = engine.new_session();
-  const GenerationResult cold = cold_session->chat(turn2, greedy(10, SpecMode::kOff), nullptr, &st);
-  EXPECT_EQ(on_a.tokens, cold.tokens);
-  EXPECT_EQ(on_b.tokens, cold.tokens);
-  EXPECT_GT(on_a.mtp_drafted, 0);
-  const HeadState want = head_state(cold_session->impl().seq);
-  for (Session* s : {a.get(), b.get()}) {
-    const HeadState got = head_state(s->impl().seq);
-    EXPECT_EQ(got.pairs, int64_t(s->tokens().size()) - 1);
-    EXPECT_EQ(got.pairs, want.pairs);
-    EXPECT_LE(max_rel_error(got.keys, want.keys), 1e-4);
-    EXPECT_LE(max_rel_error(got.values, want.values), 1e-4);
+  // The reused rows were made by verify blocks, the cold ones by a chunked prefill, so they agree
+  // to the decoder goldens' tolerance with an f32 cache; an f16 cache rounds each side once, which
+  // can add one f16 unit in the last place (2^-10 of the row scale).
+  for (const char* kv_type : {"f32", "f16"}) {
+    const double tol = std::string(kv_type) == "f32" ? 1e-4 : 1e-4 + 1.0 / 1024;
+    EngineOptions o;
+    o.model_dir = tiny_model_dir();
+    o.threads = 2;
+    o.kv_type = kv_type;
+    Status st;
+    auto engine = Engine::load(o, &st);
+    ASSERT_TRUE(engine) << st.message;
+    PrefixCache cache(size_t(256) << 20);
+    auto a = engine->new_session(&cache), b = engine->new_session(&cache);
+    ChatRequest turn1;
+    turn1.messages = {ChatMessage::Text("system", "You are terse."), ChatMessage::Text("user", "Name three rivers.")};
+    const SamplingParams mtp = with_spec(greedy(10), SpecMode::kMtp, 3);
+    const GenerationResult r1 = a->chat(turn1, mtp, nullptr, &st);
+    ASSERT_TRUE(st.ok()) << st.message;
+    const ChatRequest turn2 = two_turns("Name three rivers.", r1, "And two mountains?");
+    const GenerationResult on_a = a->chat(turn2, mtp, nullptr, &st);
+    ASSERT_TRUE(st.ok());
+    const GenerationResult on_b = b->chat(turn2, mtp, nullptr, &st);
+    ASSERT_TRUE(st.ok());
+    EXPECT_GT(on_a.cached_tokens, 0);
+    EXPECT_GT(on_b.cached_tokens, 0);
+    auto cold_session = engine->new_session();
+    const GenerationResult cold = cold_session->chat(turn2, greedy(10, SpecMode::kOff), nullptr, &st);
+    EXPECT_EQ(on_a.tokens, cold.tokens) << kv_type;
+    EXPECT_EQ(on_b.tokens, cold.tokens) << kv_type;
+    EXPECT_GT(on_a.mtp_drafted, 0);
+    const HeadState want = head_state(cold_session->impl().seq);
+    for (Session* s : {a.get(), b.get()}) {
+      const HeadState got = head_state(s->impl().seq);
+      EXPECT_EQ(got.pairs, int64_t(s->tokens().size()) - 1);
+      EXPECT_EQ(got.pairs, want.pairs);
+      EXPECT_LE(max_rel_error(rows_f32(got.keys, got.pairs), rows_f32(want.keys, want.pairs)), tol) << kv_type;
+      EXPECT_LE(max_rel_error(rows_f32(got.values, got.pairs), rows_f32(want.values, want.pairs)), tol) << kv_type;
+    }
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -19,12 +20,43 @@ std::string tiny_model_dir() { return data_path("tiny-qwen35"); }
 
 std::string cli_binary() { return QWEN35_BINARY; }
 
+namespace {
+
+// Every temporary folder a test binary made, removed when it exits (tests need not clean up, and
+// a failed assertion cannot leave hundreds of megabytes behind).
+class TempDirs {
+ public:
+  ~TempDirs() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::filesystem::path& d : dirs_) {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+  }
+  void add(const std::filesystem::path& d) {
+    std::lock_guard<std::mutex> lock(mu_);
+    dirs_.push_back(d);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::filesystem::path> dirs_;
+};
+
+TempDirs& temp_dirs() {
+  static TempDirs dirs;
+  return dirs;
+}
+
+}  // namespace
+
 std::string temp_dir(const std::string& tag) {
   static std::atomic<int> counter{0};
   auto dir = std::filesystem::temp_directory_path() /
              ("qwen35-test-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  temp_dirs().add(dir);
   return dir.string();
 }
 

@@ -15,7 +15,7 @@ std::string data_path(const std::string& relative);
 std::string tiny_model_dir();
 // The qwen35 command-line binary built with the tests.
 std::string cli_binary();
-// A fresh empty directory for one test's files.
+// A fresh empty directory for one test's files; removed when the test binary exits.
 std::string temp_dir(const std::string& tag);
 std::string read_text_file(const std::string& path);
 

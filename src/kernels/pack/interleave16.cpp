@@ -52,6 +52,36 @@ void qh_from_packed(const uint8_t* in, uint8_t* ggml_qh) {
   std::memcpy(ggml_qh, &qh, 4);
 }
 
+// Q3_K high bits: ggml's hmask byte l, bit 4h + k, is the high bit of element 128h + 32k + l;
+// packed, that bit moves to kQ3HmaskBit[4h + k]. Then shifts k and k + 2 (k = 0, 1) come out of one
+// blend: qs >> 2k has their 2-bit fields at bits 0-1 and 4-5 of each byte, and the hmask byte
+// shifted left by 2h - k has their high bits at bits 2 and 6.
+constexpr int kQ3HmaskBit[8] = {2, 3, 6, 7, 0, 1, 4, 5};
+void hmask_permute(uint8_t* hmask, bool to_packed) {
+  for (int l = 0; l < 32; ++l) {
+    uint8_t out = 0;
+    for (int b = 0; b < 8; ++b) {
+      if (to_packed) out |= uint8_t(((hmask[l] >> b) & 1) << kQ3HmaskBit[b]);
+      else out |= uint8_t(((hmask[l] >> kQ3HmaskBit[b]) & 1) << b);
+    }
+    hmask[l] = out;
+  }
+}
+
+// The bit rearrangements inside a plain block that the packed layout stores (applied before the
+// fields move on packing, after they move back on unpacking).
+void rearrange(DType t, uint8_t* blk, bool to_packed) {
+  if (t == DType::Q5_0 || t == DType::Q5_1) {
+    const size_t off = t == DType::Q5_0 ? 2 : 4;
+    uint8_t q[4];
+    if (to_packed) qh_to_packed(blk + off, q);
+    else qh_from_packed(blk + off, q);
+    std::memcpy(blk + off, q, 4);
+  } else if (t == DType::Q3_K) {
+    hmask_permute(blk, to_packed);  // hmask is bytes 0..31
+  }
+}
+
 // The field map of a packed format, or empty when the dtype is not packed.
 std::vector<Field> fields(DType t) {
   switch (t) {
@@ -64,12 +94,12 @@ std::vector<Field> fields(DType t) {
     case DType::Q4_K: return {{0, 2, 0}, {2, 2, 32}, {4, 12, 64}, {16, 128, 256}};
     case DType::Q5_K: return {{0, 2, 0}, {2, 2, 32}, {4, 12, 64}, {16, 32, 256}, {48, 128, 768}};
     case DType::Q6_K: return {{0, 128, 0}, {128, 64, 2048}, {192, 16, 3072}, {208, 2, 3328}};
+    case DType::Q2_K: return {{80, 2, 0}, {82, 2, 32}, {0, 16, 64}, {16, 64, 320}};
+    case DType::Q3_K: return {{0, 32, 0}, {32, 64, 512}, {96, 12, 1536}, {108, 2, 1728}};
+    case DType::IQ4_XS: return {{0, 2, 0}, {2, 2, 32}, {4, 4, 64}, {8, 128, 128}};
     default: return {};
   }
 }
-
-bool rearranged_qh(DType t) { return t == DType::Q5_0 || t == DType::Q5_1; }
-size_t qh_offset(DType t) { return t == DType::Q5_0 ? 2 : 4; }
 
 }  // namespace
 
@@ -96,11 +126,7 @@ void pack(const WeightMatrix& plain, int64_t g0, int64_t g1, uint8_t* dst) {
         const int64_t row = g * kRows + r;
         if (row < plain.rows) std::memcpy(blk.data(), plain.row(row) + size_t(b) * bb, bb);
         else std::memcpy(blk.data(), zero.data(), bb);
-        if (rearranged_qh(t)) {
-          uint8_t q[4];
-          qh_to_packed(blk.data() + qh_offset(t), q);
-          std::memcpy(blk.data() + qh_offset(t), q, 4);
-        }
+        rearrange(t, blk.data(), true);
         for (const Field& f : map) move_field(f, blk.data(), out, r, true);
       }
     }
@@ -118,11 +144,7 @@ void unpack_row(const WeightMatrix& packed, int64_t row, uint8_t* plain_row) {
     uint8_t* blk = plain_row + size_t(b) * bb;
     uint8_t* in = const_cast<uint8_t*>(group + size_t(b) * pb);  // read only: move_field with to_packed = false
     for (const Field& f : map) move_field(f, blk, in, r, false);
-    if (rearranged_qh(t)) {
-      uint8_t q[4];
-      qh_from_packed(blk + qh_offset(t), q);
-      std::memcpy(blk + qh_offset(t), q, 4);
-    }
+    rearrange(t, blk, false);
   }
 }
 

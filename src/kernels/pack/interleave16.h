@@ -19,7 +19,16 @@
 //           (qh vector m: bytes 4m.. of the row's qh; bit s of byte j = fifth bit of element 32s + 4m + j)
 //   Q6_K    ql x32 @0 | qh x16 @2048 | scales x4 @3072 | d @3328
 //           (ql vector 16h + 8p + m: bytes 64h + 32p + 4m..; qh vector 8h + m: bytes 32h + 4m..)
-// Other formats stay in plain rows (group_bytes == 0) and run through the reference kernels.
+//   Q2_K    d @0 | dmin @32 | scales x4 @64 (ggml's bytes: low nibble scale, high nibble min) | qs x16 @320
+//           (qs vector 8h + m: bytes 32h + 4m..; shift 2k gives elements 128h + 32k + 4m + j,
+//           sub-block 8h + 2k + m / 4)
+//   Q3_K    hmask x8 @0 | qs x16 @512 | scales x3 @1536 (ggml's 12 packed bytes) | d @1728
+//           (qs as Q2_K; hmask vector m: bytes 4m..; the high bit of element 128h + 32k + 4m + j
+//           is bit {2, 3, 6, 7, 0, 1, 4, 5}[4h + k] of byte j, rearranged from ggml's bit 4h + k)
+//   IQ4_XS  d @0 | scales_h[16] u16 @32 | scales_l x1 @64 | qs x32 @128
+//           (qs vector 4s + m: bytes 16s + 4m.. of the row: sub-block s, nibbles as IQ4_NL's)
+// The AVX2 tables read the same bytes as two 8-row halves: rows 0..7 in the low 32 bytes of each
+// vector (and the low 16 bytes of each f16 array), rows 8..15 in the high ones.
 #pragma once
 
 #include <cstddef>

@@ -95,6 +95,7 @@ KernelTable make_ref() {
   k.stream_read = ref_stream_read;
   k.delta_recurrent = ref::delta_recurrent;
   k.delta_chunk = ref::delta_chunk;
+  k.attention = ref::attention;
   return k;
 }
 

@@ -21,5 +21,6 @@ inline void axpy(float a, const float* x, float* y, int64_t n) {
 void delta_recurrent(const DeltaRuleHead& h, int64_t T, int dk, int dv, float* S);
 void delta_chunk(const DeltaRuleHead& h, int64_t n, int dk, int dv, float* S, float* work);
 void invert_unit_lower(const float* A, int64_t n, int64_t ld, float* Tinv, float* tmp);
+void attention(const AttnArgs& a);
 
 }  // namespace qwen35::kernels::ref

@@ -9,6 +9,10 @@
 // tables' bit for bit. The weights of a 16-row group are decoded once per token chunk into signed
 // bytes in "quad-major" order (quad u = elements 4u..4u+3 of all 16 rows, 64 bytes), which is the
 // B-tile layout, so a tile op reads K/4 consecutive quads.
+//
+// Q2_K and Q3_K are decoded already multiplied by their sub-block scales (Q2_K: q * sc in
+// [0, 45]; Q3_K: -(q * sc) in [-128, 124], the negation being what makes it fit a signed byte), so
+// a whole block is four tile ops of K = 64 into one sum, and I1 needs no vector multiply at all.
 #include <immintrin.h>
 
 #include <cstdlib>
@@ -101,11 +105,40 @@ inline void tile_product(const int8_t* A, int64_t a_stride, const uint8_t* B, in
   }
 }
 
+// sums[M][16] = A[M x 256] * B[64 x 64] (a whole premultiplied block): four K = 64 products
+// accumulated in one tile.
+template <int kSet>
+inline void block_sum(const int8_t* A, int64_t a_stride, const uint8_t* B, int32_t* sums) {
+  if constexpr (kSet == 0) {
+    _tile_zero(2);
+    for (int k = 0; k < 4; ++k) {
+      _tile_loadd(0, A + 64 * k, a_stride);
+      _tile_loadd(1, B + 1024 * k, 64);
+      _tile_dpbssd(2, 0, 1);
+    }
+    _tile_stored(2, sums, 64);
+  } else {
+    _tile_zero(5);
+    for (int k = 0; k < 4; ++k) {
+      _tile_loadd(3, A + 64 * k, a_stride);
+      _tile_loadd(4, B + 1024 * k, 64);
+      _tile_dpbssd(5, 3, 4);
+    }
+    _tile_stored(5, sums, 64);
+  }
+}
+
 // ---- Decoding a group's weights into signed bytes, quad-major ---------------------------------
 
-enum class Fmt { kQ8_0, kQ4_0, kIQ4_NL, kQ4_1, kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K };
+enum class Fmt { kQ8_0, kQ4_0, kIQ4_NL, kQ4_1, kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K, kQ2_K, kQ3_K, kIQ4_XS };
 
-constexpr int block_elems(Fmt f) { return f == Fmt::kQ4_K || f == Fmt::kQ5_K || f == Fmt::kQ6_K ? 256 : 32; }
+constexpr int block_elems(Fmt f) {
+  return f == Fmt::kQ4_K || f == Fmt::kQ5_K || f == Fmt::kQ6_K || f == Fmt::kQ2_K || f == Fmt::kQ3_K || f == Fmt::kIQ4_XS
+             ? 256
+             : 32;
+}
+// Formats decoded with their scales multiplied in (one sum per block).
+constexpr bool premultiplied(Fmt f) { return f == Fmt::kQ2_K || f == Fmt::kQ3_K; }
 constexpr size_t packed_block_bytes(Fmt f) {
   switch (f) {
     case Fmt::kQ8_0: return 544;
@@ -115,6 +148,9 @@ constexpr size_t packed_block_bytes(Fmt f) {
     case Fmt::kQ4_K: return 2304;
     case Fmt::kQ5_K: return 2816;
     case Fmt::kQ6_K: return 3360;
+    case Fmt::kQ2_K: return 1344;
+    case Fmt::kQ3_K: return 1760;
+    case Fmt::kIQ4_XS: return 2176;
     default: return 288;
   }
 }
@@ -122,7 +158,25 @@ constexpr size_t legacy_qs(Fmt f) {
   return f == Fmt::kQ4_1 ? 64 : f == Fmt::kQ5_0 ? 96 : f == Fmt::kQ5_1 ? 128 : 32;
 }
 
-// Quad u of the decoded group sits at out + 64 u. Values are the reference's integer quants.
+// Q3_K's 16 signed scales for 16 rows from ggml's 12 packed bytes (blocks.h q3k_scale), each
+// sign-extended to its 32-bit lane.
+inline void q3k_scales(const uint8_t* p, __m512i sc[16]) {
+  const __m512i u[3] = {vload(p), vload(p + 64), vload(p + 128)};
+  const __m512i m4 = _mm512_set1_epi32(15), m2 = _mm512_set1_epi32(3);
+  for (int s = 0; s < 16; ++s) {
+    const int i = s % 8;
+    const __m512i low = _mm512_and_si512(_mm512_srli_epi32(u[i / 4], 8 * (i % 4) + (s < 8 ? 0 : 4)), m4);
+    const __m512i high = _mm512_and_si512(_mm512_srli_epi32(u[2], 8 * (s % 4) + 2 * (s / 4)), m2);
+    sc[s] = _mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(high, 4)), _mm512_set1_epi32(32));
+  }
+}
+
+// Where interleave16 keeps the Q3_K high bit of shift k of half h: bit kQ3HmaskBit[4h + k] of the
+// hmask byte.
+constexpr int kQ3HmaskBit[8] = {2, 3, 6, 7, 0, 1, 4, 5};
+
+// Quad u of the decoded group sits at out + 64 u. Values are the reference's integer quants
+// (premultiplied formats: see the top of the file).
 template <Fmt F>
 void decode_group(const uint8_t* group, int64_t nb, uint8_t* out) {
   const __m512i sixteen = _mm512_set1_epi8(16);
@@ -163,6 +217,59 @@ void decode_group(const uint8_t* group, int64_t nb, uint8_t* out) {
           }
           vstore(ob + 64 * size_t(16 * c + m), lo);
           vstore(ob + 64 * size_t(16 * c + 8 + m), hi);
+        }
+    } else if constexpr (F == Fmt::kIQ4_XS) {
+      const __m512i book =
+          _mm512_broadcast_i32x4(_mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113));
+      uint8_t* ob = out + size_t(b) * 4096;
+      for (int s = 0; s < 8; ++s)
+        for (int v = 0; v < 4; ++v) {
+          const __m512i p = vload(pb + 128 + 64 * (4 * s + v));
+          vstore(ob + 64 * size_t(8 * s + v), _mm512_shuffle_epi8(book, lo_nib(p)));
+          vstore(ob + 64 * size_t(8 * s + 4 + v), _mm512_shuffle_epi8(book, hi_nib(p)));
+        }
+    } else if constexpr (premultiplied(F)) {
+      // Quad m of half h at shift k is quad u = 32h + 8k + m of the block, in sub-block u / 4. The
+      // scale of a row is the same in both 16-bit halves of its lane, so vpmullw multiplies each
+      // byte pair at once: exactly for Q2_K (products below 256, no carry into the high byte); for
+      // Q3_K even and odd bytes are multiplied apart and only the low 8 bits of each product are
+      // kept, which is exact because the true value fits a signed byte.
+      constexpr bool kQ3 = F == Fmt::kQ3_K;
+      __m512i sc16[16];
+      if constexpr (kQ3) {
+        __m512i sc[16];
+        q3k_scales(pb + 1536, sc);
+        for (int s = 0; s < 16; ++s) {
+          const __m512i neg = _mm512_and_si512(_mm512_sub_epi32(_mm512_setzero_si512(), sc[s]), _mm512_set1_epi32(0xffff));
+          sc16[s] = _mm512_or_si512(neg, _mm512_slli_epi32(neg, 16));
+        }
+      } else {
+        for (int s = 0; s < 16; ++s) {
+          const __m512i v = _mm512_and_si512(_mm512_srli_epi32(vload(pb + 64 + 64 * (s / 4)), 8 * (s % 4)), _mm512_set1_epi32(15));
+          sc16[s] = _mm512_or_si512(v, _mm512_slli_epi32(v, 16));
+        }
+      }
+      const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+      const __m512i even = _mm512_set1_epi16(0x00ff), odd = _mm512_set1_epi16(int16_t(0xff00));
+      uint8_t* ob = out + size_t(b) * 4096;
+      for (int h = 0; h < 2; ++h)
+        for (int m = 0; m < 8; ++m) {
+          const __m512i Q = vload(pb + (kQ3 ? 512 : 320) + 64 * (8 * h + m));
+          for (int k = 0; k < 4; ++k) {
+            const int u = 32 * h + 8 * k + m;
+            __m512i q = _mm512_and_si512(_mm512_srli_epi16(Q, 2 * k), three);
+            if constexpr (kQ3) {
+              const __mmask64 high =
+                  _mm512_test_epi8_mask(vload(pb + 64 * m), _mm512_set1_epi8(int8_t(1 << kQ3HmaskBit[4 * h + k])));
+              q = _mm512_mask_blend_epi8(high, _mm512_sub_epi8(q, four), q);  // high bit clear: q - 4
+              const __m512i lo = _mm512_mullo_epi16(_mm512_and_si512(q, even), sc16[u / 4]);
+              const __m512i hi = _mm512_mullo_epi16(_mm512_and_si512(q, odd), sc16[u / 4]);
+              q = _mm512_mask_blend_epi8(__mmask64(0xaaaaaaaaaaaaaaaaull), lo, hi);
+            } else {
+              q = _mm512_mullo_epi16(q, sc16[u / 4]);
+            }
+            vstore(ob + 64 * size_t(u), q);
+          }
         }
     } else {  // Q6_K
       const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30), off = _mm512_set1_epi8(32);
@@ -207,7 +314,9 @@ inline void k4_scales(const uint8_t* pb_scales, __m512i sc[8], __m512i mn_pairs[
 }
 
 // Sub-blocks (tile products) per block and the int32 sums one block's products fill.
-constexpr int products_per_block(Fmt f) { return f == Fmt::kQ6_K ? 16 : block_elems(f) == 256 ? 8 : 1; }
+constexpr int products_per_block(Fmt f) {
+  return f == Fmt::kQ6_K ? 16 : premultiplied(f) ? 1 : block_elems(f) == 256 ? 8 : 1;
+}
 constexpr size_t sums_per_block(Fmt f) { return size_t(products_per_block(f)) * 256; }
 
 // The tile products of block b for tokens [t0, t0 + M) into sums (one 16 x 16 int32 tile per
@@ -217,6 +326,9 @@ inline void block_products(const int8_t* q0, int64_t as, const uint8_t* decoded,
   if constexpr (block_elems(F) == 32) {
     if (b & 1) tile_product<1>(q0 + 32 * b, as, decoded + size_t(b) * 512, sums);
     else tile_product<0>(q0 + 32 * b, as, decoded + size_t(b) * 512, sums);
+  } else if constexpr (premultiplied(F)) {
+    if (b & 1) block_sum<1>(q0 + 256 * b, as, decoded + size_t(b) * 4096, sums);
+    else block_sum<0>(q0 + 256 * b, as, decoded + size_t(b) * 4096, sums);
   } else {
     constexpr int P = products_per_block(F), K = 256 / P;  // K elements per product
     const uint8_t* db = decoded + size_t(b) * 4096;
@@ -257,6 +369,48 @@ inline void block_scales(const ActRows& a, int64_t t0, int M, const uint8_t* pb,
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1), _mm512_mul_ps(d, dav), acc[t]);
       acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(I2), _mm512_mul_ps(dmin, dav), acc[t]);
     }
+  } else if constexpr (F == Fmt::kQ2_K) {
+    __m512i mnp[8];
+    for (int v = 0; v < 4; ++v) {
+      const __m512i sv = vload(pb + 64 + 64 * v);
+      const __m512i m4 = _mm512_set1_epi32(15);
+      __m512i mn[4];
+      for (int i = 0; i < 4; ++i) mn[i] = _mm512_and_si512(_mm512_srli_epi32(sv, 8 * i + 4), m4);
+      mnp[2 * v] = _mm512_or_si512(mn[0], _mm512_slli_epi32(mn[1], 16));
+      mnp[2 * v + 1] = _mm512_or_si512(mn[2], _mm512_slli_epi32(mn[3], 16));
+    }
+    const __m512 d = load_f16x16(pb), dmin = load_f16x16(pb + 32);
+    for (int t = 0; t < M; ++t) {
+      const __m512i I1 = _mm512_load_si512(sums + 16 * t);
+      const int16_t* s16 = a.s16(t0 + t) + 16 * b;
+      __m512i I2 = _mm512_setzero_si512();
+      for (int p = 0; p < 8; ++p) I2 = _mm512_dpwssd_epi32(I2, mnp[p], _mm512_set1_epi32(load_i32(s16 + 2 * p)));
+      const __m512 dav = _mm512_set1_ps(a.d(t0 + t)[b]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1), _mm512_mul_ps(d, dav), acc[t]);
+      acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(I2), _mm512_mul_ps(dmin, dav), acc[t]);
+    }
+  } else if constexpr (F == Fmt::kQ3_K) {
+    const __m512 d = load_f16x16(pb + 1728);
+    for (int t = 0; t < M; ++t) {
+      const __m512i I1 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512(sums + 16 * t));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1), _mm512_mul_ps(d, _mm512_set1_ps(a.d(t0 + t)[b])), acc[t]);
+    }
+  } else if constexpr (F == Fmt::kIQ4_XS) {
+    const __m512i sh = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + 32)));
+    const __m512i sl = vload(pb + 64);
+    __m512i sc[8];
+    for (int s = 0; s < 8; ++s)
+      sc[s] = _mm512_sub_epi32(
+          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(sl, 4 * s), _mm512_set1_epi32(15)),
+                          _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(sh, 2 * s), _mm512_set1_epi32(3)), 4)),
+          _mm512_set1_epi32(32));
+    const __m512 d = load_f16x16(pb);
+    for (int t = 0; t < M; ++t) {
+      __m512i I1 = _mm512_mullo_epi32(_mm512_load_si512(sums + 16 * t), sc[0]);
+      for (int s = 1; s < 8; ++s)
+        I1 = _mm512_add_epi32(I1, _mm512_mullo_epi32(_mm512_load_si512(sums + 256 * s + 16 * t), sc[s]));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1), _mm512_mul_ps(d, _mm512_set1_ps(a.d(t0 + t)[b])), acc[t]);
+    }
   } else {  // Q6_K: 16 sub-blocks of 16
     __m512i sc[16];
     for (int s = 0; s < 16; ++s) {
@@ -292,7 +446,7 @@ void group_tile(const ActRows& a, int64_t t0, int M, const uint8_t* group, const
   for (int t = 0; t < M; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
 }
 
-constexpr int kernel_k_bytes(Fmt f) { return f == Fmt::kQ6_K ? 16 : 32; }
+constexpr int kernel_k_bytes(Fmt f) { return f == Fmt::kQ6_K ? 16 : premultiplied(f) ? 64 : 32; }
 
 // Blocks of fewer tokens than this go to the AVX-512 kernels (a tile op costs the same for 1 or
 // 16 tokens).
@@ -354,6 +508,9 @@ KernelTable make_amx(const KernelTable& base) {
   install<Fmt::kQ4_K>(k, DType::Q4_K);
   install<Fmt::kQ5_K>(k, DType::Q5_K);
   install<Fmt::kQ6_K>(k, DType::Q6_K);
+  install<Fmt::kQ2_K>(k, DType::Q2_K);
+  install<Fmt::kQ3_K>(k, DType::Q3_K);
+  install<Fmt::kIQ4_XS>(k, DType::IQ4_XS);
   return k;
 }
 

@@ -7,6 +7,9 @@
 namespace qwen35::kernels {
 
 void install_avx2_activations(KernelTable& k);  // avx2_activations.cpp
+void install_avx2_delta(KernelTable& k);        // avx2_delta.cpp
+void install_avx2_attention(KernelTable& k);    // avx2_attention.cpp
+void install_avx2_quant(KernelTable& k);        // avx2_quant.cpp
 
 namespace {
 
@@ -100,6 +103,9 @@ KernelTable make_avx2() {
   k.dot = dot_avx2;
   k.axpy = axpy_avx2;
   install_avx2_activations(k);
+  install_avx2_delta(k);
+  install_avx2_attention(k);
+  install_avx2_quant(k);
   return k;
 }
 

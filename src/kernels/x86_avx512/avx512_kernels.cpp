@@ -13,6 +13,8 @@ namespace qwen35::kernels {
 
 void install_avx512_quant(KernelTable& k);        // avx512_quant.cpp
 void install_avx512_activations(KernelTable& k);  // avx512_activations.cpp
+void install_avx512_delta(KernelTable& k);        // avx512_delta.cpp
+void install_avx512_attention(KernelTable& k);    // avx512_attention.cpp
 
 namespace {
 
@@ -296,6 +298,8 @@ KernelTable make_avx512() {
   k.packing = interleave16::format();
   install_avx512_quant(k);
   install_avx512_activations(k);
+  install_avx512_delta(k);
+  install_avx512_attention(k);
   return k;
 }
 

@@ -330,6 +330,159 @@ void q6k_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, f
   for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
 }
 
+// ---- Q2_K / Q3_K (16 sub-blocks of 16, 2-bit quants in four shifts of 64 bytes; kQ8x256) -------
+//
+// Quad m of half h at shift k holds elements 128h + 32k + 4m + j, so quads 0..3 and 4..7 of a
+// shift are the sub-blocks 8h + 2k and 8h + 2k + 1. A sub-block's integer part fits int16
+// (|q| <= 4, 16 elements), so vpdpwssd with the scale in the low half of each lane (high half 0)
+// multiplies it exactly and adds it to I1 in one instruction.
+
+constexpr size_t kQ2Dmin = 32, kQ2Scales = 64, kQ2Qs = 320, kQ2Block = 1344;
+constexpr size_t kQ3Qs = 512, kQ3Scales = 1536, kQ3D = 1728, kQ3Block = 1760;
+
+// Q3_K's 16 signed scales for 16 rows from ggml's 12 packed bytes (blocks.h q3k_scale), each in the
+// low 16 bits of its lane with the high 16 bits zero. Bytewise first: byte i of B[j] is scale
+// 4j + i, its low nibble from byte i of u0 / u1 (j = 0, 1; their high nibbles for j = 2, 3) and its
+// bits 4-5 from bits 2j, 2j + 1 of byte i of u2.
+inline void q3k_scales(const uint8_t* p, __m512i sc[16]) {
+  const __m512i u0 = vload(p), u1 = vload(p + 64), u2 = vload(p + 128);
+  const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30), off = _mm512_set1_epi8(32);
+  const __m512i B[4] = {
+      _mm512_or_si512(_mm512_and_si512(u0, m4), _mm512_and_si512(_mm512_slli_epi16(u2, 4), m30)),
+      _mm512_or_si512(_mm512_and_si512(u1, m4), _mm512_and_si512(_mm512_slli_epi16(u2, 2), m30)),
+      _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(u0, 4), m4), _mm512_and_si512(u2, m30)),
+      _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(u1, 4), m4), _mm512_and_si512(_mm512_srli_epi16(u2, 2), m30))};
+  for (int s = 0; s < 16; ++s) {
+    const __m512i v = _mm512_sub_epi8(B[s / 4], off);
+    sc[s] = _mm512_and_si512(_mm512_srai_epi32(_mm512_slli_epi32(v, 8 * (3 - s % 4)), 24), _mm512_set1_epi32(0xffff));
+  }
+}
+
+template <bool kQ3, int TT>
+void k2_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o,
+              int64_t o_end) {
+  __m512 acc[TT];
+  for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
+  const __m512i three = _mm512_set1_epi8(3), seven = _mm512_set1_epi8(7);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* pb = group + size_t(b) * (kQ3 ? kQ3Block : kQ2Block);
+    const uint8_t* qs = pb + (kQ3 ? kQ3Qs : kQ2Qs);
+    __m512i sc[16], mnp[8];
+    if constexpr (kQ3) {
+      q3k_scales(pb + kQ3Scales, sc);
+    } else {
+      // Byte i of scale vector v is sub-block 4v + i: scale in the low nibble, min in the high one.
+      const __m512i m4 = _mm512_set1_epi32(15);
+      for (int v = 0; v < 4; ++v) {
+        const __m512i sv = vload(pb + kQ2Scales + 64 * v);
+        __m512i mn[4];
+        for (int i = 0; i < 4; ++i) {
+          sc[4 * v + i] = _mm512_and_si512(_mm512_srli_epi32(sv, 8 * i), m4);
+          mn[i] = _mm512_and_si512(_mm512_srli_epi32(sv, 8 * i + 4), m4);
+        }
+        mnp[2 * v] = _mm512_or_si512(mn[0], _mm512_slli_epi32(mn[1], 16));
+        mnp[2 * v + 1] = _mm512_or_si512(mn[2], _mm512_slli_epi32(mn[3], 16));
+      }
+    }
+    __m512i I1[TT];
+    for (int t = 0; t < TT; ++t) I1[t] = _mm512_setzero_si512();
+    // Unsigned quants: Q2_K's as stored, Q3_K's + 4 (its high bit set means +4). Shifts kp and
+    // kp + 2 come from one vector X per quad: 2-bit fields at bits 0-1 and 4-5 of each byte, Q3_K's
+    // high bits blended in at bits 2 and 6 (interleave16.h).
+    for (int h = 0; h < 2; ++h)
+      for (int kp = 0; kp < 2; ++kp) {
+        __m512i X[8];
+        for (int m = 0; m < 8; ++m) {
+          X[m] = _mm512_srli_epi16(vload(qs + 64 * (8 * h + m)), 2 * kp);
+          if constexpr (kQ3) {
+            const int left = 2 * h - kp;
+            const __m512i hm = vload(pb + 64 * m);
+            const __m512i hb = left > 0 ? _mm512_slli_epi16(hm, left) : left < 0 ? _mm512_srli_epi16(hm, -left) : hm;
+            X[m] = _mm512_ternarylogic_epi32(X[m], hb, _mm512_set1_epi8(0x33), 0xe4);  // X & 0x33 | hb & ~0x33
+          }
+        }
+        for (int e = 0; e < 2; ++e) {
+          const int k = kp + 2 * e;
+          __m512i W[8];
+          for (int m = 0; m < 8; ++m) W[m] = _mm512_and_si512(e ? _mm512_srli_epi16(X[m], 4) : X[m], kQ3 ? seven : three);
+          const int s0 = 8 * h + 2 * k;
+          for (int t = 0; t < TT; ++t) {
+            const int8_t* qa = a.q(t0 + t) + 256 * b + 128 * h + 32 * k;
+            __m512i p0, p1;
+            if constexpr (kQ3) {
+              const int16_t* s16 = a.s16(t0 + t) + 16 * b + s0;
+              p0 = _mm512_set1_epi32(-4 * int32_t(load_i16(s16)));
+              p1 = _mm512_set1_epi32(-4 * int32_t(load_i16(s16 + 1)));
+            } else {
+              p0 = p1 = _mm512_setzero_si512();
+            }
+            for (int m = 0; m < 4; ++m) {
+              p0 = _mm512_dpbusd_epi32(p0, W[m], bcast32(qa + 4 * m));
+              p1 = _mm512_dpbusd_epi32(p1, W[m + 4], bcast32(qa + 16 + 4 * m));
+            }
+            I1[t] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(I1[t], p0, sc[s0]), p1, sc[s0 + 1]);
+          }
+        }
+      }
+    const __m512 d = load_f16x16(pb + (kQ3 ? kQ3D : 0));
+    for (int t = 0; t < TT; ++t) {
+      const __m512 dav = _mm512_set1_ps(a.d(t0 + t)[b]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1[t]), _mm512_mul_ps(d, dav), acc[t]);
+      if constexpr (!kQ3) {
+        const int16_t* s16 = a.s16(t0 + t) + 16 * b;
+        __m512i I2 = _mm512_setzero_si512();
+        for (int p = 0; p < 8; ++p) I2 = _mm512_dpwssd_epi32(I2, mnp[p], bcast32(s16 + 2 * p));
+        acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(I2), _mm512_mul_ps(load_f16x16(pb + kQ2Dmin), dav), acc[t]);
+      }
+    }
+  }
+  for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
+}
+
+// ---- IQ4_XS (8 sub-blocks of 32 with signed 6-bit scales, IQ4_NL's code book; kQ8x256) ---------
+
+constexpr size_t kXsScalesH = 32, kXsScalesL = 64, kXsQs = 128, kXsBlock = 2176;
+
+template <int TT>
+void iq4xs_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o,
+                 int64_t o_end) {
+  __m512 acc[TT];
+  for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
+  // Code book + 128 as unsigned bytes (as for IQ4_NL): sum(w * a) = sum(w_u8 * a) - 128 * sum(a).
+  const __m512i book = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141,
+                                                            (char)153, (char)166, (char)181, (char)197, (char)217,
+                                                            (char)241));
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* pb = group + size_t(b) * kXsBlock;
+    const __m512i sh = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + kXsScalesH)));
+    const __m512i sl = vload(pb + kXsScalesL);
+    __m512i I1[TT];
+    for (int t = 0; t < TT; ++t) I1[t] = _mm512_setzero_si512();
+    for (int s = 0; s < 8; ++s) {
+      const __m512i sc = _mm512_sub_epi32(
+          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(sl, 4 * s), _mm512_set1_epi32(15)),
+                          _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(sh, 2 * s), _mm512_set1_epi32(3)), 4)),
+          _mm512_set1_epi32(32));
+      __m512i W[8];
+      for (int v = 0; v < 4; ++v) {
+        const __m512i p = vload(pb + kXsQs + 64 * (4 * s + v));
+        W[v] = _mm512_shuffle_epi8(book, lo_nib(p));
+        W[v + 4] = _mm512_shuffle_epi8(book, hi_nib(p));
+      }
+      for (int t = 0; t < TT; ++t) {
+        const int8_t* qa = a.q(t0 + t) + 256 * b + 32 * s;
+        __m512i part = _mm512_set1_epi32(-128 * int32_t(a.h32(t0 + t)[8 * b + s]));
+        for (int k = 0; k < 8; ++k) part = _mm512_dpbusd_epi32(part, W[k], bcast32(qa + 4 * k));
+        I1[t] = _mm512_add_epi32(I1[t], _mm512_mullo_epi32(part, sc));
+      }
+    }
+    const __m512 d = load_f16x16(pb);
+    for (int t = 0; t < TT; ++t)
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1[t]), _mm512_mul_ps(d, _mm512_set1_ps(a.d(t0 + t)[b])), acc[t]);
+  }
+  for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
+}
+
 // ---- Dispatch over groups and token tiles ----------------------------------------------------
 
 using GroupFn = void (*)(const ActRows&, int64_t, const uint8_t*, int64_t, float*, int64_t, int64_t, int64_t);
@@ -380,6 +533,24 @@ struct Q6G {
   }
 };
 
+template <bool kQ3>
+struct K2G {
+  template <int TT>
+  struct F {
+    static void run(const ActRows& a, int64_t t0, const uint8_t* g, int64_t nb, float* y, int64_t ys, int64_t o,
+                    int64_t oe) {
+      k2_group<kQ3, TT>(a, t0, g, nb, y, ys, o, oe);
+    }
+  };
+};
+template <int TT>
+struct XsG {
+  static void run(const ActRows& a, int64_t t0, const uint8_t* g, int64_t nb, float* y, int64_t ys, int64_t o,
+                  int64_t oe) {
+    iq4xs_group<TT>(a, t0, g, nb, y, ys, o, oe);
+  }
+};
+
 template <Legacy L>
 void qmatmul_legacy(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
   run_groups<LegacyG<L>::template F>(a, w, 32, o_begin, o_end, y, ys);
@@ -390,6 +561,13 @@ void qmatmul_k4(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_
 }
 void qmatmul_q6k(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
   run_groups<Q6G>(a, w, 256, o_begin, o_end, y, ys);
+}
+template <bool kQ3>
+void qmatmul_k2(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
+  run_groups<K2G<kQ3>::template F>(a, w, 256, o_begin, o_end, y, ys);
+}
+void qmatmul_iq4xs(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
+  run_groups<XsG>(a, w, 256, o_begin, o_end, y, ys);
 }
 
 }  // namespace
@@ -406,6 +584,9 @@ void install_avx512_quant(KernelTable& k) {
   k.qmatmul[size_t(DType::Q4_K)] = qmatmul_k4<false>;
   k.qmatmul[size_t(DType::Q5_K)] = qmatmul_k4<true>;
   k.qmatmul[size_t(DType::Q6_K)] = qmatmul_q6k;
+  k.qmatmul[size_t(DType::Q2_K)] = qmatmul_k2<false>;
+  k.qmatmul[size_t(DType::Q3_K)] = qmatmul_k2<true>;
+  k.qmatmul[size_t(DType::IQ4_XS)] = qmatmul_iq4xs;
 }
 
 }  // namespace qwen35::kernels

@@ -1,0 +1,592 @@
+// Block-format matmuls on 8 int32 lanes over the interleave16 layout (kernels/pack/interleave16.h),
+// written once for two tables: avx2 (kVnni = false: vpmaddubsw + vpmaddwd) and avxvnni (kVnni =
+// true: the VEX vpdpbusd / vpdpwssd of AVX-VNNI). A 16-row group is read as two 8-row halves (the
+// low and high 32 bytes of each 64-byte vector), each half one pass over the row's blocks.
+// Include only from files compiled with the AVX2 flags (and -mavxvnni for kVnni); everything here
+// has internal linkage, so no baseline caller can pick it up.
+//
+// The integer sums are exact and the float steps are the reference's (quant_ref.h), so results
+// equal the ref table's bit for bit. Without VNNI, vpmaddubsw adds two u8 * s8 products into a
+// saturating int16: every use below keeps |unsigned operand| <= 129 (activations lie in
+// [-127, 127], so 2 * 129 * 127 <= 32767), and where several of its results are added in int16
+// before widening, the comment gives the bound. Signed weights go through the sign trick:
+// |w| * (a * sign(w)) with vpsignb.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/kernels.h"
+
+namespace qwen35::kernels {
+namespace {
+namespace avx2q {
+
+inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int32_t load_i32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline __m256i bcast32(const void* p) { return _mm256_set1_epi32(load_i32(p)); }
+inline __m256i vload(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+inline __m256 load_f16x8(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline __m256i lo_nib(__m256i v) { return _mm256_and_si256(v, _mm256_set1_epi8(0x0f)); }
+inline __m256i hi_nib(__m256i v) { return _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0f)); }
+// Bytes of v where the same byte of m has any of `bits` set become `val`, others 0.
+inline __m256i bits_to(__m256i m, int bits, int val) {
+  const __m256i b = _mm256_set1_epi8(int8_t(bits));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(m, b), b), _mm256_set1_epi8(int8_t(val)));
+}
+
+// acc += per lane, the sum of 4 products u8 w * s8 a. Without VNNI, w <= 129.
+template <bool kVnni>
+inline __m256i dot_u8(__m256i acc, __m256i w, __m256i a) {
+  if constexpr (kVnni) return _mm256_dpbusd_avx_epi32(acc, w, a);
+  else return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, a), _mm256_set1_epi16(1)));
+}
+// acc += per lane, lo16(x) * lo16(y) + hi16(x) * hi16(y) (signed).
+template <bool kVnni>
+inline __m256i dot_i16(__m256i acc, __m256i x, __m256i y) {
+  if constexpr (kVnni) return _mm256_dpwssd_avx_epi32(acc, x, y);
+  else return _mm256_add_epi32(acc, _mm256_madd_epi16(x, y));
+}
+// int16 pair sums w0 * a0 + w1 * a1 (w <= 129: no saturation).
+inline __m256i pairs16(__m256i w, __m256i a) { return _mm256_maddubs_epi16(w, a); }
+// Signed weights (|w| <= 128) against activations: int16 pair sums of w * a.
+inline __m256i pairs16_signed(__m256i abs_w, __m256i w, __m256i a) {
+  return _mm256_maddubs_epi16(abs_w, _mm256_sign_epi8(a, w));
+}
+// A 32-bit value per lane repeated in both 16-bit halves (for vpmaddwd against int16 pair sums).
+inline __m256i both_halves(__m256i v) {
+  return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(v, 16));
+}
+inline __m256i low_half(__m256i v) { return _mm256_and_si256(v, _mm256_set1_epi32(0xffff)); }
+
+// Rows [o, o + 8) of y for one token: the valid lanes.
+inline void store_rows(float* y, int64_t o, int64_t o_end, __m256 v) {
+  const int64_t n = imin(8, o_end - o);
+  if (n >= 8) return _mm256_storeu_ps(y + o, v);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  _mm256_maskstore_ps(y + o, _mm256_cmpgt_epi32(_mm256_set1_epi32(int32_t(n)), lane), v);
+}
+
+// Token tiles: up to this many tokens share one unpacking of a block's weights.
+constexpr int kTokenTile = 4;
+
+// Where a kernel reads: block b of a group, half h (vector k of a field at off + 64k + 32h, f16
+// entry arrays at off + 16h).
+struct Half {
+  const uint8_t* group;
+  int h;
+  const uint8_t* vec(size_t block_bytes, int64_t b, size_t off) const {
+    return group + size_t(b) * block_bytes + off + 32 * size_t(h);
+  }
+  __m256 f16(size_t block_bytes, int64_t b, size_t off) const {
+    return load_f16x8(group + size_t(b) * block_bytes + off + 16 * size_t(h));
+  }
+};
+
+// ---- Legacy formats (blocks of 32; activations kQ8x32) ----------------------------------------
+
+enum class Legacy { kQ8_0, kQ4_0, kIQ4_NL, kQ4_1, kQ5_0, kQ5_1 };
+
+template <Legacy L>
+struct LegacyLayout {
+  static constexpr bool kMin = L == Legacy::kQ4_1 || L == Legacy::kQ5_1;
+  static constexpr bool kFive = L == Legacy::kQ5_0 || L == Legacy::kQ5_1;
+  static constexpr bool kSigned = L == Legacy::kQ8_0 || L == Legacy::kIQ4_NL;  // weights not unsigned nibbles
+  static constexpr size_t kQh = L == Legacy::kQ5_0 ? 32 : 64;
+  static constexpr size_t kQs = L == Legacy::kQ4_1 ? 64 : L == Legacy::kQ5_0 ? 96 : L == Legacy::kQ5_1 ? 128 : 32;
+  static constexpr size_t kBlock = L == Legacy::kQ8_0 ? 544 : L == Legacy::kQ4_1 ? 320 : L == Legacy::kQ5_0 ? 352
+                                   : L == Legacy::kQ5_1 ? 384 : 288;
+};
+
+// The IQ4_NL / IQ4_XS code book for vpshufb: signed, or + 128 as unsigned bytes.
+inline __m256i iq4_book() {
+  return _mm256_broadcastsi128_si256(_mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113));
+}
+inline __m256i iq4_book_u8() { return _mm256_xor_si256(iq4_book(), _mm256_set1_epi8(int8_t(0x80))); }
+
+// The block's 8 weight vectors (quad k = elements 4k..4k+3 of every row) and the offset c they
+// carry: sum(w * a) = sum(W * a) - c * sum(a). With VNNI every W is unsigned (signed weights + 128);
+// without, signed formats keep their signed values (c = 0) for the sign trick.
+template <bool kVnni, Legacy L>
+inline int unpack_legacy(const uint8_t* qs, const uint8_t* qh, __m256i W[8]) {
+  using Lay = LegacyLayout<L>;
+  if constexpr (L == Legacy::kQ8_0) {
+    for (int k = 0; k < 8; ++k) {
+      W[k] = vload(qs + 64 * k);
+      if constexpr (kVnni) W[k] = _mm256_xor_si256(W[k], _mm256_set1_epi8(int8_t(0x80)));
+    }
+    return kVnni ? 128 : 0;
+  } else {
+    for (int v = 0; v < 4; ++v) {
+      const __m256i p = vload(qs + 64 * v);
+      W[v] = lo_nib(p);
+      W[v + 4] = hi_nib(p);
+    }
+    if constexpr (L == Legacy::kIQ4_NL) {
+      const __m256i book = kVnni ? iq4_book_u8() : iq4_book();
+      for (int k = 0; k < 8; ++k) W[k] = _mm256_shuffle_epi8(book, W[k]);
+      return kVnni ? 128 : 0;
+    }
+    if constexpr (Lay::kFive) {
+      const __m256i h = vload(qh);
+      for (int k = 0; k < 8; ++k) W[k] = _mm256_or_si256(W[k], bits_to(h, 1 << k, 16));
+      return L == Legacy::kQ5_0 ? 16 : 0;
+    }
+    return L == Legacy::kQ4_0 ? 8 : 0;
+  }
+}
+
+template <bool kVnni, Legacy L, int TT>
+void legacy_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
+  using Lay = LegacyLayout<L>;
+  __m256 acc[TT];
+  for (int t = 0; t < TT; ++t) acc[t] = _mm256_setzero_ps();
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i W[8];
+    const int c = unpack_legacy<kVnni, L>(g.vec(Lay::kBlock, b, Lay::kQs), g.vec(Lay::kBlock, b, Lay::kQh), W);
+    const __m256 dw = g.f16(Lay::kBlock, b, 0);
+    for (int t = 0; t < TT; ++t) {
+      const int8_t* qa = a.q(t0 + t) + 32 * b;
+      const int32_t s32 = a.s32(t0 + t)[b];
+      __m256i isum = _mm256_set1_epi32(-c * s32);
+      if constexpr (kVnni) {
+        for (int k = 0; k < 8; ++k) isum = _mm256_dpbusd_avx_epi32(isum, W[k], bcast32(qa + 4 * k));
+      } else if constexpr (Lay::kSigned) {
+        // |w| <= 128: each pair sum <= 2 * 128 * 127, widened one vector at a time.
+        for (int k = 0; k < 8; ++k)
+          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(pairs16_signed(_mm256_abs_epi8(W[k]), W[k], bcast32(qa + 4 * k)), ones16));
+      } else if constexpr (Lay::kFive) {
+        // w <= 31: 4 pair sums <= 4 * 2 * 31 * 127 = 31496 in int16.
+        for (int half = 0; half < 2; ++half) {
+          __m256i p = pairs16(W[4 * half], bcast32(qa + 16 * half));
+          for (int k = 1; k < 4; ++k) p = _mm256_add_epi16(p, pairs16(W[4 * half + k], bcast32(qa + 16 * half + 4 * k)));
+          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, ones16));
+        }
+      } else {
+        // w <= 15: 8 pair sums <= 8 * 2 * 15 * 127 = 30480 in int16.
+        __m256i p = pairs16(W[0], bcast32(qa));
+        for (int k = 1; k < 8; ++k) p = _mm256_add_epi16(p, pairs16(W[k], bcast32(qa + 4 * k)));
+        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, ones16));
+      }
+      const __m256 dav = _mm256_set1_ps(a.d(t0 + t)[b]);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, dav), acc[t]);
+      if constexpr (Lay::kMin)
+        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(float(s32)), _mm256_mul_ps(g.f16(Lay::kBlock, b, 32), dav), acc[t]);
+    }
+  }
+  for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
+}
+
+// ---- Q4_K / Q5_K (8 sub-blocks of 32 with 6-bit scales and mins; kQ8x256) ---------------------
+
+template <bool kFive>
+struct K4Layout {
+  static constexpr size_t kDmin = 32, kScales = 64, kQh = 256;
+  static constexpr size_t kQs = kFive ? 768 : 256;
+  static constexpr size_t kBlock = kFive ? 2816 : 2304;
+};
+
+// The 8 scales and 4 pairs of mins (mn[2p] | mn[2p + 1] << 16) of 8 rows from ggml's 12 bytes.
+inline void k4_scales(const uint8_t* p, __m256i sc[8], __m256i mn_pairs[4]) {
+  const __m256i u0 = vload(p), u1 = vload(p + 64), u2 = vload(p + 128);
+  const __m256i m6 = _mm256_set1_epi32(63), m4 = _mm256_set1_epi32(15), m2 = _mm256_set1_epi32(3);
+  __m256i mn[8];
+  for (int i = 0; i < 4; ++i) {
+    sc[i] = _mm256_and_si256(_mm256_srli_epi32(u0, 8 * i), m6);
+    mn[i] = _mm256_and_si256(_mm256_srli_epi32(u1, 8 * i), m6);
+    const __m256i b8 = _mm256_srli_epi32(u2, 8 * i);
+    sc[i + 4] = _mm256_or_si256(_mm256_and_si256(b8, m4),
+                                _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u0, 8 * i + 6), m2), 4));
+    mn[i + 4] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(b8, 4), m4),
+                                _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u1, 8 * i + 6), m2), 4));
+  }
+  for (int q = 0; q < 4; ++q) mn_pairs[q] = _mm256_or_si256(mn[2 * q], _mm256_slli_epi32(mn[2 * q + 1], 16));
+}
+
+// The scale operand of k4_sub for the scales sc: as is for vpmulld (VNNI), else in both int16 halves.
+template <bool kVnni>
+inline __m256i k4_scale(__m256i sc) {
+  if constexpr (kVnni) return sc;
+  else return both_halves(sc);
+}
+
+// I1 += sc * (sum of the 8 quads of W against qa): one sub-block of 32 with unsigned weights;
+// sc2 = k4_scale(sc).
+template <bool kVnni, bool kFive>
+inline __m256i k4_sub(__m256i I1, const __m256i W[8], const int8_t* qa, __m256i sc2) {
+  if constexpr (kVnni) {
+    __m256i p = _mm256_setzero_si256();
+    for (int m = 0; m < 8; ++m) p = _mm256_dpbusd_avx_epi32(p, W[m], bcast32(qa + 4 * m));
+    return _mm256_add_epi32(I1, _mm256_mullo_epi32(p, sc2));
+  } else {
+    // vpmaddwd multiplies and widens the pair sums in one step. In int16: Q4_K 8 pair sums <=
+    // 8 * 2 * 15 * 127 = 30480; Q5_K 4 <= 4 * 2 * 31 * 127 = 31496.
+    constexpr int kRun = kFive ? 4 : 8;
+    for (int m0 = 0; m0 < 8; m0 += kRun) {
+      __m256i p = pairs16(W[m0], bcast32(qa + 4 * m0));
+      for (int m = m0 + 1; m < m0 + kRun; ++m) p = _mm256_add_epi16(p, pairs16(W[m], bcast32(qa + 4 * m)));
+      I1 = _mm256_add_epi32(I1, _mm256_madd_epi16(p, sc2));
+    }
+    return I1;
+  }
+}
+
+template <bool kVnni, bool kFive, int TT>
+void k4_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
+  using Lay = K4Layout<kFive>;
+  __m256 acc[TT];
+  for (int t = 0; t < TT; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i sc[8], mnp[4];
+    k4_scales(g.vec(Lay::kBlock, b, Lay::kScales), sc, mnp);
+    for (int s = 0; s < 8; ++s) sc[s] = k4_scale<kVnni>(sc[s]);
+    __m256i I1[TT];
+    for (int t = 0; t < TT; ++t) I1[t] = _mm256_setzero_si256();
+    for (int c = 0; c < 4; ++c) {
+      __m256i Wl[8], Wh[8];
+      for (int m = 0; m < 8; ++m) {
+        const __m256i p = vload(g.vec(Lay::kBlock, b, Lay::kQs + 64 * size_t(8 * c + m)));
+        Wl[m] = lo_nib(p);
+        Wh[m] = hi_nib(p);
+        if constexpr (kFive) {
+          const __m256i qh = vload(g.vec(Lay::kBlock, b, Lay::kQh + 64 * size_t(m)));
+          Wl[m] = _mm256_or_si256(Wl[m], bits_to(qh, 1 << (2 * c), 16));
+          Wh[m] = _mm256_or_si256(Wh[m], bits_to(qh, 1 << (2 * c + 1), 16));
+        }
+      }
+      for (int t = 0; t < TT; ++t) {
+        const int8_t* qa = a.q(t0 + t) + 256 * b + 64 * c;
+        I1[t] = k4_sub<kVnni, kFive>(I1[t], Wl, qa, sc[2 * c]);
+        I1[t] = k4_sub<kVnni, kFive>(I1[t], Wh, qa + 32, sc[2 * c + 1]);
+      }
+    }
+    const __m256 d = g.f16(Lay::kBlock, b, 0), dmin = g.f16(Lay::kBlock, b, Lay::kDmin);
+    for (int t = 0; t < TT; ++t) {
+      const int16_t* h32 = a.h32(t0 + t) + 8 * b;
+      __m256i I2 = _mm256_setzero_si256();
+      for (int q = 0; q < 4; ++q) I2 = dot_i16<kVnni>(I2, mnp[q], bcast32(h32 + 2 * q));
+      const __m256 dav = _mm256_set1_ps(a.d(t0 + t)[b]);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I1[t]), _mm256_mul_ps(d, dav), acc[t]);
+      acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(I2), _mm256_mul_ps(dmin, dav), acc[t]);
+    }
+  }
+  for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
+}
+
+// ---- Sub-blocks of 16 with an offset: Q6_K (u - 32), Q3_K (u - 4), and Q2_K (mins) --------------
+//
+// Quants are taken unsigned (u = q + c), so a sub-block's sum is sum(u * a) - c * s16. The offset
+// term over the whole block is c * sum_s sc_s * s16_s: one vpmaddwd per pair of sub-blocks
+// (scale pairs against activation-sum pairs), the same shape as the mins of Q2_K.
+
+// Scale pairs (sc[2p] | sc[2p + 1] << 16, int16 halves) from 16 per-lane scales.
+inline void scale_pairs(const __m256i sc[16], __m256i pairs[8]) {
+  for (int p = 0; p < 8; ++p) pairs[p] = _mm256_or_si256(low_half(sc[2 * p]), _mm256_slli_epi32(sc[2 * p + 1], 16));
+}
+// sum_s pairs * s16 over the block's 16 sub-blocks (exact int32).
+template <bool kVnni>
+inline __m256i pair_dot(const __m256i pairs[8], const int16_t* s16) {
+  __m256i r = _mm256_setzero_si256();
+  for (int p = 0; p < 8; ++p) r = dot_i16<kVnni>(r, pairs[p], bcast32(s16 + 2 * p));
+  return r;
+}
+
+// I1 += sc * (sum over 4 quads of u * a) for one sub-block of 16 with unsigned u <= kMax.
+// VNNI: the int32 part then vpdpwssd (sc in the low half, the part fitting int16: 16 * 63 * 127
+// does not, so Q6_K multiplies in int32) or vpmulld. AVX2: int16 pair sums, at most 32767 / (2 *
+// kMax * 127) of them added before vpmaddwd widens them with sc in both halves.
+template <bool kVnni, int kMax>
+inline __m256i sub16_scale(__m256i sc) {
+  if constexpr (!kVnni) return both_halves(sc);
+  else if constexpr (16 * kMax * 127 <= 32767) return low_half(sc);
+  else return sc;
+}
+// sc2 = sub16_scale(sc).
+template <bool kVnni, int kMax>
+inline __m256i sub16(__m256i I1, const __m256i W[4], const int8_t* qa, __m256i sc2) {
+  if constexpr (kVnni) {
+    __m256i p = _mm256_setzero_si256();
+    for (int m = 0; m < 4; ++m) p = _mm256_dpbusd_avx_epi32(p, W[m], bcast32(qa + 4 * m));
+    if constexpr (16 * kMax * 127 <= 32767) return _mm256_dpwssd_avx_epi32(I1, p, sc2);
+    else return _mm256_add_epi32(I1, _mm256_mullo_epi32(p, sc2));
+  } else {
+    constexpr int kRun = 32767 / (2 * kMax * 127) >= 4 ? 4 : 32767 / (2 * kMax * 127);
+    static_assert(kRun >= 1 && 4 % kRun == 0);
+    for (int m0 = 0; m0 < 4; m0 += kRun) {
+      __m256i p = pairs16(W[m0], bcast32(qa + 4 * m0));
+      for (int m = m0 + 1; m < m0 + kRun; ++m) p = _mm256_add_epi16(p, pairs16(W[m], bcast32(qa + 4 * m)));
+      I1 = _mm256_add_epi32(I1, _mm256_madd_epi16(p, sc2));
+    }
+    return I1;
+  }
+}
+
+constexpr size_t kQ6Qh = 2048, kQ6Scales = 3072, kQ6D = 3328, kQ6Block = 3360;
+
+template <bool kVnni, int TT>
+void q6k_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
+  __m256 acc[TT];
+  for (int t = 0; t < TT; ++t) acc[t] = _mm256_setzero_ps();
+  const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i sc[16], scp[8];
+    for (int s = 0; s < 16; ++s) {
+      const __m256i sv = vload(g.vec(kQ6Block, b, kQ6Scales + 64 * size_t(s / 4)));
+      sc[s] = _mm256_srai_epi32(_mm256_slli_epi32(sv, 8 * (3 - s % 4)), 24);
+    }
+    scale_pairs(sc, scp);
+    for (int s = 0; s < 16; ++s) sc[s] = sub16_scale<kVnni, 63>(sc[s]);
+    __m256i I1[TT];
+    for (int t = 0; t < TT; ++t) I1[t] = _mm256_setzero_si256();
+    // Half hh, quad m: elements 128hh + 32e + 4m + j for e = 0..3 (sub-blocks 8hh + 2e + m / 4).
+    for (int hh = 0; hh < 2; ++hh)
+      for (int q = 0; q < 2; ++q) {
+        __m256i W[4][4];  // [e][m - 4q]
+        for (int mm = 0; mm < 4; ++mm) {
+          const int m = 4 * q + mm;
+          const __m256i A = vload(g.vec(kQ6Block, b, 64 * size_t(16 * hh + m)));
+          const __m256i B = vload(g.vec(kQ6Block, b, 64 * size_t(16 * hh + 8 + m)));
+          const __m256i H = vload(g.vec(kQ6Block, b, kQ6Qh + 64 * size_t(8 * hh + m)));
+          W[0][mm] = _mm256_or_si256(_mm256_and_si256(A, m4), _mm256_and_si256(_mm256_slli_epi16(H, 4), m30));
+          W[1][mm] = _mm256_or_si256(_mm256_and_si256(B, m4), _mm256_and_si256(_mm256_slli_epi16(H, 2), m30));
+          W[2][mm] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(A, 4), m4), _mm256_and_si256(H, m30));
+          W[3][mm] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(B, 4), m4),
+                                     _mm256_and_si256(_mm256_srli_epi16(H, 2), m30));
+        }
+        for (int e = 0; e < 4; ++e) {
+          const int s = 8 * hh + 2 * e + q;
+          for (int t = 0; t < TT; ++t)
+            I1[t] = sub16<kVnni, 63>(I1[t], W[e], a.q(t0 + t) + 256 * b + 16 * s, sc[s]);
+        }
+      }
+    const __m256 d = g.f16(kQ6Block, b, kQ6D);
+    for (int t = 0; t < TT; ++t) {
+      const __m256i off = pair_dot<kVnni>(scp, a.s16(t0 + t) + 16 * b);  // I1 -= 32 * sum sc * s16
+      const __m256i i1 = _mm256_sub_epi32(I1[t], _mm256_slli_epi32(off, 5));
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(d, _mm256_set1_ps(a.d(t0 + t)[b])), acc[t]);
+    }
+  }
+  for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
+}
+
+constexpr size_t kQ2Dmin = 32, kQ2Scales = 64, kQ2Qs = 320, kQ2Block = 1344;
+constexpr size_t kQ3Qs = 512, kQ3Scales = 1536, kQ3D = 1728, kQ3Block = 1760;
+
+// Q3_K's 16 signed scales of 8 rows from ggml's 12 packed bytes (blocks.h q3k_scale), each
+// sign-extended to its lane. Bytewise first: byte i of B[j] is scale 4j + i, its low nibble from
+// byte i of u0 / u1 (j = 0, 1; their high nibbles for j = 2, 3) and its bits 4-5 from bits 2j,
+// 2j + 1 of byte i of u2.
+inline void q3k_scales(const uint8_t* p, __m256i sc[16]) {
+  const __m256i u0 = vload(p), u1 = vload(p + 64), u2 = vload(p + 128);
+  const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30), off = _mm256_set1_epi8(32);
+  const __m256i B[4] = {
+      _mm256_or_si256(_mm256_and_si256(u0, m4), _mm256_and_si256(_mm256_slli_epi16(u2, 4), m30)),
+      _mm256_or_si256(_mm256_and_si256(u1, m4), _mm256_and_si256(_mm256_slli_epi16(u2, 2), m30)),
+      _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(u0, 4), m4), _mm256_and_si256(u2, m30)),
+      _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(u1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(u2, 2), m30))};
+  for (int s = 0; s < 16; ++s)
+    sc[s] = _mm256_srai_epi32(_mm256_slli_epi32(_mm256_sub_epi8(B[s / 4], off), 8 * (3 - s % 4)), 24);
+}
+
+// Q2_K (kQ3 = false) and Q3_K: quad m of half hh at shift k holds elements 128hh + 32k + 4m + j,
+// so quads 0..3 and 4..7 of a shift are the sub-blocks 8hh + 2k and 8hh + 2k + 1.
+template <bool kVnni, bool kQ3, int TT>
+void k2_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
+  constexpr size_t kBlock = kQ3 ? kQ3Block : kQ2Block;
+  __m256 acc[TT];
+  for (int t = 0; t < TT; ++t) acc[t] = _mm256_setzero_ps();
+  const __m256i mask = _mm256_set1_epi8(kQ3 ? 7 : 3);
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i sc[16], pairs[8];  // pairs: Q3_K scale pairs (offset term), Q2_K min pairs
+    if constexpr (kQ3) {
+      q3k_scales(g.vec(kBlock, b, kQ3Scales), sc);
+      scale_pairs(sc, pairs);
+    } else {
+      // Byte i of scale vector v is sub-block 4v + i: scale in the low nibble, min in the high one.
+      __m256i mn[16];
+      for (int v = 0; v < 4; ++v) {
+        const __m256i sv = vload(g.vec(kBlock, b, kQ2Scales + 64 * size_t(v)));
+        for (int i = 0; i < 4; ++i) {
+          sc[4 * v + i] = _mm256_and_si256(_mm256_srli_epi32(sv, 8 * i), _mm256_set1_epi32(15));
+          mn[4 * v + i] = _mm256_and_si256(_mm256_srli_epi32(sv, 8 * i + 4), _mm256_set1_epi32(15));
+        }
+      }
+      scale_pairs(mn, pairs);
+    }
+    for (int s = 0; s < 16; ++s) sc[s] = sub16_scale<kVnni, kQ3 ? 7 : 3>(sc[s]);
+    __m256i I1[TT];
+    for (int t = 0; t < TT; ++t) I1[t] = _mm256_setzero_si256();
+    // Unsigned quants: Q2_K's as stored, Q3_K's + 4 (its high bit set means +4). Shifts kp and
+    // kp + 2 come from one vector X per quad: 2-bit fields at bits 0-1 and 4-5 of each byte, Q3_K's
+    // high bits at bits 2 and 6 (interleave16.h).
+    for (int hh = 0; hh < 2; ++hh)
+      for (int kp = 0; kp < 2; ++kp) {
+        __m256i X[8];
+        for (int m = 0; m < 8; ++m) {
+          X[m] = _mm256_srli_epi16(vload(g.vec(kBlock, b, (kQ3 ? kQ3Qs : kQ2Qs) + 64 * size_t(8 * hh + m))), 2 * kp);
+          if constexpr (kQ3) {
+            const int left = 2 * hh - kp;
+            const __m256i hm = vload(g.vec(kBlock, b, 64 * size_t(m)));
+            const __m256i hb = left > 0 ? _mm256_slli_epi16(hm, left) : left < 0 ? _mm256_srli_epi16(hm, -left) : hm;
+            X[m] = _mm256_or_si256(_mm256_and_si256(X[m], _mm256_set1_epi8(0x33)), _mm256_and_si256(hb, _mm256_set1_epi8(0x44)));
+          }
+        }
+        for (int e = 0; e < 2; ++e) {
+          const int k = kp + 2 * e;
+          __m256i W[8];
+          for (int m = 0; m < 8; ++m) W[m] = _mm256_and_si256(e ? _mm256_srli_epi16(X[m], 4) : X[m], mask);
+          const int s0 = 8 * hh + 2 * k;
+          for (int t = 0; t < TT; ++t) {
+            const int8_t* qa = a.q(t0 + t) + 256 * b + 16 * s0;
+            I1[t] = sub16<kVnni, kQ3 ? 7 : 3>(I1[t], W, qa, sc[s0]);
+            I1[t] = sub16<kVnni, kQ3 ? 7 : 3>(I1[t], W + 4, qa + 16, sc[s0 + 1]);
+          }
+        }
+      }
+    const __m256 d = g.f16(kBlock, b, kQ3 ? kQ3D : 0);
+    for (int t = 0; t < TT; ++t) {
+      const __m256i i2 = pair_dot<kVnni>(pairs, a.s16(t0 + t) + 16 * b);
+      const __m256 dav = _mm256_set1_ps(a.d(t0 + t)[b]);
+      if constexpr (kQ3) {
+        const __m256i i1 = _mm256_sub_epi32(I1[t], _mm256_slli_epi32(i2, 2));  // I1 -= 4 * sum sc * s16
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(d, dav), acc[t]);
+      } else {
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I1[t]), _mm256_mul_ps(d, dav), acc[t]);
+        acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(i2), _mm256_mul_ps(g.f16(kBlock, b, kQ2Dmin), dav), acc[t]);
+      }
+    }
+  }
+  for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
+}
+
+// ---- IQ4_XS (8 sub-blocks of 32 with signed 6-bit scales, the IQ4 code book; kQ8x256) -----------
+
+constexpr size_t kXsScalesH = 32, kXsScalesL = 64, kXsQs = 128, kXsBlock = 2176;
+
+template <bool kVnni, int TT>
+void iq4xs_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
+  __m256 acc[TT];
+  for (int t = 0; t < TT; ++t) acc[t] = _mm256_setzero_ps();
+  const __m256i book = kVnni ? iq4_book_u8() : iq4_book();
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m256i sh = _mm256_cvtepu16_epi32(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(g.group + size_t(b) * kXsBlock + kXsScalesH + 16 * size_t(g.h))));
+    const __m256i sl = vload(g.vec(kXsBlock, b, kXsScalesL));
+    __m256i I1[TT];
+    for (int t = 0; t < TT; ++t) I1[t] = _mm256_setzero_si256();
+    for (int s = 0; s < 8; ++s) {
+      const __m256i sc = _mm256_sub_epi32(
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(sl, 4 * s), _mm256_set1_epi32(15)),
+                          _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(sh, 2 * s), _mm256_set1_epi32(3)), 4)),
+          _mm256_set1_epi32(32));
+      __m256i W[8];
+      for (int v = 0; v < 4; ++v) {
+        const __m256i p = vload(g.vec(kXsBlock, b, kXsQs + 64 * size_t(4 * s + v)));
+        W[v] = _mm256_shuffle_epi8(book, lo_nib(p));
+        W[v + 4] = _mm256_shuffle_epi8(book, hi_nib(p));
+      }
+      if constexpr (kVnni) {
+        // Code book + 128: sum(w * a) = sum(w_u8 * a) - 128 * sum(a); the part needs 32 bits.
+        for (int t = 0; t < TT; ++t) {
+          const int8_t* qa = a.q(t0 + t) + 256 * b + 32 * s;
+          __m256i part = _mm256_set1_epi32(-128 * int32_t(a.h32(t0 + t)[8 * b + s]));
+          for (int k = 0; k < 8; ++k) part = _mm256_dpbusd_avx_epi32(part, W[k], bcast32(qa + 4 * k));
+          I1[t] = _mm256_add_epi32(I1[t], _mm256_mullo_epi32(part, sc));
+        }
+      } else {
+        // Signed values (|w| <= 127), one pair sum per vpmaddwd with the scale in both halves.
+        const __m256i sc2 = both_halves(sc);
+        __m256i A[8];
+        for (int k = 0; k < 8; ++k) A[k] = _mm256_abs_epi8(W[k]);
+        for (int t = 0; t < TT; ++t) {
+          const int8_t* qa = a.q(t0 + t) + 256 * b + 32 * s;
+          for (int k = 0; k < 8; ++k)
+            I1[t] = _mm256_add_epi32(I1[t], _mm256_madd_epi16(pairs16_signed(A[k], W[k], bcast32(qa + 4 * k)), sc2));
+        }
+      }
+    }
+    const __m256 d = g.f16(kXsBlock, b, 0);
+    for (int t = 0; t < TT; ++t)
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I1[t]), _mm256_mul_ps(d, _mm256_set1_ps(a.d(t0 + t)[b])), acc[t]);
+  }
+  for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
+}
+
+// ---- Dispatch over halves and token tiles ------------------------------------------------------
+
+// kernel.operator()<TT>(t0, half, nb, o, o_end) for each 8-row half of the range and token tile.
+template <class Kernel>
+void run_halves(const ActRows& a, const WeightMatrix& w, int64_t block_elems, int64_t o_begin, int64_t o_end,
+                const Kernel& kernel) {
+  const int64_t nb = w.cols / block_elems;
+  o_end = imin(o_end, w.rows);
+  for (int64_t o = o_begin; o < o_end; o += 8) {
+    const Half g{static_cast<const uint8_t*>(w.data) + size_t(o / 16) * w.group_bytes, int((o / 8) % 2)};
+    int64_t t0 = 0;
+    for (; t0 + kTokenTile <= a.T; t0 += kTokenTile) kernel.template operator()<kTokenTile>(t0, g, nb, o, o_end);
+    switch (a.T - t0) {
+      case 3: kernel.template operator()<3>(t0, g, nb, o, o_end); break;
+      case 2: kernel.template operator()<2>(t0, g, nb, o, o_end); break;
+      case 1: kernel.template operator()<1>(t0, g, nb, o, o_end); break;
+      default: break;
+    }
+  }
+}
+
+template <bool V, Legacy L>
+void qmatmul_legacy(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
+  run_halves(a, w, 32, o_begin, o_end, [&]<int TT>(int64_t t0, Half g, int64_t nb, int64_t o, int64_t oe) {
+    legacy_half<V, L, TT>(a, t0, g, nb, y, ys, o, oe);
+  });
+}
+template <bool V, bool kFive>
+void qmatmul_k4(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
+  run_halves(a, w, 256, o_begin, o_end, [&]<int TT>(int64_t t0, Half g, int64_t nb, int64_t o, int64_t oe) {
+    k4_half<V, kFive, TT>(a, t0, g, nb, y, ys, o, oe);
+  });
+}
+template <bool V>
+void qmatmul_q6k(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
+  run_halves(a, w, 256, o_begin, o_end, [&]<int TT>(int64_t t0, Half g, int64_t nb, int64_t o, int64_t oe) {
+    q6k_half<V, TT>(a, t0, g, nb, y, ys, o, oe);
+  });
+}
+template <bool V, bool kQ3>
+void qmatmul_k2(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
+  run_halves(a, w, 256, o_begin, o_end, [&]<int TT>(int64_t t0, Half g, int64_t nb, int64_t o, int64_t oe) {
+    k2_half<V, kQ3, TT>(a, t0, g, nb, y, ys, o, oe);
+  });
+}
+template <bool V>
+void qmatmul_iq4xs(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
+  run_halves(a, w, 256, o_begin, o_end, [&]<int TT>(int64_t t0, Half g, int64_t nb, int64_t o, int64_t oe) {
+    iq4xs_half<V, TT>(a, t0, g, nb, y, ys, o, oe);
+  });
+}
+
+// Every block format's matmul into k (weights in interleave16, which k must pack).
+template <bool V>
+void install_qmatmuls(KernelTable& k) {
+  k.qmatmul[size_t(DType::Q8_0)] = qmatmul_legacy<V, Legacy::kQ8_0>;
+  k.qmatmul[size_t(DType::Q4_0)] = qmatmul_legacy<V, Legacy::kQ4_0>;
+  k.qmatmul[size_t(DType::IQ4_NL)] = qmatmul_legacy<V, Legacy::kIQ4_NL>;
+  k.qmatmul[size_t(DType::Q4_1)] = qmatmul_legacy<V, Legacy::kQ4_1>;
+  k.qmatmul[size_t(DType::Q5_0)] = qmatmul_legacy<V, Legacy::kQ5_0>;
+  k.qmatmul[size_t(DType::Q5_1)] = qmatmul_legacy<V, Legacy::kQ5_1>;
+  k.qmatmul[size_t(DType::Q2_K)] = qmatmul_k2<V, false>;
+  k.qmatmul[size_t(DType::Q3_K)] = qmatmul_k2<V, true>;
+  k.qmatmul[size_t(DType::Q4_K)] = qmatmul_k4<V, false>;
+  k.qmatmul[size_t(DType::Q5_K)] = qmatmul_k4<V, true>;
+  k.qmatmul[size_t(DType::Q6_K)] = qmatmul_q6k<V>;
+  k.qmatmul[size_t(DType::IQ4_XS)] = qmatmul_iq4xs<V>;
+}
+
+}  // namespace avx2q
+}  // namespace
+}  // namespace qwen35::kernels
