@@ -6,15 +6,20 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <random>
 
+#include "io/gguf_writer.h"
+#include "model/gguf_export.h"
 #include "runtime/engine_impl.h"
 #include "runtime/prefix_cache.h"
 #include "runtime/sampler.h"
 #include "runtime/session_impl.h"
 #include "runtime/sequence.h"
 #include "runtime_harness.h"
+#include "text/tokenizer_gguf.h"
+#include "text/tokenizer_json.h"
 #include "support/test_data.h"
 
 namespace qwen35::test {
@@ -138,6 +143,60 @@ TEST(MtpSpeculation, TheHeadsCacheHasTheEnginesKvType) {
     EXPECT_EQ(got.keys.size(), size_t(got.pairs) * size_t(cfg.num_kv_heads * cfg.head_dim) * elem) << kv_type;
     expect_same_head_state(got, reference_head_state(engine->impl(), prompt, session->tokens()), kv_type);
   }
+}
+
+// A GGUF model drafts with its MTP block (bundled by convert) exactly as the folder does with
+// mtp.*: greedy output equals plain greedy; a GGUF without the block has no head, so --spec mtp
+// refuses to load and auto decodes without it.
+TEST(MtpSpeculation, GgufModelsDraftWithTheirMtpBlock) {
+  const std::string dir = temp_dir("spec_gguf");
+  const Model& folder = *tiny_engine().impl().model;
+  for (bool with_mtp : {true, false}) {
+    GgufExportOptions x;
+    x.matrix_type = uniform_matrix_type(DType::BF16);
+    x.file_type = 32;
+    x.mtp = with_mtp;
+    GgufWriter w;
+    export_text_gguf(folder, x, w);
+    const TokenizerSpec spec = load_tokenizer_json(folder.dir());
+    write_tokenizer_gguf(spec, tokenizer_keys_from_hf(folder.dir(), spec, folder.config().text.vocab_size), w);
+    const std::string path = dir + (with_mtp ? "/tiny.gguf" : "/tiny-no-mtp.gguf");
+    w.write(path);
+    EngineOptions o;
+    o.model_dir = path;
+    o.threads = 2;
+    o.speculative.mode = SpecMode::kMtp;
+    Status st;
+    auto engine = Engine::load(o, &st);
+    if (!with_mtp) {
+      EXPECT_EQ(engine, nullptr);
+      EXPECT_NE(st.message.find("multi-token-prediction head"), std::string::npos) << st.message;
+      o.speculative.mode = SpecMode::kAuto;
+      engine = Engine::load(o, &st);
+      ASSERT_TRUE(engine) << st.message;
+      EXPECT_FALSE(engine->info().has_mtp);
+      EXPECT_FALSE(engine->info().mtp_active);
+      const GenerationResult r = engine->new_session()->complete({1, 2, 3, 4}, greedy(6), nullptr, &st);
+      ASSERT_TRUE(st.ok()) << st.message;
+      EXPECT_EQ(r.mtp_drafted, 0);
+      continue;
+    }
+    ASSERT_TRUE(engine) << st.message;
+    EXPECT_TRUE(engine->info().has_mtp);
+    EXPECT_TRUE(engine->info().mtp_active);
+    std::mt19937 rng(21);
+    for (int draft_max : {1, 3, 8}) {
+      const auto prompt = random_ids(rng, 10);
+      const GenerationResult plain = engine->new_session()->complete(prompt, greedy(20, SpecMode::kOff), nullptr, &st);
+      ASSERT_TRUE(st.ok()) << st.message;
+      auto session = engine->new_session();
+      const GenerationResult spec = session->complete(prompt, with_spec(greedy(20), SpecMode::kMtp, draft_max), nullptr, &st);
+      ASSERT_TRUE(st.ok()) << st.message;
+      EXPECT_EQ(spec.tokens, plain.tokens) << "draft_max " << draft_max;
+      EXPECT_GT(spec.mtp_drafted, 0);
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 // The head's own drafts (which the random tiny model rarely gets right) for several lengths:
