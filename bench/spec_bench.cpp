@@ -4,7 +4,7 @@
 //
 //   build/bin/make_random_model --out /tmp/qwen35-9b-random          # real 9B shapes, with mtp.*
 //   build/bin/spec_bench --model /tmp/qwen35-9b-random [--weights q4_k_m] --summary spec.json \
-//       [--threads N] [--prompt 64] [--tokens 24] [--alphas 0,0.5,0.75,0.9,1] [--ks 2,4] [--iterations 2] \
+//       [--threads N] [--prompt 64] [--tokens 24] [--alphas 0,0.25,0.5,0.75,0.9,1] [--ks 2,4] [--iterations 3] \
 //       [--benchmark_format=json --benchmark_out=spec_gbench.json]
 //
 // Without --model it runs on the bundled tiny model. Controlled acceptance: the plain greedy
@@ -20,6 +20,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -58,8 +59,8 @@ struct Options {
   int threads = 0;
   int prompt = 64;
   int tokens = 24;
-  int iterations = 2;
-  std::vector<double> alphas = {0, 0.5, 0.75, 0.9, 1.0};
+  int iterations = 3;  // of every benchmark, end-to-end runs included; figures are their medians
+  std::vector<double> alphas = {0, 0.25, 0.5, 0.75, 0.9, 1.0};
   std::vector<int> ks = {2, 4};
 };
 
@@ -103,7 +104,14 @@ Fixture& fixture() {
   return f;
 }
 
-std::map<std::string, double> g_ms;  // measured ms per step or per block, by name
+std::map<std::string, double> g_ms;  // measured ms per step or per block, by name: the median of the iterations
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 
 // Feeds n tokens (traced and recurrent when verifying, as the generation does) and rewinds.
 void BM_Block(benchmark::State& state, int n, const std::string& name) {
@@ -116,17 +124,17 @@ void BM_Block(benchmark::State& state, int n, const std::string& name) {
   };
   feed();  // warm-up, untimed: weights paged in, buffers grown
   f.seq->rewind(f.save);
-  double total = 0, cpu = 0;
+  std::vector<double> wall, cpu;
   for (auto _ : state) {
     const auto t0 = Clock::now();
     const double c0 = cpu_ms();
     feed();
-    cpu += cpu_ms() - c0;
-    total += ms_since(t0);
+    cpu.push_back(cpu_ms() - c0);
+    wall.push_back(ms_since(t0));
     f.seq->rewind(f.save);
   }
-  g_ms[name] = total / double(state.iterations());
-  g_ms["cpu." + name] = cpu / double(state.iterations());
+  g_ms[name] = median(wall);
+  g_ms["cpu." + name] = median(cpu);
   state.counters["ms"] = g_ms[name];
   state.counters["cpu_ms"] = g_ms["cpu." + name];
 }
@@ -136,16 +144,16 @@ void BM_KeepHalf(benchmark::State& state, int k) {
   Fixture& f = fixture();
   std::vector<int32_t> block(size_t(k + 1));
   for (int i = 0; i <= k; ++i) block[size_t(i)] = 5000 + i;
-  double total = 0;
+  std::vector<double> wall;
   for (auto _ : state) {
     f.seq->feed_text(block.data(), k + 1, DeltaRuleMode::kRecurrent, 0, nullptr, true);
     const auto t0 = Clock::now();
     f.seq->rewind(f.save, (k + 1) / 2);
-    total += ms_since(t0);
+    wall.push_back(ms_since(t0));
     f.seq->rewind(f.save);
   }
-  g_ms["keep_half." + std::to_string(k)] = total / double(state.iterations());
-  state.counters["ms"] = total / double(state.iterations());
+  g_ms["keep_half." + std::to_string(k)] = median(wall);
+  state.counters["ms"] = median(wall);
 }
 
 // k MTP draft steps after the prompt (the first one also runs the pending pair).
@@ -153,26 +161,27 @@ void BM_MtpDraft(benchmark::State& state, int k) {
   Fixture& f = fixture();
   std::vector<int32_t> out;
   f.seq->mtp_draft(4242, k, out);  // warm-up, untimed
-  double total = 0, cpu = 0;
+  std::vector<double> wall, cpu;
   for (auto _ : state) {
     const auto t0 = Clock::now();
     const double c0 = cpu_ms();
     f.seq->mtp_draft(4242, k, out);
-    cpu += cpu_ms() - c0;
-    total += ms_since(t0);
+    cpu.push_back(cpu_ms() - c0);
+    wall.push_back(ms_since(t0));
   }
-  g_ms["mtp_draft." + std::to_string(k)] = total / double(state.iterations());
-  g_ms["cpu.mtp_draft." + std::to_string(k)] = cpu / double(state.iterations());
-  state.counters["ms_per_step"] = total / double(state.iterations()) / k;
+  g_ms["mtp_draft." + std::to_string(k)] = median(wall);
+  g_ms["cpu.mtp_draft." + std::to_string(k)] = median(cpu);
+  state.counters["ms_per_step"] = median(wall) / k;
 }
 
 // End to end: decode of g_opt.tokens tokens after the prompt (restored from a snapshot of its
 // first P - 1 tokens, so each run prefills one token), plain or with drafts at acceptance alpha.
+// Rates are the medians over the runs (one per iteration); counts are summed.
 struct EndToEnd {
-  double decode_ms = 0, cpu_ms = 0;  // cpu_ms: the whole run's, prefill of one token included
-  int64_t decode_tokens = 0, drafted = 0, accepted = 0;
-  double tok_s() const { return decode_ms > 0 ? 1000.0 * double(decode_tokens) / decode_ms : 0; }
-  double tok_per_cpu_s() const { return cpu_ms > 0 ? 1000.0 * double(decode_tokens) / cpu_ms : 0; }
+  std::vector<double> run_tok_s, run_tok_per_cpu_s;  // cpu: the whole run's, prefill of one token included
+  int64_t runs = 0, drafted = 0, accepted = 0;
+  double tok_s() const { return median(run_tok_s); }
+  double tok_per_cpu_s() const { return median(run_tok_per_cpu_s); }
 };
 std::vector<int32_t> g_greedy;                       // the recorded plain continuation
 std::map<std::pair<int, int>, EndToEnd> g_e2e;      // (alpha in 1/1000, k) -> result; k = 0 plain
@@ -217,15 +226,16 @@ void BM_EndToEnd(benchmark::State& state, double alpha, int k) {
     const double c0 = cpu_ms();
     while (gen->step()) {
     }
-    sum.cpu_ms += cpu_ms() - c0;
+    const double run_cpu_ms = cpu_ms() - c0;
     const GenerationResult& r = gen->result();
     if (k == 0 && g_greedy.empty()) g_greedy = r.tokens;
     if (r.tokens != g_greedy) {
       state.SkipWithError("speculative output differs from plain greedy decoding");
       return;
     }
-    sum.decode_ms += r.timings.decode_ms;
-    sum.decode_tokens += r.timings.decode_tokens;
+    if (r.timings.decode_ms > 0) sum.run_tok_s.push_back(1000.0 * double(r.timings.decode_tokens) / r.timings.decode_ms);
+    if (run_cpu_ms > 0) sum.run_tok_per_cpu_s.push_back(1000.0 * double(r.timings.decode_tokens) / run_cpu_ms);
+    ++sum.runs;
     sum.drafted += r.drafted();
     sum.accepted += r.accepted();
   }
@@ -327,6 +337,7 @@ nlohmann::ordered_json summary() {
     for (double a : g_opt.alphas) {
       const EndToEnd e = g_e2e[{int(std::lround(a * 1000)), k}];
       points.push_back({{"alpha", a},
+                        {"runs", e.runs},
                         {"accepted_per_drafted", e.drafted ? double(e.accepted) / double(e.drafted) : 0.0},
                         {"tok_s", e.tok_s()},
                         {"speedup", plain.tok_s() > 0 ? e.tok_s() / plain.tok_s() : 0.0},
@@ -368,13 +379,13 @@ int main(int argc, char** argv) {
         ->Iterations(it)->Unit(benchmark::kMillisecond);
   }
   benchmark::RegisterBenchmark("end_to_end/plain", [](benchmark::State& s) { BM_EndToEnd(s, 0, 0); })
-      ->Iterations(1)->Unit(benchmark::kMillisecond);
+      ->Iterations(it)->Unit(benchmark::kMillisecond);
   for (int k : g_opt.ks)
     for (double a : g_opt.alphas) {
       char name[64];
       std::snprintf(name, sizeof(name), "end_to_end/k%d/alpha%.2f", k, a);
       benchmark::RegisterBenchmark(name, [a, k](benchmark::State& s) { BM_EndToEnd(s, a, k); })
-          ->Iterations(1)->Unit(benchmark::kMillisecond);
+          ->Iterations(it)->Unit(benchmark::kMillisecond);
     }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
