@@ -106,6 +106,14 @@ Fixture& fixture() {
 
 std::map<std::string, double> g_ms;  // measured ms per step or per block, by name: the median of the iterations
 
+// The timed span of a benchmark on CLOCK_MONOTONIC (steady_clock's), in seconds, to stderr: a
+// profile taken with `perf record -k CLOCK_MONOTONIC` can then be cut to one benchmark with
+// `perf report --time START,END`.
+void print_span(const std::string& name, Clock::time_point t0) {
+  auto s = [](Clock::time_point t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); };
+  std::fprintf(stderr, "spec_bench: span %s %.6f,%.6f\n", name.c_str(), s(t0), s(Clock::now()));
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -125,6 +133,7 @@ void BM_Block(benchmark::State& state, int n, const std::string& name) {
   feed();  // warm-up, untimed: weights paged in, buffers grown
   f.seq->rewind(f.save);
   std::vector<double> wall, cpu;
+  const auto span0 = Clock::now();
   for (auto _ : state) {
     const auto t0 = Clock::now();
     const double c0 = cpu_ms();
@@ -133,6 +142,7 @@ void BM_Block(benchmark::State& state, int n, const std::string& name) {
     wall.push_back(ms_since(t0));
     f.seq->rewind(f.save);
   }
+  print_span(name, span0);
   g_ms[name] = median(wall);
   g_ms["cpu." + name] = median(cpu);
   state.counters["ms"] = g_ms[name];
@@ -162,6 +172,7 @@ void BM_MtpDraft(benchmark::State& state, int k) {
   std::vector<int32_t> out;
   f.seq->mtp_draft(4242, k, out);  // warm-up, untimed
   std::vector<double> wall, cpu;
+  const auto span0 = Clock::now();
   for (auto _ : state) {
     const auto t0 = Clock::now();
     const double c0 = cpu_ms();
@@ -169,6 +180,7 @@ void BM_MtpDraft(benchmark::State& state, int k) {
     cpu.push_back(cpu_ms() - c0);
     wall.push_back(ms_since(t0));
   }
+  print_span("mtp_draft." + std::to_string(k), span0);
   g_ms["mtp_draft." + std::to_string(k)] = median(wall);
   g_ms["cpu.mtp_draft." + std::to_string(k)] = median(cpu);
   state.counters["ms_per_step"] = median(wall) / k;
