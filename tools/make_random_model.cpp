@@ -3,7 +3,9 @@
 // index), for benchmarks and memory planning. Speed depends on shapes, not values.
 //
 //   make_random_model --out /tmp/qwen35-9b-random [--config tests/data/configs/qwen3.5-9b.json]
-//                     [--layers N] [--no-vision] [--shard-gib 4] [--seed 1]
+//                     [--layers N] [--no-vision] [--no-mtp] [--shard-gib 4] [--seed 1]
+//
+// The MTP head (mtp.*, 15 tensors) is written when the config declares mtp_num_hidden_layers.
 //
 // Tokenizer and processor files are copied from the bundled tiny model (same vocabulary size and
 // special ids). Values are drawn so activations stay finite: matrices ~ U(-a, a) with
@@ -85,6 +87,28 @@ std::vector<Spec> text_tensors(const qwen35::TextConfig& c, const std::string& p
     }
   }
   return t;
+}
+
+// The multi-token-prediction head (spec 2.4): mtp.fc, its norms and one full-attention layer.
+std::vector<Spec> mtp_tensors(const qwen35::TextConfig& c) {
+  const int64_t H = c.hidden_size, I = c.intermediate_size, hd = c.head_dim;
+  const int64_t q_rows = int64_t(c.num_heads) * hd * (c.attn_output_gate ? 2 : 1);
+  const std::string l = "mtp.layers.0.", a = l + "self_attn.";
+  return {{"mtp.pre_fc_norm_embedding.weight", {H}, false, Init::kZero},
+          {"mtp.pre_fc_norm_hidden.weight", {H}, false, Init::kZero},
+          {"mtp.fc.weight", {H, 2 * H}, false, Init::kMatrix},
+          {l + "input_layernorm.weight", {H}, false, Init::kZero},
+          {l + "post_attention_layernorm.weight", {H}, false, Init::kZero},
+          {a + "q_proj.weight", {q_rows, H}, false, Init::kMatrix},
+          {a + "k_proj.weight", {int64_t(c.num_kv_heads) * hd, H}, false, Init::kMatrix},
+          {a + "v_proj.weight", {int64_t(c.num_kv_heads) * hd, H}, false, Init::kMatrix},
+          {a + "o_proj.weight", {H, int64_t(c.num_heads) * hd}, false, Init::kMatrix},
+          {a + "q_norm.weight", {hd}, false, Init::kZero},
+          {a + "k_norm.weight", {hd}, false, Init::kZero},
+          {l + "mlp.gate_proj.weight", {I, H}, false, Init::kMatrix},
+          {l + "mlp.up_proj.weight", {I, H}, false, Init::kMatrix},
+          {l + "mlp.down_proj.weight", {H, I}, false, Init::kMatrix},
+          {"mtp.norm.weight", {H}, false, Init::kZero}};
 }
 
 std::vector<Spec> vision_tensors(const qwen35::VisionConfig& v) {
@@ -178,7 +202,7 @@ int run(int argc, char** argv) {
   std::string config_path = std::string(QWEN35_SOURCE_DIR) + "/tests/data/configs/qwen3.5-9b.json";
   std::string out_dir;
   int layers = -1;
-  bool vision = true;
+  bool vision = true, mtp = true;
   double shard_gib = 4.0;
   uint64_t seed = 1;
   for (int i = 1; i < argc; ++i) {
@@ -191,10 +215,11 @@ int run(int argc, char** argv) {
     else if (a == "--out") out_dir = value();
     else if (a == "--layers") layers = std::stoi(value());
     else if (a == "--no-vision") vision = false;
+    else if (a == "--no-mtp") mtp = false;
     else if (a == "--shard-gib") shard_gib = std::stod(value());
     else if (a == "--seed") seed = std::stoull(value());
     else if (a == "--help" || a == "-h") {
-      std::printf("usage: make_random_model --out DIR [--config FILE] [--layers N] [--no-vision] [--shard-gib G] [--seed S]\n");
+      std::printf("usage: make_random_model --out DIR [--config FILE] [--layers N] [--no-vision] [--no-mtp] [--shard-gib G] [--seed S]\n");
       return 0;
     } else fail("unknown option ", a);
   }
@@ -213,6 +238,7 @@ int run(int argc, char** argv) {
     }
   }
   if (!vision) cfg.erase("vision_config");
+  if (!mtp && cfg.contains("text_config")) cfg["text_config"]["mtp_num_hidden_layers"] = 0;
   const qwen35::ModelConfig mc = qwen35::ModelConfig::parse(cfg.dump(), config_path);
 
   fs::create_directories(out_dir);
@@ -223,6 +249,10 @@ int run(int argc, char** argv) {
     fs::copy_file(tiny / f, fs::path(out_dir) / f, fs::copy_options::overwrite_existing);
 
   std::vector<Spec> all = text_tensors(mc.text, "model.language_model.", mc.text.tie_word_embeddings);
+  if (mc.text.mtp_num_hidden_layers > 0) {
+    auto m = mtp_tensors(mc.text);
+    all.insert(all.end(), m.begin(), m.end());
+  }
   if (mc.vision.present) {
     auto v = vision_tensors(mc.vision);
     all.insert(all.end(), v.begin(), v.end());

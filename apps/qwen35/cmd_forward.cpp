@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "model/image_processor.h"
 #include "model/model.h"
 #include "model/mrope_positions.h"
+#include "model/mtp.h"
 
 namespace qwen35::app {
 namespace {
@@ -37,13 +39,24 @@ const char* kUsage =
     "  cache.<i>.recurrent_state [Hv, dk, dv]    DeltaNet layer i: recurrent state S\n"
     "  cache.<i>.key             [n_kv, T, hd]   attention layer i: keys after k_norm and RoPE\n"
     "  cache.<i>.value           [n_kv, T, hd]   attention layer i: values\n"
+    "with --dump mtp (the multi-token-prediction head, vLLM's conventions; pair t = (h_t, x_{t+1}) at\n"
+    "the main model's position of token t, x_T = the main model's greedy next token):\n"
+    "  mtp_logits        [T, vocab]      row t: the head on (h_t, x_{t+1}), predicting x_{t+2}; the last\n"
+    "                                    row is draft step 1\n"
+    "  mtp_hidden        [T, hidden]     the head's output after mtp.norm (input of the LM head)\n"
+    "  mtp_k, mtp_v      [n_kv, T, hd]   the head's KV cache after the T pairs (keys after k_norm, RoPE)\n"
+    "  mtp_draft_ids     [K] I64         greedy draft d_1..d_K (d_k guesses x_{T+k}); step k > 1 feeds\n"
+    "                                    back (mtp_hidden of step k-1, d_{k-1}) one position further on\n"
+    "  mtp_draft_logits  [K, vocab]      the logits each draft token was taken from\n"
+    "  main_greedy_id    [1] I64         x_T\n"
     "\n"
     "options:\n"
     "  -m, --model PATH     Hugging Face model folder (config.json + safetensors) or GGUF file\n"
     "  --mmproj FILE        GGUF vision projector (default: mmproj*.gguf beside the model; 'none')\n"
     "  --ids LIST           comma-separated token ids\n"
     "  --out FILE           output safetensors file\n"
-    "  --dump WHAT          comma-separated: hidden, cache\n"
+    "  --dump WHAT          comma-separated: hidden, cache, mtp\n"
+    "  --draft K            draft steps of --dump mtp (default 3)\n"
     "  --image FILE         an image for the next <|image_pad|> (repeat for several)\n"
     "  --image-size N       resize images to N x N first (multiple of 32); default: native size\n"
     "  --block N            prefill block size in tokens (default 512)\n"
@@ -70,6 +83,85 @@ DeltaRuleMode parse_mode(const std::string& s) {
   fail("--delta-rule must be auto, chunked or recurrent, got '", s, "'");
 }
 
+// [n_kv, T, hd] copy of a KV cache (the layout of the reference's cache tensors).
+std::vector<float> heads_major(const KvCache& kv, int64_t nkv, int64_t hd, bool keys) {
+  const int64_t T = kv.length();
+  std::vector<float> out(size_t(nkv * T * hd)), row(size_t(nkv * hd));
+  for (int64_t t = 0; t < T; ++t) {
+    if (keys) kv.key_f32(t, row.data());
+    else kv.value_f32(t, row.data());
+    for (int64_t h = 0; h < nkv; ++h)
+      for (int64_t d = 0; d < hd; ++d) out[size_t((h * T + t) * hd + d)] = row[size_t(h * hd + d)];
+  }
+  return out;
+}
+
+int32_t argmax_row(const float* row, int64_t n) {
+  int32_t best = 0;  // lowest id on exact ties, as greedy sampling
+  for (int64_t i = 1; i < n; ++i)
+    if (row[i] > row[best]) best = int32_t(i);
+  return best;
+}
+
+// The MTP head over the prompt's T pairs (h_t, x_{t+1}), then `draft` greedy draft steps.
+void add_mtp(SafetensorsWriter& out, const kernels::Compute& c, const Model& model, const std::vector<int32_t>& ids,
+             const std::vector<float>& embeddings, const std::vector<float>& hidden, const MropePositions& mp,
+             const std::vector<float>& logits, int64_t block, int64_t draft) {
+  const MtpHead* head = model.mtp();
+  if (!head) fail("--dump mtp: this model has no MTP head (no mtp.* tensors)");
+  const TextConfig& cfg = model.config().text;
+  const int64_t T = int64_t(ids.size()), H = cfg.hidden_size, V = cfg.vocab_size;
+  const int32_t greedy = argmax_row(logits.data() + (T - 1) * V, V);
+
+  // Pair t: the embedding of token t+1 as the main model saw it (image rows included), the
+  // hidden state and position of token t.
+  std::vector<float> next_emb(size_t(T * H));
+  std::copy(embeddings.begin() + H, embeddings.end(), next_emb.begin());
+  head->embed(&greedy, 1, next_emb.data() + (T - 1) * H);
+  KvCache kv = head->make_cache(DType::F32);  // the reference's math, like the trunk's cache here
+  kv.reserve(T + draft);
+  MtpWorkspace ws;
+  std::vector<float> mtp_hidden(size_t(T * H)), pos;
+  std::vector<int32_t> block_pos;
+  for (int64_t t0 = 0; t0 < T; t0 += block) {
+    const int64_t n = std::min(block, T - t0);
+    block_pos.resize(size_t(3 * n));
+    for (int a = 0; a < 3; ++a) std::copy_n(mp.axis(a) + t0, n, block_pos.data() + a * n);
+    head->forward(c, next_emb.data() + t0 * H, hidden.data() + t0 * H, block_pos.data(), n, kv, ws,
+                  mtp_hidden.data() + t0 * H);
+  }
+  std::vector<float> mtp_logits(size_t(T * V));
+  head->logits(c, mtp_hidden.data(), T, mtp_logits.data());
+  const std::vector<float> k_rows = heads_major(kv, cfg.num_kv_heads, cfg.head_dim, true);
+  const std::vector<float> v_rows = heads_major(kv, cfg.num_kv_heads, cfg.head_dim, false);
+
+  // Draft: step 1 is the last pair; step k > 1 runs (hm_{k-1}, d_{k-1}) at the decode position of
+  // token T-2+k (cache index + rope delta on all axes).
+  std::vector<int64_t> draft_ids;
+  std::vector<float> draft_logits(size_t(draft * V)), fed_back(mtp_hidden.end() - H, mtp_hidden.end()),
+      emb(static_cast<size_t>(H));
+  for (int64_t k = 0; k < draft; ++k) {
+    if (k > 0) {
+      const int32_t prev = int32_t(draft_ids.back());
+      head->embed(&prev, 1, emb.data());
+      const int32_t p = int32_t(decode_position(T - 1 + k, mp.rope_delta));
+      const int32_t p3[3] = {p, p, p};
+      head->forward(c, emb.data(), fed_back.data(), p3, 1, kv, ws, fed_back.data());
+    }
+    head->logits(c, fed_back.data(), 1, draft_logits.data() + k * V);
+    draft_ids.push_back(argmax_row(draft_logits.data() + k * V, V));
+  }
+
+  out.add_f32("mtp_logits", Shape{T, V}, mtp_logits.data());
+  out.add_f32("mtp_hidden", Shape{T, H}, mtp_hidden.data());
+  out.add_f32("mtp_k", Shape{cfg.num_kv_heads, T, cfg.head_dim}, k_rows.data());
+  out.add_f32("mtp_v", Shape{cfg.num_kv_heads, T, cfg.head_dim}, v_rows.data());
+  out.add_i64("mtp_draft_ids", Shape{draft}, draft_ids.data());
+  out.add_f32("mtp_draft_logits", Shape{draft, V}, draft_logits.data());
+  const int64_t g64 = greedy;
+  out.add_i64("main_greedy_id", Shape{1}, &g64);
+}
+
 void add_cache(SafetensorsWriter& out, const TextConfig& cfg, const TextWeights& w, const DecoderState& state) {
   int di = 0, ai = 0;
   for (int i = 0; i < cfg.num_layers; ++i) {
@@ -84,18 +176,8 @@ void add_cache(SafetensorsWriter& out, const TextConfig& cfg, const TextWeights&
     } else {
       const KvCache& kv = state.kv[size_t(ai++)];
       const int64_t T = kv.length(), nkv = cfg.num_kv_heads, hd = cfg.head_dim;
-      std::vector<float> k(size_t(nkv * T * hd)), v(k.size()), krow(size_t(nkv * hd)), vrow(krow.size());
-      for (int64_t t = 0; t < T; ++t) {
-        kv.key_f32(t, krow.data());
-        kv.value_f32(t, vrow.data());
-        for (int64_t h = 0; h < nkv; ++h)
-          for (int64_t d = 0; d < hd; ++d) {
-            k[size_t((h * T + t) * hd + d)] = krow[size_t(h * hd + d)];
-            v[size_t((h * T + t) * hd + d)] = vrow[size_t(h * hd + d)];
-          }
-      }
-      out.add_f32(p + "key", Shape{nkv, T, hd}, k.data());
-      out.add_f32(p + "value", Shape{nkv, T, hd}, v.data());
+      out.add_f32(p + "key", Shape{nkv, T, hd}, heads_major(kv, nkv, hd, true).data());
+      out.add_f32(p + "value", Shape{nkv, T, hd}, heads_major(kv, nkv, hd, false).data());
     }
   }
 }
@@ -103,7 +185,7 @@ void add_cache(SafetensorsWriter& out, const TextConfig& cfg, const TextWeights&
 int run_forward(int argc, char** argv) {
   Args args(argc, argv,
             {"-m", "--model", "--ids", "--out", "--dump", "--block", "--threads", "--delta-rule", "--image-size",
-             "--mmproj"},
+             "--mmproj", "--draft"},
             {"--help", "-h"}, {"--image"});
   if (args.has("--help") || args.has("-h")) {
     std::fputs(kUsage, stdout);
@@ -113,9 +195,18 @@ int run_forward(int argc, char** argv) {
   if (model_dir.empty()) fail("missing -m MODEL (see --help)");
   std::vector<int32_t> ids = parse_id_list(args.require("--ids"));
   const std::string out_path = args.require("--out");
-  const std::string dump = args.get_or("--dump", "");
-  const bool dump_hidden = dump.find("hidden") != std::string::npos;
-  const bool dump_cache = dump.find("cache") != std::string::npos;
+  bool dump_hidden = false, dump_cache = false, dump_mtp = false;
+  {
+    std::stringstream words(args.get_or("--dump", ""));
+    for (std::string w; std::getline(words, w, ',');) {
+      if (w == "hidden") dump_hidden = true;
+      else if (w == "cache") dump_cache = true;
+      else if (w == "mtp") dump_mtp = true;
+      else fail("--dump: unknown item '", w, "' (expected hidden, cache, mtp)");
+    }
+  }
+  const int64_t draft = args.get_int_in("--draft", 3, 1, 64);
+  if (args.has("--draft") && !dump_mtp) fail("--draft needs --dump mtp");
   const int64_t block = args.get_int_in("--block", 512, 1, 65536);
   const DeltaRuleMode mode = parse_mode(args.get_or("--delta-rule", "auto"));
   ThreadPool pool(int(args.get_int_in("--threads", 0, 0, max_threads())));
@@ -156,7 +247,7 @@ int run_forward(int argc, char** argv) {
   state.reserve(T);
   DecoderWorkspace ws;
   HiddenCollector collector(cfg.num_layers, H);
-  std::vector<float> hidden(size_t(T * H)), logits(size_t(T * V)), emb, pos_block;
+  std::vector<float> hidden(size_t(T * H)), logits(size_t(T * V)), emb, all_emb;
   std::vector<int32_t> block_pos;
   if (!grids.empty()) image_embeds = model->vision()->encode(c, pixel_values, grids);
   int64_t image_row = 0;
@@ -167,6 +258,7 @@ int run_forward(int argc, char** argv) {
     for (int64_t t = 0; t < n; ++t)  // image pads take the vision tower's rows, in order
       if (ids[size_t(t0 + t)] == model->config().image_token_id)
         std::copy_n(image_embeds.data() + image_row++ * H, H, emb.data() + t * H);
+    if (dump_mtp) all_emb.insert(all_emb.end(), emb.begin(), emb.end());
     block_pos.resize(size_t(3 * n));
     for (int a = 0; a < 3; ++a)
       std::copy_n(positions.data() + a * T + t0, n, block_pos.data() + a * n);
@@ -193,6 +285,7 @@ int run_forward(int argc, char** argv) {
     out.add_f32("final_norm", Shape{T, H}, hidden.data());
   }
   if (dump_cache) add_cache(out, cfg, model->text_weights(), state);
+  if (dump_mtp) add_mtp(out, c, *model, ids, all_emb, hidden, mp, logits, block, draft);
   out.write(out_path);
   return 0;
 }

@@ -26,7 +26,9 @@ const char* kUsage =
     "  --kwargs JSON         chat_template_kwargs, e.g. '{\"enable_thinking\": false}'\n"
     "  --tools FILE          OpenAI tools array (JSON file)\n"
     "  --ignore-eos          keep generating after an end-of-sequence token\n"
-    "  --json                print {\"ids\", \"text\", \"reasoning\", \"stop_reason\", \"pld\", \"usage\"}\n";
+    "  --json                print {\"ids\", \"text\", \"reasoning\", \"stop_reason\", \"speculative\", \"pld\",\n"
+    "                        \"mtp\", \"usage\", \"timings\"}: speculative = {mode, draft_max, drafted, accepted},\n"
+    "                        pld / mtp = {drafted, accepted} of each draft source\n";
 
 std::string read_file(const std::string& path) { return read_capped(path, kMaxInputFileBytes, "file"); }
 
@@ -104,9 +106,16 @@ int run_generate(int argc, char** argv) {
     out["text"] = r.content;
     out["reasoning"] = r.reasoning;
     out["stop_reason"] = stop_reason_name(r.stop_reason);
+    out["speculative"] = {{"mode", spec_mode_name(params.speculative.mode)},
+                          {"draft_max", params.speculative.draft_max},
+                          {"drafted", r.drafted()},
+                          {"accepted", r.accepted()}};
     out["pld"] = {{"drafted", r.pld_drafted}, {"accepted", r.pld_accepted}};
+    out["mtp"] = {{"drafted", r.mtp_drafted}, {"accepted", r.mtp_accepted}};
     out["usage"] = {{"prompt_tokens", r.prompt_tokens}, {"cached_tokens", r.cached_tokens},
                     {"completion_tokens", r.completion_tokens}, {"reasoning_tokens", r.reasoning_tokens}};
+    out["timings"] = {{"prefill_ms", r.timings.prefill_ms}, {"decode_ms", r.timings.decode_ms},
+                      {"draft_ms", r.timings.draft_ms}, {"decode_tokens", r.timings.decode_tokens}};
     std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("\n");

@@ -17,7 +17,7 @@ const char* kUsage =
     "Answers the prompt about IMAGE (JPEG, PNG, WebP, GIF, BMP; at most 64 MiB), or about nothing\n"
     "with '-'.\n"
     "The answer goes to stdout as it is generated; the reasoning (with --think) and one perf line\n"
-    "go to stderr: vision ms | prefill tokens and ms | decode tokens and tok/s.\n"
+    "go to stderr: vision ms | prefill tokens and ms | decode tokens and tok/s | drafts accepted.\n"
     "\n"
     "options:\n"
     "  --think               let the model think first (thinking is off by default)\n"
@@ -85,9 +85,11 @@ int run_run(int argc, char** argv) {
   std::printf("\n");
   const Timings& t = r.timings;
   const double tps = t.decode_ms > 0 ? 1000.0 * double(t.decode_tokens) / t.decode_ms : 0.0;
-  std::fprintf(stderr, "vision %.0f ms | prefill %lld tokens in %.0f ms (%lld cached) | decode %lld tokens, %.1f tok/s\n",
+  std::fprintf(stderr,
+               "vision %.0f ms | prefill %lld tokens in %.0f ms (%lld cached) | decode %lld tokens, %.1f tok/s | "
+               "drafts %lld/%lld accepted\n",
                t.vision_ms + t.load_images_ms, (long long)t.prefill_tokens, t.prefill_ms, (long long)r.cached_tokens,
-               (long long)r.completion_tokens, tps);
+               (long long)r.completion_tokens, tps, (long long)r.accepted(), (long long)r.drafted());
   return 0;
 }
 

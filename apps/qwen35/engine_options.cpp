@@ -17,7 +17,8 @@ const std::set<std::string>& engine_option_names() {
   static const std::set<std::string> names = {"-m",          "--model",         "--threads",         "--ctx",
                                                 "--image-size", "--prefill-block", "--image-min-pixels", "--image-max-pixels",
                                                 "--image-max-tokens", "--mmproj",    "--mtp",
-                                                "--weights",    "--kv-type",       "--weights-cache"};
+                                                "--weights",    "--kv-type",       "--weights-cache", "--spec",
+                                                "--draft-max"};
   return names;
 }
 
@@ -40,7 +41,15 @@ const char* kEngineOptionsHelp =
     "  --kv-type f16|f32     attention KV cache elements (default f16; f32: the reference's math)\n"
     "  --weights-cache DIR|off  keep the prepared (repacked) weights of models over 1 GiB in DIR and\n"
     "                        map them on later starts (default $QWEN35_CACHE_DIR, else\n"
-    "                        $XDG_CACHE_HOME/qwen35, else ~/.cache/qwen35; one file per model)\n";
+    "                        $XDG_CACHE_HOME/qwen35, else ~/.cache/qwen35; one file per model)\n"
+
+    "  --spec MODE           speculative decoding, never changing the output (default auto):\n"
+    "                          auto  per step the draft and length that pay, from measured costs and\n"
+    "                                acceptance (the model's MTP head or prompt lookup), or none\n"
+    "                          mtp   always --draft-max tokens from the MTP head\n"
+    "                          pld   prompt lookup only (drafts copied from earlier text)\n"
+    "                          off   none; with off or pld the MTP head is not run at all\n"
+    "  --draft-max N         most draft tokens verified per step, 1..16 (default 8)\n";
 
 int64_t max_threads() { return std::max<int64_t>(64, 4 * int64_t(std::thread::hardware_concurrency())); }
 
@@ -134,6 +143,9 @@ EngineOptions engine_options_from(const Args& args, bool bundled_fallback) {
   if (o.image_min_pixels > 0 && o.image_max_pixels > 0 && o.image_min_pixels > o.image_max_pixels)
     fail("--image-min-pixels is larger than --image-max-pixels");
   o.image_max_tokens = args.get_int_in("--image-max-tokens", kDefaultImageMaxTokens, 0, int64_t(1) << 20);
+  const std::string spec = args.get_or("--spec", "auto");
+  if (!parse_spec_mode(spec, &o.speculative.mode)) fail("--spec must be auto, mtp, pld or off, got '", spec, "'");
+  o.speculative.draft_max = int(args.get_int_in("--draft-max", o.speculative.draft_max, 1, SpeculativeParams::kMaxDraft));
   return o;
 }
 
@@ -148,8 +160,7 @@ std::unique_ptr<Engine> load_engine(const EngineOptions& options) {
 const std::set<std::string>& sampling_option_names() {
   static const std::set<std::string> names = {"--temp",  "--top-p",           "--top-k",
                                               "--min-p", "--seed",            "--presence-penalty",
-                                              "--stop",  "--frequency-penalty", "--repeat-penalty", "--pld",
-                                              "--reasoning-budget"};
+                                              "--stop",  "--frequency-penalty", "--repeat-penalty", "--reasoning-budget"};
   return names;
 }
 
@@ -159,7 +170,6 @@ const char* kSamplingOptionsHelp =
     "  --presence-penalty X, --frequency-penalty X (-2..2), --repeat-penalty X (0..10]\n"
     "  --seed S              random seed >= 0 (same seed, same output)\n"
     "  --stop TEXT           stop string (not printed)\n"
-    "  --pld on|off          prompt lookup decoding for greedy requests (default on)\n"
     "  --reasoning-budget N  thinking tokens before the engine closes the thought and the model\n"
     "                        answers (default -1: unlimited; 0: close it at once)\n";
 
@@ -184,9 +194,6 @@ SamplingParams sampling_from(const Args& args, SamplingParams p) {
     if (s->empty()) fail("option --stop must not be empty");
     p.stop.push_back(*s);
   }
-  const std::string pld = args.get_or("--pld", "on");
-  if (pld != "on" && pld != "off") fail("option --pld must be on or off, got '", pld, "'");
-  p.prompt_lookup = pld == "on";
   p.reasoning_budget = reasoning_budget_from(args);
   return p;
 }

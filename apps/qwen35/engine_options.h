@@ -33,8 +33,8 @@ std::string bundled_model_dir();
 std::unique_ptr<Engine> load_engine(const EngineOptions& options);
 
 // Sampling options: --temp --top-p --top-k --min-p --seed --presence-penalty --frequency-penalty
-// --repeat-penalty --stop (repeatable via commas is not supported; one string) --pld on|off
-// --reasoning-budget N.
+// --repeat-penalty --stop (repeatable via commas is not supported; one string) --reasoning-budget N.
+// Speculation (--spec, --draft-max) is an engine option: it also decides whether the MTP head runs.
 const std::set<std::string>& sampling_option_names();
 extern const char* kSamplingOptionsHelp;
 SamplingParams sampling_from(const Args& args, SamplingParams base);

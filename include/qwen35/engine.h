@@ -84,6 +84,27 @@ struct ChatRequest {
   bool add_vision_id = false;            // chat_template_kwargs.add_vision_id
 };
 
+// Speculative decoding: cheap guesses of the next tokens (drafts), checked by the model in one
+// block. It never changes the output: greedy requests get exactly the plain greedy tokens, and
+// sampled requests exactly the tokens plain sampling draws with the same seed (each draft token is
+// accepted with probability min(1, p/q), q one-hot for these deterministic drafts, the rejected
+// case drawing from normalize(max(0, p - q)); see runtime/generation.cpp).
+enum class SpecMode {
+  kAuto,  // per step: the draft source and length that pay, from the measured cost of verifying
+          // k tokens against one decode step and the running acceptance; no draft when none pays
+  kMtp,   // always draft_max tokens from the model's multi-token-prediction head
+  kPld,   // prompt lookup only (drafts copied from earlier in the conversation)
+  kOff,
+};
+const char* spec_mode_name(SpecMode m);                      // "auto", "mtp", "pld", "off"
+bool parse_spec_mode(const std::string& text, SpecMode* out);  // false for anything else
+
+struct SpeculativeParams {
+  static constexpr int kMaxDraft = 16;
+  SpecMode mode = SpecMode::kAuto;
+  int draft_max = 8;  // most draft tokens verified per step, 1 .. kMaxDraft
+};
+
 struct SamplingParams {
   float temperature = 1.0f;  // 0 = greedy
   float top_p = 1.0f;
@@ -97,7 +118,7 @@ struct SamplingParams {
   std::vector<std::string> stop; // stop strings (matched across tokens, not emitted)
   bool logprobs = false;
   int top_logprobs = 0;          // 0..20 alternatives per token
-  bool prompt_lookup = true;     // exact prompt lookup decoding for greedy requests
+  SpeculativeParams speculative;
   bool ignore_eos = false;
   // Chats: the most tokens the model may generate inside a thought (after <think>, before
   // </think>; all thoughts of the answer together). When they are used up the engine closes the
@@ -139,6 +160,7 @@ struct Timings {
   int64_t prefill_tokens = 0; // tokens actually processed (prompt minus cached)
   double decode_ms = 0;
   int64_t decode_tokens = 0;
+  double draft_ms = 0;        // part of decode_ms spent drafting with the MTP head
 };
 
 struct GenerationResult {
@@ -154,6 +176,10 @@ struct GenerationResult {
   int64_t reasoning_tokens = 0;
   int64_t pld_drafted = 0;      // prompt lookup: tokens proposed
   int64_t pld_accepted = 0;     // ... and accepted
+  int64_t mtp_drafted = 0;      // MTP head: tokens proposed
+  int64_t mtp_accepted = 0;     // ... and accepted
+  int64_t drafted() const { return pld_drafted + mtp_drafted; }
+  int64_t accepted() const { return pld_accepted + mtp_accepted; }
   Timings timings;
 };
 
@@ -178,6 +204,9 @@ struct EngineOptions {
   // Weight types: "" keeps the checkpoint's own; "q4_k_m", "q8_0", "bf16", ... quantize or convert
   // float weights at load (see `qwen35 serve --help`).
   std::string weights;
+  // Default speculation of requests. With mode kOff or kPld the MTP head is not run at all (no
+  // request can use it); kMtp fails to load a model without one.
+  SpeculativeParams speculative;
   // Attention KV cache element type: "f16" (default: half the memory and bandwidth) or "f32"
   // (the reference's math exactly, for parity checks).
   std::string kv_type = "f16";
@@ -210,6 +239,7 @@ struct ModelInfo {
   uint64_t file_bytes = 0;   // size of the model file(s) on disk
   std::string mmproj_path;   // the vision projector in use (GGUF)
   bool has_mtp = false;      // the model carries an MTP block
+  bool mtp_active = false;   // ... and the engine runs it for speculation (--spec auto or mtp)
   std::vector<std::string> warnings;  // problems worth telling the user at start (e.g. an unknown chat template)
 };
 
@@ -268,7 +298,8 @@ class PrefixCache {
 };
 
 // A copy of a session's state at one point of its timeline: DeltaNet conv and recurrent states,
-// the KV rows, the tokens. Taking one costs a copy of all of that (bytes()).
+// the KV rows, the tokens, and the MTP head's cache when the engine runs it. Taking one costs a
+// copy of all of that (bytes()).
 class Snapshot {
  public:
   ~Snapshot();

@@ -155,6 +155,11 @@ void parse_text(const Reader& r, TextConfig& t) {
   if (t.linear_value_heads % t.linear_key_heads != 0)
     fail(w, ": linear_num_value_heads (", t.linear_value_heads, ") must be a multiple of linear_num_key_heads (",
          t.linear_key_heads, ")");
+
+  const int64_t mtp = r.get<int64_t>("mtp_num_hidden_layers", 0);
+  if (mtp < 0 || mtp > kMaxCount) fail(w, ".mtp_num_hidden_layers must be >= 0, got ", mtp);
+  t.mtp_num_hidden_layers = int(mtp);
+  t.mtp_use_dedicated_embeddings = r.get<bool>("mtp_use_dedicated_embeddings", false);
 }
 
 void parse_vision(const Reader& r, VisionConfig& v) {

@@ -38,6 +38,10 @@ struct TextConfig {
   int linear_key_dim = 0;      // dk
   int linear_value_dim = 0;    // dv
 
+  // Multi-token prediction (spec 10): extra layers stored under mtp.* (0: none declared).
+  int mtp_num_hidden_layers = 0;
+  bool mtp_use_dedicated_embeddings = false;  // true is not supported (no released checkpoint has it)
+
   int64_t conv_dim() const { return 2 * int64_t(linear_key_heads) * linear_key_dim + int64_t(linear_value_heads) * linear_value_dim; }
   int64_t deltanet_value_size() const { return int64_t(linear_value_heads) * linear_value_dim; }
   int num_deltanet_layers() const;

@@ -88,6 +88,63 @@ void for_range(const kernels::Compute& c, int64_t T, int64_t n, int64_t grain, F
   c.pool->parallel_for(size_t(n), size_t(grain), [&](size_t b, size_t e) { fn(int64_t(b), int64_t(e)); });
 }
 
+// The conv (with its state update) and the gates of the spans' tokens (T in all, in span order):
+// qkv -> s.mixed, s.q, s.k; the beta and decay logits in s.beta, s.g turned into gates in place.
+void conv_and_gates(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* qkv,
+                    std::span<const DeltaNetSpan> spans, int64_t T, DeltaNetScratch& s) {
+  const int64_t C = cfg.conv_dim(), Hk = cfg.linear_key_heads, Hv = cfg.linear_value_heads;
+  const int dk = cfg.linear_key_dim;
+  const int64_t QK = Hk * dk;
+  // Conv over channel blocks (each channel is independent along time), every span on its state.
+  for_range(c, T, C, 256, [&](int64_t c0, int64_t c1) {
+    int64_t t0 = 0;
+    for (const DeltaNetSpan& sp : spans) {
+      causal_conv_silu(c, cfg, w, qkv + t0 * C, sp.T, sp.state->conv.data(), s.mixed.data() + t0 * C, c0, c1);
+      update_conv_state(cfg, qkv + t0 * C, sp.T, sp.state->conv.data(), c0, c1);
+      t0 += sp.T;
+    }
+  });
+
+  // Gates and q/k normalisation per token.
+  const float q_scale = 1.0f / std::sqrt(float(dk));
+  for_range(c, T, T, 16, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      for (int64_t h = 0; h < Hv; ++h) {
+        float& g = s.g[size_t(t * Hv + h)];
+        g = w.neg_a[size_t(h)] * softplus(g + w.dt_bias[size_t(h)]);
+      }
+      c.k->sigmoid(s.beta.data() + t * Hv, s.beta.data() + t * Hv, Hv);
+      const float* row = s.mixed.data() + t * C;
+      for (int64_t h = 0; h < Hk; ++h) {
+        l2_normalize(row + h * dk, dk, q_scale, s.q.data() + t * QK + h * dk);
+        l2_normalize(row + QK + h * dk, dk, 1.0f, s.k.data() + t * QK + h * dk);
+      }
+    }
+  });
+}
+
+// Value head h of the block in the scratch, from row t0 on. It reads key head h / (Hv / Hk) in
+// HF's grouped order (consecutive value heads share a key head), h % Hk in llama.cpp's tiled order
+// (GGUF weights).
+kernels::DeltaRuleHead head_of(const TextConfig& cfg, const DeltaNetWeights& w, DeltaNetScratch& s, int64_t h,
+                               int64_t t0 = 0) {
+  const int64_t C = cfg.conv_dim(), Hk = cfg.linear_key_heads, Hv = cfg.linear_value_heads;
+  const int dk = cfg.linear_key_dim, dv = cfg.linear_value_dim;
+  const int64_t QK = Hk * dk, kh = w.v_heads_tiled ? h % Hk : h / (Hv / Hk);
+  kernels::DeltaRuleHead head;
+  head.q = s.q.data() + t0 * QK + kh * dk;
+  head.k = s.k.data() + t0 * QK + kh * dk;
+  head.qk_stride = QK;
+  head.v = s.mixed.data() + t0 * C + 2 * QK + h * dv;
+  head.v_stride = C;
+  head.beta = s.beta.data() + t0 * Hv + h;
+  head.g = s.g.data() + t0 * Hv + h;
+  head.gate_stride = Hv;
+  head.o = s.core.data() + t0 * Hv * int64_t(dv) + h * dv;
+  head.o_stride = Hv * int64_t(dv);
+  return head;
+}
+
 }  // namespace
 
 void deltanet_state_hf_order(const TextConfig& cfg, const DeltaNetWeights& w, const DeltaNetState& state,
@@ -126,43 +183,23 @@ void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const De
                          {&w.in_b, s.beta.data(), Hv},     // [T, Hv] logits
                          {&w.in_a, s.g.data(), Hv}});      // [T, Hv] decay input
 
-  // Conv over channel blocks (each channel is independent along time), every span on its state.
-  for_range(c, T, C, 256, [&](int64_t c0, int64_t c1) {
-    int64_t t0 = 0;
-    for (const DeltaNetSpan& sp : spans) {
-      causal_conv_silu(c, cfg, w, s.qkv.data() + t0 * C, sp.T, sp.state->conv.data(), s.mixed.data() + t0 * C, c0, c1);
-      update_conv_state(cfg, s.qkv.data() + t0 * C, sp.T, sp.state->conv.data(), c0, c1);
-      t0 += sp.T;
-    }
-  });
-
-  // Gates and q/k normalisation per token.
-  const float q_scale = 1.0f / std::sqrt(float(dk));
-  for_range(c, T, T, 16, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      for (int64_t h = 0; h < Hv; ++h) {
-        float& g = s.g[size_t(t * Hv + h)];
-        g = w.neg_a[size_t(h)] * softplus(g + w.dt_bias[size_t(h)]);
-      }
-      c.k->sigmoid(s.beta.data() + t * Hv, s.beta.data() + t * Hv, Hv);
-      const float* row = s.mixed.data() + t * C;
-      for (int64_t h = 0; h < Hk; ++h) {
-        l2_normalize(row + h * dk, dk, q_scale, s.q.data() + t * QK + h * dk);
-        l2_normalize(row + QK + h * dk, dk, 1.0f, s.k.data() + t * QK + h * dk);
-      }
-    }
-  });
-
-  // Per value head: the delta rule over all T tokens, then the gated RMSNorm of its outputs,
-  // norm(o) * w * silu(z), with the plain (not 1 + w) weight. Value head h reads key head
-  // h / (Hv / Hk) in HF's grouped order (consecutive value heads share a key head), h % Hk in
-  // llama.cpp's tiled order (GGUF weights).
-  // Tasks: (span, value head), the span's rows starting at row t_first.
-  const int64_t group = Hv / Hk;
   thread_local std::vector<int64_t> span_rows;  // the caller's; the tasks read it through the reference
   std::vector<int64_t>& span_row = span_rows;
   span_row.assign(spans.size() + 1, 0);
   for (size_t i = 0; i < spans.size(); ++i) span_row[i + 1] = span_row[i] + spans[i].T;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    DeltaNetTrace* trace = spans[i].trace;
+    if (!trace) continue;
+    const int64_t t0 = span_row[i], n = spans[i].T;
+    trace->tokens = n;
+    trace->qkv.assign(s.qkv.begin() + t0 * C, s.qkv.begin() + (t0 + n) * C);
+    trace->b.assign(s.beta.begin() + t0 * Hv, s.beta.begin() + (t0 + n) * Hv);
+    trace->a.assign(s.g.begin() + t0 * Hv, s.g.begin() + (t0 + n) * Hv);
+  }
+  conv_and_gates(c, cfg, w, s.qkv.data(), spans, T, s);
+
+  // Per (span, value head): the delta rule over the span's tokens, then the gated RMSNorm of its
+  // outputs, norm(o) * w * silu(z), with the plain (not 1 + w) weight.
   c.pool->parallel_for(spans.size() * size_t(Hv), 1, [&](size_t hb, size_t he) {
     thread_local std::vector<float> work, gate;
     work.resize(kernels::delta_chunk_work_floats(dk, dv));
@@ -171,18 +208,8 @@ void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const De
       const DeltaNetSpan& sp = spans[task / size_t(Hv)];
       const int64_t t_first = span_row[task / size_t(Hv)], T = sp.T;
       const bool chunked = sp.mode == DeltaRuleMode::kChunked || (sp.mode == DeltaRuleMode::kAuto && T > 1);
-      const int64_t h = int64_t(task % size_t(Hv)), kh = w.v_heads_tiled ? h % Hk : h / group;
-      kernels::DeltaRuleHead head;
-      head.q = s.q.data() + t_first * QK + kh * dk;
-      head.k = s.k.data() + t_first * QK + kh * dk;
-      head.qk_stride = QK;
-      head.v = s.mixed.data() + t_first * C + 2 * QK + h * dv;
-      head.v_stride = C;
-      head.beta = s.beta.data() + t_first * Hv + h;
-      head.g = s.g.data() + t_first * Hv + h;
-      head.gate_stride = Hv;
-      head.o = s.core.data() + t_first * VS + h * dv;
-      head.o_stride = VS;
+      const int64_t h = int64_t(task % size_t(Hv));
+      const kernels::DeltaRuleHead head = head_of(cfg, w, s, h, t_first);
       float* S = sp.state->recurrent.data() + h * dk * dv;
       if (!chunked) {
         c.k->delta_recurrent(head, T, dk, dv, S);
@@ -214,8 +241,8 @@ void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const De
 
 void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
                       kernels::Activations& a, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode,
-                      float* out) {
-  const DeltaNetSpan span{&state, a.T(), mode};
+                      float* out, DeltaNetTrace* trace) {
+  const DeltaNetSpan span{&state, a.T(), mode, trace};
   deltanet_forward(c, cfg, w, a, std::span<const DeltaNetSpan>(&span, 1), s, out);
 }
 
@@ -223,6 +250,23 @@ void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const De
                       int64_t T, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode, float* out) {
   s.in.bind(a, T, cfg.hidden_size);
   deltanet_forward(c, cfg, w, s.in, state, s, mode, out);
+}
+
+void deltanet_replay(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
+                     const DeltaNetTrace& trace, int64_t n, DeltaNetState& state, DeltaNetScratch& s) {
+  if (n <= 0) return;
+  if (n > trace.tokens) fail("deltanet_replay: ", n, " tokens asked of a trace of ", trace.tokens);
+  s.reserve(cfg, n);
+  const int64_t Hv = cfg.linear_value_heads;
+  const int dk = cfg.linear_key_dim, dv = cfg.linear_value_dim;
+  std::copy_n(trace.b.begin(), n * Hv, s.beta.begin());
+  std::copy_n(trace.a.begin(), n * Hv, s.g.begin());
+  const DeltaNetSpan span{&state, n, DeltaRuleMode::kRecurrent, nullptr};
+  conv_and_gates(c, cfg, w, trace.qkv.data(), std::span<const DeltaNetSpan>(&span, 1), n, s);
+  c.pool->parallel_for(size_t(Hv), 1, [&](size_t hb, size_t he) {
+    for (size_t h = hb; h < he; ++h)
+      c.k->delta_recurrent(head_of(cfg, w, s, int64_t(h)), n, dk, dv, state.recurrent.data() + int64_t(h) * dk * dv);
+  });
 }
 
 }  // namespace qwen35

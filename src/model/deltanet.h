@@ -36,11 +36,24 @@ struct DeltaNetScratch {
 void deltanet_state_hf_order(const TextConfig& cfg, const DeltaNetWeights& w, const DeltaNetState& state,
                              std::vector<float>& conv, std::vector<float>& recurrent);
 
-// One sequence's consecutive rows in a batched call: its own state and form of the delta rule.
+// What a block's state update depends on beyond the state itself: the projections before the conv
+// and the beta / decay logits of each token. With it, the state before the block can be advanced
+// over any prefix of the block without the matmuls (rewinding a verified draft that was partly
+// accepted), bit-identically to feeding that prefix again.
+struct DeltaNetTrace {
+  int64_t tokens = 0;
+  std::vector<float> qkv;  // [T, conv_dim]
+  std::vector<float> b;    // [T, Hv]
+  std::vector<float> a;    // [T, Hv]
+};
+
+// One sequence's consecutive rows in a batched call: its own state, form of the delta rule and
+// (optionally) trace.
 struct DeltaNetSpan {
   DeltaNetState* state = nullptr;
   int64_t T = 0;
   DeltaRuleMode mode = DeltaRuleMode::kAuto;
+  DeltaNetTrace* trace = nullptr;
 };
 
 // out[T, H] = DeltaNet(a[T, H]) for rows of several sequences (spans in row order, their T summing
@@ -50,11 +63,16 @@ void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const De
                       kernels::Activations& a, std::span<const DeltaNetSpan> spans, DeltaNetScratch& s, float* out);
 
 // out[T, H] = DeltaNet(a[T, H]), advancing `state` by T tokens. `a` may already hold quantized
-// forms of its rows.
+// forms of its rows. Fills `trace` when given.
 void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
                       kernels::Activations& a, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode,
-                      float* out);
+                      float* out, DeltaNetTrace* trace = nullptr);
 void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* a,
                       int64_t T, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode, float* out);
+
+// Advances `state` (as it was before the traced block) by the block's first n tokens, with the
+// recurrent delta rule: what deltanet_forward in kRecurrent mode leaves after those n tokens.
+void deltanet_replay(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
+                     const DeltaNetTrace& trace, int64_t n, DeltaNetState& state, DeltaNetScratch& s);
 
 }  // namespace qwen35

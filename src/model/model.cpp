@@ -172,6 +172,18 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
   shape.n_layers = tc.num_layers;
   shape.n_gqa = tc.num_kv_heads > 0 ? tc.num_heads / tc.num_kv_heads : 1;
   shape.tied_embeddings = tied;
+  // The MTP head: mtp.* of a folder or the GGUF MTP block. Under a preset its matrices get the
+  // types llama-quantize gives them in a file that bundles the head as one more block, while the
+  // trunk keeps those of a file without it (the stock mixes); GGUF blocks keep their stored types.
+  // The shared embedding and LM head are the trunk's, taken once those are prepared.
+  const bool has_mtp = m->checkpoint_ ? has_mtp_weights(*m->checkpoint_) : !m->nextn_.empty();
+  const void* trunk_embed = t.embed.data;
+  const void* trunk_head = t.lm_head.data;
+  std::vector<NamedMatrix> mtp_mats;
+  if (has_mtp) {
+    m->mtp_weights_ = m->checkpoint_ ? bind_mtp_weights(*m->checkpoint_, tc, t) : bind_mtp_weights(m->nextn_, tc, t);
+    mtp_mats = mtp_named_matrices(m->mtp_weights_, tc.num_layers, t);
+  }
   // The prepared matrices, as the weight cache stores them.
   std::vector<CachedMatrix> cached;
   std::string cache_key;
@@ -180,6 +192,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
     cached.push_back({"token_embd.weight", &t.embed});
     cached.push_back({"output.weight", &t.lm_head});
     for (NamedMatrix& nm : named_matrices(t, has_vision ? &vision_weights : nullptr)) cached.push_back({nm.name, nm.w});
+    for (NamedMatrix& nm : mtp_mats) cached.push_back({nm.name, nm.w});
     std::vector<std::string> sources;
     if (m->gguf_) {
       sources = m->gguf_->part_paths();
@@ -199,6 +212,15 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
   }
   if (options.prepare && !from_cache) {
     std::vector<DType> types = choose_weight_types(options.weights, text, shape);
+    std::vector<DType> mtp_types;
+    if (has_mtp) {
+      std::vector<NamedMatrix> bundled = text;
+      bundled.insert(bundled.end(), mtp_mats.begin(), mtp_mats.end());
+      WeightModelShape with_head = shape;
+      with_head.n_layers += 1;
+      const std::vector<DType> all = choose_weight_types(options.weights, bundled, with_head);
+      mtp_types.assign(all.end() - int64_t(mtp_mats.size()), all.end());
+    }
     std::vector<NamedMatrix> vision_mats;
     std::vector<DType> vision_types;
     if (has_vision) {
@@ -207,7 +229,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
       vision_types = vision_weight_types(options.weights, vision_mats);
     }
     double total = 0, done = 0;
-    for (const auto* list : {&text, &vision_mats})
+    for (const auto* list : {&text, &vision_mats, &mtp_mats})
       for (const NamedMatrix& nm : *list) total += double(nm.w->rows) * double(nm.w->cols);
     auto stage = [&](const std::vector<NamedMatrix>& mats, const std::vector<DType>& ty) {
       double size = 0;
@@ -229,6 +251,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
     }
     stage(text, types);
     if (has_vision) stage(vision_mats, vision_types);
+    if (has_mtp) stage(mtp_mats, mtp_types);
     if (!cached.empty()) {
       try {
         save_weight_cache(options.weights_cache_dir, cache_key, cached);
@@ -238,15 +261,21 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
       }
     }
   }
+  if (has_mtp) {
+    if (m->mtp_weights_.embed.data == trunk_embed) m->mtp_weights_.embed = t.embed;
+    if (m->mtp_weights_.lm_head.data == trunk_head) m->mtp_weights_.lm_head = t.lm_head;
+  }
 
   m->weight_bytes_ = matrix_bytes(t.embed) + (tied && t.lm_head.data == t.embed.data ? 0 : matrix_bytes(t.lm_head));
   for (NamedMatrix& nm : named_matrices(t, has_vision ? &vision_weights : nullptr)) {
     m->weight_bytes_ += matrix_bytes(*nm.w);
     if (nm.name.rfind("v.", 0) == 0 || nm.name.rfind("mm.", 0) == 0) m->vision_weight_bytes_ += matrix_bytes(*nm.w);
   }
+  for (const NamedMatrix& nm : mtp_mats) m->weight_bytes_ += matrix_bytes(*nm.w);
 
   m->decoder_ = std::make_unique<TextDecoder>(m->config_.text, m->text_);
   if (has_vision) m->vision_ = std::make_unique<VisionTower>(m->config_.vision, std::move(vision_weights));
+  if (has_mtp) m->mtp_ = std::make_unique<MtpHead>(m->config_.text, m->mtp_weights_);
   return m;
 }
 

@@ -11,6 +11,8 @@
 #include "io/checkpoint.h"
 #include "io/gguf.h"
 #include "model/config.h"
+#include "model/mtp.h"
+#include "model/mtp_weights.h"
 #include "model/nextn_tensors.h"
 #include "model/text_decoder.h"
 #include "model/text_weights.h"
@@ -66,6 +68,9 @@ class Model {
   // The GGUF MTP block (bundled or from the sidecar); empty when there is none. HF folders keep
   // theirs as mtp.* tensors of checkpoint().
   const NextnTensors& nextn() const { return nextn_; }
+  // The multi-token-prediction head (mtp.* of a folder, a GGUF MTP block or sidecar); nullptr
+  // when the model has none.
+  const MtpHead* mtp() const { return mtp_.get(); }
 
   // Bytes of the weights as the kernels read them (prepared copies and the mapped views in use),
   // and the vision tower's share of them.
@@ -87,6 +92,8 @@ class Model {
   std::unique_ptr<TextDecoder> decoder_;
   std::unique_ptr<VisionTower> vision_;
   NextnTensors nextn_;
+  MtpWeights mtp_weights_;
+  std::unique_ptr<MtpHead> mtp_;
   size_t weight_bytes_ = 0;
   size_t vision_weight_bytes_ = 0;
 };

@@ -17,6 +17,7 @@ void DecoderWorkspace::reserve(const TextConfig& cfg, int64_t tokens) {
   }
   deltanet.reserve(cfg, tokens);
   attention.reserve(cfg, tokens);
+  if (traces.size() != size_t(cfg.num_deltanet_layers())) traces.resize(size_t(cfg.num_deltanet_layers()));
   mlp.reserve(cfg.intermediate_size, tokens);
 }
 
@@ -32,7 +33,7 @@ void TextDecoder::embed(const int32_t* ids, int64_t T, float* out) const {
 void TextDecoder::forward(const kernels::Compute& c, const float* embeddings, const int32_t* positions, int64_t T,
                           DecoderState& state, DecoderWorkspace& ws, float* hidden, DeltaRuleMode mode,
                           DecoderObserver* observer) const {
-  const DecoderSegment seg{&state, T, mode};
+  const DecoderSegment seg{&state, T, mode, ws.trace ? &ws.traces : nullptr};
   forward_batch(c, embeddings, positions, std::span<const DecoderSegment>(&seg, 1), ws, hidden, observer);
 }
 
@@ -45,6 +46,8 @@ void TextDecoder::forward_batch(const kernels::Compute& c, const float* embeddin
     T += sg.T;
   }
   if (T <= 0) return;
+  for (const DecoderSegment& sg : segments)
+    if (sg.traces) sg.traces->resize(size_t(cfg_.num_deltanet_layers()));
   ws.reserve(cfg_, T);
   const int64_t H = cfg_.hidden_size;
   const float eps = cfg_.rms_norm_eps;
@@ -67,7 +70,9 @@ void TextDecoder::forward_batch(const kernels::Compute& c, const float* embeddin
     if (L.kind == LayerKind::kDeltaNet) {
       ws.deltanet_spans.clear();
       for (const DecoderSegment& sg : segments)
-        if (sg.T > 0) ws.deltanet_spans.push_back({&sg.state->deltanet[size_t(deltanet_index)], sg.T, sg.mode});
+        if (sg.T > 0)
+          ws.deltanet_spans.push_back({&sg.state->deltanet[size_t(deltanet_index)], sg.T, sg.mode,
+                                       sg.traces ? &(*sg.traces)[size_t(deltanet_index)] : nullptr});
       ++deltanet_index;
       deltanet_forward(c, cfg_, L.deltanet, ws.normed_in, ws.deltanet_spans, ws.deltanet, mixed);
     } else {
@@ -90,6 +95,16 @@ void TextDecoder::forward_batch(const kernels::Compute& c, const float* embeddin
   }
   rms_norm_rows(x, w_.final_norm.data(), T, H, eps, hidden);
   for (const DecoderSegment& sg : segments) sg.state->n_past += sg.T;
+}
+
+void TextDecoder::replay_deltanet(const kernels::Compute& c, DecoderWorkspace& ws, int64_t n, DecoderState& state) const {
+  int di = 0;
+  for (int i = 0; i < cfg_.num_layers; ++i) {
+    if (w_.layers[size_t(i)].kind != LayerKind::kDeltaNet) continue;
+    deltanet_replay(c, cfg_, w_.layers[size_t(i)].deltanet, ws.traces[size_t(di)], n, state.deltanet[size_t(di)],
+                    ws.deltanet);
+    ++di;
+  }
 }
 
 void TextDecoder::logits(const kernels::Compute& c, const float* hidden, int64_t n, float* out) const {

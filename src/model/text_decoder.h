@@ -37,6 +37,10 @@ struct DecoderWorkspace {
   DeltaNetScratch deltanet;
   AttentionScratch attention;
   MlpScratch mlp;
+  // With `trace` on, forward() keeps each DeltaNet layer's block inputs in traces[i], for
+  // replay_deltanet (one per DeltaNet layer, in layer order).
+  bool trace = false;
+  std::vector<DeltaNetTrace> traces;
   void reserve(const TextConfig& cfg, int64_t tokens);
 };
 
@@ -45,6 +49,9 @@ struct DecoderSegment {
   DecoderState* state = nullptr;
   int64_t T = 0;
   DeltaRuleMode mode = DeltaRuleMode::kAuto;
+  // Each DeltaNet layer's block inputs, kept for TextDecoder::replay_deltanet (one per DeltaNet
+  // layer, in layer order; resized here). nullptr: not traced.
+  std::vector<DeltaNetTrace>* traces = nullptr;
 };
 
 class TextDecoder {
@@ -68,6 +75,11 @@ class TextDecoder {
   void forward_batch(const kernels::Compute& c, const float* embeddings, const int32_t* positions,
                      std::span<const DecoderSegment> segments, DecoderWorkspace& ws, float* hidden,
                      DecoderObserver* observer = nullptr) const;
+
+  // Advances the DeltaNet states, as they were before the last traced forward() of ws, by that
+  // block's first n tokens, recurrently and without the matmuls: the DeltaNet side of feeding
+  // those n tokens again (attention KV and n_past are the caller's).
+  void replay_deltanet(const kernels::Compute& c, DecoderWorkspace& ws, int64_t n, DecoderState& state) const;
 
   // logits[n, vocab] = hidden[n, H] * lm_head^T.
   void logits(const kernels::Compute& c, const float* hidden, int64_t n, float* out) const;

@@ -14,7 +14,7 @@
 namespace qwen35 {
 namespace {
 
-constexpr char kMagic[16] = "qwen35-weights2";
+constexpr char kMagic[16] = "qwen35-weights3";
 constexpr size_t kAlign = 4096;
 
 size_t matrix_bytes(const kernels::WeightMatrix& w) {
@@ -43,6 +43,7 @@ struct Header {
   int64_t rows, cols;
   uint64_t row_bytes, group_bytes, offset, bytes;
   int64_t alias;  // index of an earlier matrix with the very same bytes (a tied head), or -1
+  int64_t source_rows, source_cols;
 };
 
 }  // namespace
@@ -95,8 +96,8 @@ bool load_weight_cache(const std::string& path, const std::string& key, const st
     if (!take(&h, sizeof h) || h.name_len > size - at) return false;
     const std::string name(reinterpret_cast<const char*>(p + at), h.name_len);
     at += h.name_len;
-    const kernels::WeightMatrix& src = *matrices[i].w;
-    if (name != matrices[i].name || h.rows != src.rows || h.cols != src.cols) return false;
+    if (name != matrices[i].name || h.source_rows != matrices[i].w->rows || h.source_cols != matrices[i].w->cols)
+      return false;
     kernels::WeightMatrix& w = bound[i];
     w.dtype = DType(h.dtype);
     w.layout = h.layout;
@@ -139,6 +140,8 @@ void save_weight_cache(const std::string& dir, const std::string& key, const std
       h.row_bytes = w.row_bytes;
       h.group_bytes = w.group_bytes;
       h.alias = -1;
+      h.source_rows = matrices[i].source_rows;
+      h.source_cols = matrices[i].source_cols;
       for (size_t j = 0; j < i; ++j)
         if (matrices[j].w->data == w.data && matrix_bytes(*matrices[j].w) == matrix_bytes(w) &&
             matrices[j].w->layout == w.layout && matrices[j].w->dtype == w.dtype)

@@ -16,8 +16,11 @@
 namespace qwen35 {
 
 struct CachedMatrix {
+  CachedMatrix(std::string n, kernels::WeightMatrix* m) : name(std::move(n)), w(m), source_rows(m->rows), source_cols(m->cols) {}
   std::string name;
   kernels::WeightMatrix* w;
+  // The shape as bound from the model files (preparation may pad it): what a cache file must match.
+  int64_t source_rows, source_cols;
 };
 
 // What identifies a prepared model: the cache format, each source file's path, size and

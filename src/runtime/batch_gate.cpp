@@ -94,7 +94,7 @@ void BatchGate::run(std::vector<Pending*>& batch) {
     const Feed& f = *p->feed;
     std::memcpy(emb_.data() + row * H, f.embeddings, size_t(f.n * H) * sizeof(float));
     for (int a = 0; a < 3; ++a) std::copy_n(f.positions + a * f.n, f.n, pos_.data() + a * total + row);
-    segments_.push_back({f.state, f.n, f.mode});
+    segments_.push_back({f.state, f.n, f.mode, f.traces});
     row += f.n;
   }
   dec.forward_batch(engine_.compute, emb_.data(), pos_.data(), segments_, ws_, hidden_.data());

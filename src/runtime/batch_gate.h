@@ -42,6 +42,7 @@ class BatchGate {
     int64_t n_logits = 0;
     float* logits = nullptr;  // [n_logits, vocab]
     float* hidden = nullptr;  // [n, H] final-normed rows, wanted by the caller (nullptr: not)
+    std::vector<DeltaNetTrace>* traces = nullptr;  // the DeltaNet layers' block inputs (nullptr: not traced)
   };
   // Blocks until the batch holding this pass has run; rethrows that batch's error.
   void forward(const Feed& feed);

@@ -46,6 +46,26 @@ void read_generation_config(const std::string& dir, SamplingParams& p, std::vect
 
 }  // namespace
 
+const char* spec_mode_name(SpecMode m) {
+  switch (m) {
+    case SpecMode::kAuto: return "auto";
+    case SpecMode::kMtp: return "mtp";
+    case SpecMode::kPld: return "pld";
+    case SpecMode::kOff: return "off";
+  }
+  return "auto";
+}
+
+bool parse_spec_mode(const std::string& text, SpecMode* out) {
+  for (SpecMode m : {SpecMode::kAuto, SpecMode::kMtp, SpecMode::kPld, SpecMode::kOff}) {
+    if (text == spec_mode_name(m)) {
+      *out = m;
+      return true;
+    }
+  }
+  return false;
+}
+
 bool EngineImpl::is_eos(int32_t id) const { return std::find(eos_ids.begin(), eos_ids.end(), id) != eos_ids.end(); }
 
 std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* status) {
@@ -113,6 +133,13 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     const ModelConfig& cfg = e.model->config();
     e.defaults = SamplingParams{};
     if (folder) read_generation_config(options.model_dir, e.defaults, e.eos_ids);
+    const SpeculativeParams& spec = options.speculative;
+    if (spec.draft_max < 1 || spec.draft_max > SpeculativeParams::kMaxDraft)
+      fail("draft max ", spec.draft_max, " must be in [1, ", SpeculativeParams::kMaxDraft, "]");
+    if (spec.mode == SpecMode::kMtp && !e.model->mtp())
+      fail("speculative mode 'mtp' needs a multi-token-prediction head, and this model has none (no mtp.* tensors, no GGUF MTP block or --mtp sidecar)");
+    if (spec.mode == SpecMode::kAuto || spec.mode == SpecMode::kMtp) e.mtp = e.model->mtp();
+    e.defaults.speculative = spec;
     for (int64_t id : cfg.eos_token_ids) e.eos_ids.push_back(int32_t(id));
     for (const char* name : {"<|im_end|>", "<|endoftext|>"})
       if (auto id = e.tokenizer->token_to_id(name)) e.eos_ids.push_back(*id);
@@ -145,6 +172,7 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     info.context_size = e.context_size;
     info.max_position_embeddings = max_pos;
     info.has_vision = e.model->vision() != nullptr;
+    info.mtp_active = e.mtp != nullptr;
     info.num_layers = cfg.text.num_layers;
     info.hidden_size = cfg.text.hidden_size;
     info.weight_bytes = e.model->weight_bytes();
@@ -157,7 +185,7 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     info.file_bytes = e.model->is_gguf() ? e.model->gguf()->file_bytes() + (e.model->mmproj() ? e.model->mmproj()->file_bytes() : 0)
                                          : uint64_t(e.model->checkpoint().total_bytes());
     if (e.model->mmproj()) info.mmproj_path = e.model->mmproj()->path();
-    info.has_mtp = !e.model->nextn().empty() || (!e.model->is_gguf() && e.model->checkpoint().find("mtp.fc.weight"));
+    info.has_mtp = e.model->mtp() != nullptr;
     if (const std::string w = chat_template_warning(options.model_dir); !w.empty()) info.warnings.push_back(w);
     progress("ready", 1.0);
     *status = Status::Ok();

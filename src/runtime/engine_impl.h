@@ -29,6 +29,7 @@ struct EngineImpl {
   std::vector<int32_t> thought_closing_ids;  // kThoughtClosing; empty when the tokenizer has no </think>
   int32_t image_pad_id = -1;     // <|image_pad|>
   int64_t context_size = 0;
+  const MtpHead* mtp = nullptr;  // the MTP head when requests may use it (options.speculative)
   DType kv_dtype = DType::F16;
 
   const TextConfig& text_config() const { return model->config().text; }

@@ -13,10 +13,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-bool has_penalties(const SamplingParams& p) {
-  return p.presence_penalty != 0 || p.frequency_penalty != 0 || p.repetition_penalty != 1;
-}
-
 }  // namespace
 
 const char* stop_reason_name(StopReason r) {
@@ -41,8 +37,8 @@ Generation::Impl::Impl(Session::Impl& s, PromptPlan p, const SamplingParams& prm
       output(plan.starts_in_reasoning, prm.stop),
       decoder(*s.engine.tokenizer, /*skip_special=*/true),
       thought(prm.reasoning_budget, plan.starts_in_reasoning, plan.split_reasoning ? s.engine.think_start_id : -1,
-              plan.split_reasoning ? s.engine.think_end_id : -1, s.engine.thought_closing_ids) {
-  use_lookup = params.prompt_lookup && sampler.greedy() && !has_penalties(params);
+              plan.split_reasoning ? s.engine.think_end_id : -1, s.engine.thought_closing_ids),
+      policy(prm.speculative, s.seq.has_mtp(), s.spec_costs) {
   result.prompt_tokens = plan.size();
   result.timings.load_images_ms = plan.load_images_ms;
   history = plan.ids;
@@ -102,6 +98,7 @@ void Generation::Impl::prefill_step() {
   logits.resize(size_t(engine.text_config().vocab_size));
   session.seq.feed(plan.ids.data() + next_prompt, plan.keys.data() + next_prompt, embed_buf.data(), pos_buf.data(), n,
                    DeltaRuleMode::kAuto, last ? 1 : 0, logits.data());
+  session.seq.flush_mtp();  // the head's cache over the prompt, before any snapshot of it
   next_prompt += n;
   result.timings.prefill_ms += ms_since(t0);
   result.timings.prefill_tokens += n;
@@ -195,36 +192,68 @@ void Generation::Impl::decode_step() {
   const int64_t left = params.max_tokens >= 0 ? params.max_tokens - result.completion_tokens : INT64_MAX;
   // A verify step emits its accepted drafts and one more token: at most `left`, and no thought
   // token past the reasoning budget.
-  const int max_draft = int(std::min<int64_t>({room, left - 1, thought.room() - 1, PromptLookup::kMaxDraft}));
+  const int max_draft = int(std::min<int64_t>({room, left - 1, thought.room() - 1, params.speculative.draft_max}));
+  const SpecMode mode = params.speculative.mode;
   draft.clear();
-  if (use_lookup && max_draft > 0) {
-    if (draft_source) draft_source(history, max_draft, draft);
-    else lookup.draft(history, max_draft, draft);
-    if (int(draft.size()) > max_draft) draft.resize(size_t(max_draft));
+  SpecPolicy::Plan plan;
+  if (max_draft > 0 && mode != SpecMode::kOff) {
+    pld_draft.clear();
+    if (mode == SpecMode::kAuto || mode == SpecMode::kPld) {
+      if (draft_source) draft_source(history, max_draft, pld_draft);
+      else lookup.draft(history, max_draft, pld_draft);
+    }
+    plan = policy.plan(max_draft, int(std::min<size_t>(pld_draft.size(), size_t(max_draft))));
+    if (plan.source == DraftSource::kPld) {
+      draft.assign(pld_draft.begin(), pld_draft.begin() + plan.tokens);
+    } else if (plan.source == DraftSource::kMtp) {
+      const auto d0 = Clock::now();
+      session.seq.mtp_draft(pending, plan.tokens, draft);
+      const double ms = ms_since(d0);
+      if (rewrite_mtp_draft) rewrite_mtp_draft(history, draft);
+      result.timings.draft_ms += ms;
+      session.spec_costs.record_mtp_step(ms / double(plan.tokens));
+    }
   }
-  if (!draft.empty()) {
-    decode_with_draft(draft);
-  } else {
-    const int32_t in = pending;
-    session.seq.feed_text(&in, 1, DeltaRuleMode::kAuto, 1, logits.data());
-    TokenLogprob lp;
-    const int32_t t = sampler.sample(logits.data(), params.logprobs ? &lp : nullptr);
-    sampler.accept(t);
-    handle_token(t, params.logprobs ? &lp : nullptr);
-  }
+  if (!draft.empty()) decode_with_draft(draft, plan.source);
+  else plain_step();
   result.timings.decode_ms += ms_since(t0);
 }
 
+void Generation::Impl::plain_step() {
+  const auto t0 = Clock::now();
+  const int32_t in = pending;
+  session.seq.feed_text(&in, 1, DeltaRuleMode::kAuto, 1, logits.data());
+  session.spec_costs.record_block(1, ms_since(t0));
+  TokenLogprob lp;
+  const int32_t t = sampler.sample(logits.data(), params.logprobs ? &lp : nullptr);
+  sampler.accept(t);
+  handle_token(t, params.logprobs ? &lp : nullptr);
+}
+
 // Verifies [pending, draft...] in one block. The block runs the recurrent delta rule, whose
-// arithmetic per token is exactly that of single-token decoding, so accepted tokens are
-// bit-identical to plain greedy decoding.
-void Generation::Impl::decode_with_draft(const std::vector<int32_t>& d) {
+// arithmetic per token is exactly that of single-token decoding, so row i of its logits is
+// bit-identical to what plain decoding would compute at that position once the drafts before it
+// are accepted. The block is fed traced: keeping only its accepted part afterwards replays the
+// DeltaNet recurrences from the trace instead of feeding those tokens again.
+//
+// Acceptance is the speculative sampling rule for a deterministic draft: q is one-hot at the draft
+// token d, so d is accepted with probability min(1, p(d)/q(d)) = p(d), and on rejection the token
+// comes from normalize(max(0, p - q)) = p without d, renormalised. Drawing x from p with the
+// request's generator and accepting d exactly when x == d realises both at once: P(accept) =
+// p(d), and a rejection leaves x distributed as p restricted to x != d. p is the distribution
+// plain sampling draws from -- penalties over the tokens accepted so far (sampler.accept runs per
+// emitted token, in order), temperature, top-k/p, min-p -- and each emitted token takes exactly
+// one draw, so the output is the very token sequence plain decoding gives for the same seed.
+// Greedy is the same rule with p one-hot at the argmax.
+void Generation::Impl::decode_with_draft(const std::vector<int32_t>& d, DraftSource source) {
   const int64_t k = int64_t(d.size()), V = engine.text_config().vocab_size;
   block.assign(1, pending);
   block.insert(block.end(), d.begin(), d.end());
   session.seq.save_deltanet(save);
   logits.resize(size_t((k + 1) * V));
-  session.seq.feed_text(block.data(), k + 1, DeltaRuleMode::kRecurrent, k + 1, logits.data());
+  const auto t0 = Clock::now();
+  session.seq.feed_text(block.data(), k + 1, DeltaRuleMode::kRecurrent, k + 1, logits.data(), /*traced=*/true);
+  session.spec_costs.record_block(int(k + 1), ms_since(t0));
   std::vector<int32_t> emitted;
   std::vector<TokenLogprob> lps;
   int64_t accepted = 0;
@@ -237,21 +266,23 @@ void Generation::Impl::decode_with_draft(const std::vector<int32_t>& d) {
     if (i == k || t != d[size_t(i)]) break;
     ++accepted;
   }
-  result.pld_drafted += k;
-  result.pld_accepted += accepted;
-  lookup.report(int(k), int(accepted));
-  if (accepted < k) {  // rewind and re-feed only what was accepted
-    session.seq.rewind(save);
-    session.seq.feed_text(block.data(), accepted + 1, DeltaRuleMode::kRecurrent, 0, nullptr);
+  if (source == DraftSource::kMtp) {
+    result.mtp_drafted += k;
+    result.mtp_accepted += accepted;
+  } else {
+    result.pld_drafted += k;
+    result.pld_accepted += accepted;
+    lookup.report(int(k), int(accepted));
   }
+  policy.report(source, int(k), int(accepted));
+  if (accepted < k) session.seq.rewind(save, accepted + 1);  // keep pending and the accepted drafts
   int64_t fed = accepted + 1;  // tokens of `block` in the sequence now
   for (size_t i = 0; i < emitted.size(); ++i) {
     if (handle_token(emitted[i], params.logprobs ? &lps[i] : nullptr)) continue;
     // Stopped at emitted token i: plain decoding would have fed block[0..i] and not token i
     // itself, so leave the timeline exactly so (the next turn's prefix match depends on it).
     if (int64_t(i) + 1 < fed) {
-      session.seq.rewind(save);
-      session.seq.feed_text(block.data(), int64_t(i) + 1, DeltaRuleMode::kRecurrent, 0, nullptr);
+      session.seq.rewind(save, int64_t(i) + 1);
       fed = int64_t(i) + 1;
     }
     break;

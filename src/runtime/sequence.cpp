@@ -20,11 +20,24 @@ size_t SnapshotData::bytes() const {
   size_t n = tokens.size() * sizeof(int32_t) + keys.size() * sizeof(uint64_t);
   for (const DeltaNetState& d : deltanet) n += (d.conv.size() + d.recurrent.size()) * sizeof(float);
   for (size_t i = 0; i < keys_rows.size(); ++i) n += keys_rows[i].size() + value_rows[i].size();
+  n += mtp_key_rows.size() + mtp_value_rows.size() + (mtp_hidden.size() + mtp_embedding.size()) * sizeof(float);
+  n += mtp_position.size() * sizeof(int32_t);
   return n;
 }
 
-Sequence::Sequence(const EngineImpl& engine) : engine_(engine), state_(DecoderState::create(engine.text_config(), engine.kv_dtype)) {
-  state_.reserve(std::min<int64_t>(engine.context_size, 4096));
+Sequence::Sequence(const EngineImpl& engine)
+    : engine_(engine), state_(DecoderState::create(engine.text_config(), engine.kv_dtype)), mtp_(engine.mtp) {
+  const int64_t reserve = std::min<int64_t>(engine.context_size, 4096);
+  state_.reserve(reserve);
+  if (mtp_) {
+    mtp_kv_ = mtp_->make_cache(engine.kv_dtype);
+    mtp_kv_.reserve(reserve);
+    // Room for the most pending rows the decode loop leaves (a full lag plus a verified block).
+    const size_t rows = size_t(kMaxMtpPending + SpeculativeParams::kMaxDraft + 2), H = size_t(engine.text_config().hidden_size);
+    mtp_hidden_.reserve(rows * H);
+    mtp_embedding_.reserve(rows * H);
+    mtp_position_.reserve(rows * 3);
+  }
 }
 
 void Sequence::feed(const int32_t* ids, const uint64_t* keys, const float* embeddings, const int32_t* positions,
@@ -35,19 +48,33 @@ void Sequence::feed(const int32_t* ids, const uint64_t* keys, const float* embed
   n_logits = std::min(n_logits, n);
   const TextDecoder& dec = engine_.model->decoder();
   const int64_t H = engine_.text_config().hidden_size;
+  // Pairs of tokens fed before this call only: a rewind to this point keeps its pending rows.
+  if (has_mtp() && length() - mtp_pairs() > kMaxMtpPending) flush_mtp();
   if (int64_t(hidden_.size()) < n * H) hidden_.resize(size_t(n * H));
+  traced_from_ = ws_.trace ? length() : -1;
+  traced_tokens_ = ws_.trace ? n : 0;
   if (BatchGate* gate = BatchGate::current()) {
-    // The gate's batched pass; the rows come back so hidden_ holds what the solo pass leaves.
-    gate->forward({&state_, embeddings, positions, n, mode, n_logits, logits, hidden_.data()});
+    // The gate's batched pass; the rows come back so hidden_ holds what the solo pass leaves, and
+    // the traces land in this sequence's workspace.
+    BatchGate::Feed f{&state_, embeddings, positions, n, mode, n_logits, logits, hidden_.data()};
+    f.traces = ws_.trace ? &ws_.traces : nullptr;
+    gate->forward(f);
   } else {
     dec.forward(engine_.compute, embeddings, positions, n, state_, ws_, hidden_.data(), mode);
     if (n_logits > 0) dec.logits(engine_.compute, hidden_.data() + (n - n_logits) * H, n_logits, logits);
   }
   tokens_.insert(tokens_.end(), ids, ids + n);
   keys_.insert(keys_.end(), keys, keys + n);
+  if (has_mtp()) {
+    mtp_hidden_.insert(mtp_hidden_.end(), hidden_.begin(), hidden_.begin() + n * H);
+    mtp_embedding_.insert(mtp_embedding_.end(), embeddings, embeddings + n * H);
+    for (int64_t t = 0; t < n; ++t)
+      for (int a = 0; a < 3; ++a) mtp_position_.push_back(positions[a * n + t]);
+  }
 }
 
-void Sequence::feed_text(const int32_t* ids, int64_t n, DeltaRuleMode mode, int64_t n_logits, float* logits) {
+void Sequence::feed_text(const int32_t* ids, int64_t n, DeltaRuleMode mode, int64_t n_logits, float* logits,
+                         bool traced) {
   const int64_t H = engine_.text_config().hidden_size;
   if (int64_t(emb_.size()) < n * H) emb_.resize(size_t(n * H));
   if (int64_t(pos_.size()) < 3 * n) pos_.resize(size_t(3 * n));
@@ -57,7 +84,70 @@ void Sequence::feed_text(const int32_t* ids, int64_t n, DeltaRuleMode mode, int6
     pos_[size_t(t)] = pos_[size_t(n + t)] = pos_[size_t(2 * n + t)] = p;
   }
   key_buf_.assign(ids, ids + n);
-  feed(ids, key_buf_.data(), emb_.data(), pos_.data(), n, mode, n_logits, logits);
+  ws_.trace = traced;
+  try {
+    feed(ids, key_buf_.data(), emb_.data(), pos_.data(), n, mode, n_logits, logits);
+  } catch (...) {
+    ws_.trace = false;
+    throw;
+  }
+  ws_.trace = false;
+}
+
+void Sequence::run_mtp(int64_t n, const float* next_embedding) {
+  const int64_t H = engine_.text_config().hidden_size;
+  const int64_t rows = n + (next_embedding ? 1 : 0);
+  if (rows == 0) return;
+  // Pair j: hidden and position of pending token j, embedding of pending token j + 1 (or `next`).
+  mtp_in_emb_.resize(size_t(rows * H));
+  mtp_in_pos_.resize(size_t(3 * rows));
+  mtp_out_.resize(size_t(rows * H));
+  std::copy_n(mtp_embedding_.begin() + H, n * H, mtp_in_emb_.begin());
+  if (next_embedding) std::copy_n(next_embedding, H, mtp_in_emb_.begin() + n * H);
+  for (int64_t j = 0; j < rows; ++j)
+    for (int a = 0; a < 3; ++a) mtp_in_pos_[size_t(a * rows + j)] = mtp_position_[size_t(3 * j + a)];
+  mtp_->forward(engine_.compute, mtp_in_emb_.data(), mtp_hidden_.data(), mtp_in_pos_.data(), rows, mtp_kv_, mtp_ws_,
+                mtp_out_.data());
+  mtp_hidden_.erase(mtp_hidden_.begin(), mtp_hidden_.begin() + n * H);
+  mtp_embedding_.erase(mtp_embedding_.begin(), mtp_embedding_.begin() + n * H);
+  mtp_position_.erase(mtp_position_.begin(), mtp_position_.begin() + 3 * n);
+}
+
+void Sequence::flush_mtp() {
+  if (!has_mtp() || length() == 0) return;
+  run_mtp(length() - 1 - mtp_pairs(), nullptr);
+}
+
+void Sequence::mtp_draft(int32_t next, int k, std::vector<int32_t>& out) {
+  out.clear();
+  if (!has_mtp()) fail("Sequence::mtp_draft: the engine does not run the MTP head");
+  if (length() == 0 || k <= 0) return;
+  const int64_t H = engine_.text_config().hidden_size, V = engine_.text_config().vocab_size;
+  const kernels::Compute& c = engine_.compute;
+  emb_.resize(size_t(H));
+  mtp_->embed(&next, 1, emb_.data());
+  const int64_t pending_pairs = length() - 1 - mtp_pairs();
+  const int64_t fed_pairs = length() - 1;  // what the cache keeps afterwards
+  run_mtp(pending_pairs, emb_.data());     // its last row, (h_{n-1}, next), is draft step 1
+  float* hm = mtp_out_.data() + pending_pairs * H;
+  mtp_logits_.resize(size_t(V));
+  auto pick = [&](const float* hidden) {
+    mtp_->logits(c, hidden, 1, mtp_logits_.data());
+    int32_t best = 0;  // greedy, lowest id on exact ties (as the sampler's argmax)
+    for (int64_t v = 1; v < V; ++v)
+      if (mtp_logits_[size_t(v)] > mtp_logits_[size_t(best)]) best = int32_t(v);
+    out.push_back(best);
+  };
+  pick(hm);
+  // Step j + 1 runs (hm of step j, d_j) at the decode position of token n - 1 + j.
+  for (int j = 1; j < k; ++j) {
+    mtp_->embed(&out.back(), 1, emb_.data());
+    const int32_t p = int32_t(length() - 1 + j + rope_delta_);
+    const int32_t p3[3] = {p, p, p};
+    mtp_->forward(c, emb_.data(), hm, p3, 1, mtp_kv_, mtp_ws_, hm);
+    pick(hm);
+  }
+  mtp_kv_.truncate(fed_pairs);
 }
 
 void Sequence::save_deltanet(DeltaNetSave& save) const {
@@ -80,6 +170,39 @@ void Sequence::rewind(const DeltaNetSave& save) {
   tokens_.resize(size_t(save.length));
   keys_.resize(size_t(save.length));
   state_.n_past = save.length;
+  if (has_mtp()) {
+    // feed() only runs the head on pairs fed before it, so the pairs never pass the save point
+    // and the pending rows of the tokens up to it are all still here.
+    if (mtp_pairs() > std::max<int64_t>(0, save.length - 1)) fail("Sequence::rewind: the MTP head ran past the save");
+    const size_t H = size_t(engine_.text_config().hidden_size), keep = size_t(save.length - mtp_pairs());
+    mtp_hidden_.resize(keep * H);
+    mtp_embedding_.resize(keep * H);
+    mtp_position_.resize(keep * 3);
+  }
+}
+
+void Sequence::rewind(const DeltaNetSave& save, int64_t keep) {
+  if (keep == 0) return rewind(save);
+  if (traced_from_ != save.length || keep < 0 || keep > traced_tokens_ || save.length + keep > length())
+    fail("Sequence::rewind: ", keep, " tokens after the save were not fed in one traced block");
+  const int64_t to = save.length + keep;
+  for (size_t i = 0; i < state_.deltanet.size(); ++i) {
+    std::copy(save.states[i].conv.begin(), save.states[i].conv.end(), state_.deltanet[i].conv.begin());
+    std::copy(save.states[i].recurrent.begin(), save.states[i].recurrent.end(), state_.deltanet[i].recurrent.begin());
+  }
+  engine_.model->decoder().replay_deltanet(engine_.compute, ws_, keep, state_);
+  for (KvCache& kv : state_.kv) kv.truncate(to);
+  tokens_.resize(size_t(to));
+  keys_.resize(size_t(to));
+  state_.n_past = to;
+  traced_tokens_ = keep;  // what is left of the block
+  if (has_mtp()) {
+    if (mtp_pairs() > std::max<int64_t>(0, save.length - 1)) fail("Sequence::rewind: the MTP head ran past the save");
+    const size_t H = size_t(engine_.text_config().hidden_size), rows = size_t(to - mtp_pairs());
+    mtp_hidden_.resize(rows * H);
+    mtp_embedding_.resize(rows * H);
+    mtp_position_.resize(rows * 3);
+  }
 }
 
 std::unique_ptr<SnapshotData> Sequence::snapshot() const {
@@ -95,6 +218,16 @@ std::unique_ptr<SnapshotData> Sequence::snapshot() const {
     s->keys_rows.emplace_back(k, k + n);
     s->value_rows.emplace_back(v, v + n);
   }
+  if (has_mtp()) {
+    const size_t n = size_t(mtp_kv_.length()) * mtp_kv_.row_bytes();
+    const uint8_t* k = static_cast<const uint8_t*>(mtp_kv_.key_row(0));
+    const uint8_t* v = static_cast<const uint8_t*>(mtp_kv_.value_row(0));
+    s->mtp_key_rows.assign(k, k + n);
+    s->mtp_value_rows.assign(v, v + n);
+    s->mtp_hidden = mtp_hidden_;
+    s->mtp_embedding = mtp_embedding_;
+    s->mtp_position = mtp_position_;
+  }
   return s;
 }
 
@@ -107,6 +240,15 @@ void Sequence::restore(const SnapshotData& s) {
                  s.deltanet[i].recurrent.size() == state_.deltanet[i].recurrent.size();
   for (size_t i = 0; same_shape && i < s.keys_rows.size(); ++i)
     same_shape = s.keys_rows[i].size() == size_t(n) * state_.kv[i].row_bytes();
+  const int64_t H = engine_.text_config().hidden_size;
+  const int64_t mtp_pending = int64_t(s.mtp_hidden.size()) / H;
+  const int64_t mtp_pairs = has_mtp() ? int64_t(s.mtp_key_rows.size() / mtp_kv_.row_bytes()) : 0;
+  if (has_mtp())
+    same_shape = same_shape && mtp_pairs + mtp_pending == n && s.mtp_key_rows.size() == size_t(mtp_pairs) * mtp_kv_.row_bytes() &&
+                 s.mtp_value_rows.size() == s.mtp_key_rows.size() && int64_t(s.mtp_hidden.size()) == mtp_pending * H &&
+                 s.mtp_embedding.size() == s.mtp_hidden.size() && int64_t(s.mtp_position.size()) == 3 * mtp_pending;
+  else
+    same_shape = same_shape && s.mtp_key_rows.empty() && s.mtp_hidden.empty();
   if (!same_shape) fail("snapshot does not belong to this model");
   if (n > engine_.context_size) fail("snapshot of ", n, " tokens exceeds the context of ", engine_.context_size);
   for (size_t i = 0; i < state_.deltanet.size(); ++i) {
@@ -117,10 +259,18 @@ void Sequence::restore(const SnapshotData& s) {
     state_.kv[i].truncate(0);
     state_.kv[i].append_raw(s.keys_rows[i].data(), s.value_rows[i].data(), n);
   }
+  if (has_mtp()) {
+    mtp_kv_.truncate(0);
+    mtp_kv_.append_raw(s.mtp_key_rows.data(), s.mtp_value_rows.data(), mtp_pairs);
+    mtp_hidden_ = s.mtp_hidden;
+    mtp_embedding_ = s.mtp_embedding;
+    mtp_position_ = s.mtp_position;
+  }
   tokens_ = s.tokens;
   keys_ = s.keys;
   rope_delta_ = s.rope_delta;
   state_.n_past = n;
+  traced_from_ = -1;
 }
 
 void Sequence::reset() {
@@ -128,6 +278,13 @@ void Sequence::reset() {
   tokens_.clear();
   keys_.clear();
   rope_delta_ = 0;
+  traced_from_ = -1;
+  if (has_mtp()) {
+    mtp_kv_.truncate(0);
+    mtp_hidden_.clear();
+    mtp_embedding_.clear();
+    mtp_position_.clear();
+  }
 }
 
 }  // namespace qwen35

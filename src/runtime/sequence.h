@@ -1,6 +1,14 @@
 // One sequence's timeline: the tokens processed so far, their cache keys, the decoder state and
 // the MRoPE offset for what comes next. Feeding tokens is the only way the state advances;
 // rewinding is explicit (DeltaNetSave + KV truncation, or a whole snapshot).
+//
+// When the engine runs the MTP head, the timeline also carries the head's state: its KV cache
+// holds one row per pair (h_t, x_{t+1}) whose two tokens have both been fed (teacher-forced, as
+// over a prompt), and every fed token after those pairs waits as a pending row (its final-normed
+// hidden state h_t, its input embedding, its position) until the head runs on it. The head runs
+// lazily, many pairs per call: when drafting (the pending pairs and the first draft step in one
+// call), after a prefill block (flush_mtp), and when the pending rows pass kMaxMtpPending. Rows
+// never depend on how many pairs a call holds, so the result is the same as running it eagerly.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +16,7 @@
 #include <vector>
 
 #include "model/decoder_state.h"
+#include "model/mtp.h"
 #include "model/text_decoder.h"
 #include "runtime/engine_impl.h"
 
@@ -25,6 +34,11 @@ struct SnapshotData {
   std::vector<DeltaNetState> deltanet;
   std::vector<std::vector<uint8_t>> keys_rows, value_rows;  // per attention layer: [length] rows in the cache's dtype
   int64_t rope_delta = 0;
+  // The MTP head's state (empty when the engine does not run the head): cache rows of the pairs,
+  // then the pending tokens' hidden states, embeddings and positions (see Sequence).
+  std::vector<uint8_t> mtp_key_rows, mtp_value_rows;  // [pairs] rows in the cache's dtype
+  std::vector<float> mtp_hidden, mtp_embedding;       // [pending, H]
+  std::vector<int32_t> mtp_position;                  // [pending, 3]
   size_t bytes() const;
 };
 
@@ -42,8 +56,22 @@ class Sequence {
   // rows (0..n) to `logits` ([n_logits, vocab]).
   void feed(const int32_t* ids, const uint64_t* keys, const float* embeddings, const int32_t* positions, int64_t n,
             DeltaRuleMode mode, int64_t n_logits, float* logits);
-  // Text tokens at decode positions (index + rope_delta on all axes).
-  void feed_text(const int32_t* ids, int64_t n, DeltaRuleMode mode, int64_t n_logits, float* logits);
+  // Text tokens at decode positions (index + rope_delta on all axes). With `traced`, the block's
+  // DeltaNet inputs are kept so that rewind(save, keep) can later keep part of it.
+  void feed_text(const int32_t* ids, int64_t n, DeltaRuleMode mode, int64_t n_logits, float* logits,
+                 bool traced = false);
+
+  // The MTP head. has_mtp(): the engine runs it for this sequence.
+  static constexpr int64_t kMaxMtpPending = 64;
+  bool has_mtp() const { return mtp_ != nullptr; }
+  int64_t mtp_pairs() const { return has_mtp() ? mtp_kv_.length() : 0; }  // pairs in the head's cache
+  // Runs the head on every pending pair whose next token has been fed (no logits).
+  void flush_mtp();
+  // Greedy draft of k >= 1 tokens following `next`, the token that will be fed next: one call on
+  // the pending pairs plus (h_{n-1}, next), then k - 1 steps that feed back (post-norm hidden,
+  // previous draft token) one position further on. The draft's cache rows are dropped again: only
+  // pairs of fed tokens stay, so the timeline is as if the head had not drafted.
+  void mtp_draft(int32_t next, int k, std::vector<int32_t>& out);
 
   // Cheap rewind for speculative checks: the DeltaNet states only (KV rewinds by truncation).
   struct DeltaNetSave {
@@ -52,6 +80,10 @@ class Sequence {
   };
   void save_deltanet(DeltaNetSave& save) const;
   void rewind(const DeltaNetSave& save);
+  // Rewinds to `save` and keeps the first `keep` tokens of the block fed right after it, which
+  // must have been fed traced: their DeltaNet states are replayed from the trace (recurrences only,
+  // no matmuls) and their KV rows stay, bit-identical to rewinding and feeding them again.
+  void rewind(const DeltaNetSave& save, int64_t keep);
 
   std::unique_ptr<SnapshotData> snapshot() const;
   void restore(const SnapshotData& snap);
@@ -67,6 +99,18 @@ class Sequence {
   std::vector<float> hidden_, emb_;
   std::vector<int32_t> pos_;
   std::vector<uint64_t> key_buf_;
+  int64_t traced_from_ = -1, traced_tokens_ = 0;  // the last fed block, when it was traced
+
+  // Runs the head on the first n pending pairs, plus, with `next_embedding`, the pair of the last
+  // fed token and that embedding (its post-norm output lands in mtp_out_ row n). Commits the n.
+  void run_mtp(int64_t n, const float* next_embedding);
+  const MtpHead* mtp_ = nullptr;
+  KvCache mtp_kv_;
+  std::vector<float> mtp_hidden_, mtp_embedding_;  // pending rows [length - mtp_pairs, H]
+  std::vector<int32_t> mtp_position_;              // [pending, 3]
+  MtpWorkspace mtp_ws_;
+  std::vector<float> mtp_in_hidden_, mtp_in_emb_, mtp_out_, mtp_logits_;
+  std::vector<int32_t> mtp_in_pos_;
 };
 
 }  // namespace qwen35

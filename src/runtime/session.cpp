@@ -51,6 +51,19 @@ std::unique_ptr<Generation> start(Session::Impl& s, PlanFn plan_fn, const Sampli
     *status = Status::Error(StatusCode::kUnavailable, "the session is already generating");
     return nullptr;
   }
+  const SpeculativeParams& spec = params.speculative;
+  if (spec.draft_max < 1 || spec.draft_max > SpeculativeParams::kMaxDraft) {
+    *status = Status::Error(StatusCode::kInvalidArgument, "speculative draft_max must be in [1, " +
+                                                              std::to_string(SpeculativeParams::kMaxDraft) + "], got " +
+                                                              std::to_string(spec.draft_max));
+    return nullptr;
+  }
+  if (spec.mode == SpecMode::kMtp && !s.engine.mtp) {
+    *status = Status::Error(StatusCode::kInvalidArgument,
+                            s.engine.model->mtp() ? "speculative mode 'mtp' is disabled on this engine (started with speculation pld or off)"
+                                                  : "speculative mode 'mtp' needs a multi-token-prediction head, and this model has none");
+    return nullptr;
+  }
   PromptPlan plan;
   try {
     plan = plan_fn();

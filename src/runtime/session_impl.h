@@ -13,6 +13,7 @@
 #include "runtime/sampler.h"
 #include "runtime/sequence.h"
 #include "runtime/thought_budget.h"
+#include "runtime/spec_policy.h"
 #include "text/streaming_decoder.h"
 
 namespace qwen35 {
@@ -28,6 +29,7 @@ struct Session::Impl {
   Sequence seq;
   std::unique_ptr<PrefixCache> own_cache;
   PrefixCache* cache;
+  SpecCosts spec_costs;  // measured step costs for speculation's policy, kept across requests
   bool busy = false;
 };
 
@@ -45,7 +47,9 @@ struct Generation::Impl {
   bool step();
   void prefill_step();
   void decode_step();
-  void decode_with_draft(const std::vector<int32_t>& draft);
+  // Feeds `pending` alone and emits the next token.
+  void plain_step();
+  void decode_with_draft(const std::vector<int32_t>& draft, DraftSource source);
   // Emits the closing of a thought over its budget (forced, not sampled) and feeds it.
   void close_thought();
   // Emits one generated token; false once the generation is over.
@@ -66,9 +70,11 @@ struct Generation::Impl {
   StreamingDecoder decoder;
   ThoughtBudget thought;
   PromptLookup lookup;
-  bool use_lookup = false;
-  // Tests replace the n-gram drafter to force full, partial and failed drafts.
+  SpecPolicy policy;
+  // Tests replace the prompt-lookup drafter, and rewrite the MTP head's drafts (after the head has
+  // drafted, so its state work is done as usual), to force full, partial and failed drafts.
   std::function<void(const std::vector<int32_t>& history, int max_tokens, std::vector<int32_t>& out)> draft_source;
+  std::function<void(const std::vector<int32_t>& history, std::vector<int32_t>& draft)> rewrite_mtp_draft;
 
   GenerationResult result;
   bool done = false;
@@ -79,7 +85,7 @@ struct Generation::Impl {
   std::vector<float> logits;    // [rows, vocab]
   std::vector<float> embed_buf;
   std::vector<int32_t> pos_buf;
-  std::vector<int32_t> draft, block;
+  std::vector<int32_t> draft, pld_draft, block;
   Sequence::DeltaNetSave save;
   std::vector<OutputPiece> pieces;
 };

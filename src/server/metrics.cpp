@@ -44,6 +44,10 @@ void Metrics::add_generation(const GenerationResult& r, const std::string& outco
   decode_tokens_ += r.timings.decode_tokens;
   decode_ms_ += r.timings.decode_ms;
   vision_ms_ += r.timings.vision_ms;
+  mtp_drafted_ += r.mtp_drafted;
+  mtp_accepted_ += r.mtp_accepted;
+  pld_drafted_ += r.pld_drafted;
+  pld_accepted_ += r.pld_accepted;
 }
 
 std::string Metrics::render(const MetricGauges& g) const {
@@ -67,6 +71,12 @@ std::string Metrics::render(const MetricGauges& g) const {
   metric(os, "qwen35_decode_seconds_total", "counter", "Time spent in decode steps.", decode_ms_ / 1000.0);
   metric(os, "qwen35_decode_tokens_per_second", "gauge", "Average decode rate so far.",
          decode_ms_ > 0 ? double(decode_tokens_) * 1000.0 / decode_ms_ : 0.0);
+  header(os, "qwen35_draft_tokens_total", "counter", "Speculative draft tokens verified, by source (mtp, pld).");
+  os << "qwen35_draft_tokens_total{source=\"mtp\"} " << mtp_drafted_ << '\n';
+  os << "qwen35_draft_tokens_total{source=\"pld\"} " << pld_drafted_ << '\n';
+  header(os, "qwen35_draft_accepted_tokens_total", "counter", "Draft tokens accepted (each one a decode step saved), by source.");
+  os << "qwen35_draft_accepted_tokens_total{source=\"mtp\"} " << mtp_accepted_ << '\n';
+  os << "qwen35_draft_accepted_tokens_total{source=\"pld\"} " << pld_accepted_ << '\n';
   metric(os, "qwen35_vision_seconds_total", "counter", "Time spent in the vision tower.", vision_ms_ / 1000.0);
   metric(os, "qwen35_prefix_cache_hits_total", "counter", "Prefix cache lookups that found a snapshot.", g.cache_hits);
   metric(os, "qwen35_prefix_cache_misses_total", "counter", "Prefix cache lookups that found none.", g.cache_misses);

@@ -41,6 +41,7 @@ class Metrics {
   int64_t prompt_tokens_ = 0, cached_tokens_ = 0, completion_tokens_ = 0;
   int64_t prefill_tokens_ = 0, decode_tokens_ = 0;
   double prefill_ms_ = 0, decode_ms_ = 0, vision_ms_ = 0;
+  int64_t mtp_drafted_ = 0, mtp_accepted_ = 0, pld_drafted_ = 0, pld_accepted_ = 0;
 };
 
 }  // namespace qwen35::server

@@ -67,6 +67,29 @@ void check_range(double x, double lo, double hi, const std::string& param) {
   }
 }
 
+// "speculative": {"mode": "auto" | "mtp" | "pld" | "off", "draft_max": 1..16}, both optional (the
+// server's --spec / --draft-max otherwise). An extension of ours; OpenAI clients pass it as extra body.
+void parse_speculative(const json& body, SpeculativeParams& spec) {
+  const json* v = field(body, "speculative");
+  if (!v) return;
+  if (!v->is_object()) wrong_type("speculative", "an object", *v);
+  if (const json* m = field(*v, "mode")) {
+    if (!m->is_string()) wrong_type("speculative.mode", "a string", *m);
+    if (!parse_spec_mode(m->get<std::string>(), &spec.mode))
+      bad_field("speculative.mode", "speculative.mode must be auto, mtp, pld or off, got '" + m->get<std::string>() + "'",
+                "invalid_value");
+  }
+  if (const json* d = field(*v, "draft_max")) {
+    const int64_t n = integer_of(*d, "speculative.draft_max");
+    if (n < 1 || n > SpeculativeParams::kMaxDraft)
+      bad_field("speculative.draft_max",
+                "speculative.draft_max must be between 1 and " + std::to_string(SpeculativeParams::kMaxDraft) + ", got " +
+                    std::to_string(n),
+                "invalid_value");
+    spec.draft_max = int(n);
+  }
+}
+
 // Sampling fields shared by both endpoints.
 void parse_sampling(const json& body, SamplingParams& p, const RequestPolicy& policy) {
   if (const json* v = field(body, "temperature")) {
@@ -119,6 +142,7 @@ void parse_sampling(const json& body, SamplingParams& p, const RequestPolicy& po
       if (s.empty()) bad_field("stop", "stop strings must not be empty", "invalid_value");
   }
   if (const json* v = field(body, "ignore_eos")) p.ignore_eos = bool_of(*v, "ignore_eos");
+  parse_speculative(body, p.speculative);
 }
 
 // max_tokens, or its newer name max_completion_tokens (which wins when both are given).

@@ -64,7 +64,10 @@ json timings_json(const GenerationResult& r) {
               {"predicted_ms", t.decode_ms},
               {"predicted_per_second", per_second(double(t.decode_tokens), t.decode_ms)},
               {"cached_n", r.cached_tokens},
-              {"vision_ms", t.vision_ms}};
+              {"vision_ms", t.vision_ms},
+              {"draft_n", r.drafted()},
+              {"draft_n_accepted", r.accepted()},
+              {"draft_ms", t.draft_ms}};
 }
 
 json chat_logprobs_json(const std::vector<TokenLogprob>& lps, int top_n, const TokenText& text) {

@@ -59,9 +59,11 @@ TEST(CliBounds, OutOfRangeValuesAreRefusedByName) {
     expect_refused(cmd + " --prefill-block 0", "--prefill-block");
     expect_refused(cmd + " --image-size 33", "--image-size");
     expect_refused(cmd + " --image-max-tokens -2", "--image-max-tokens");
-    expect_refused(cmd + " --pld maybe", "--pld");
     expect_refused(cmd + " --reasoning-budget -2", "--reasoning-budget");
     expect_refused(cmd + " --reasoning-budget 1.5", "--reasoning-budget");
+    expect_refused(cmd + " --spec maybe", "--spec");
+    expect_refused(cmd + " --draft-max 0", "--draft-max");
+    expect_refused(cmd + " --draft-max 17", "--draft-max");
   }
   for (const char* bad : {"--port 70000", "--port -1", "--parallel 0", "--parallel 1000", "--max-queue -1",
                           "--cache-ram -1", "--cache-ram 99999999999", "--max-body-mib 0",

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <cmath>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -87,6 +89,58 @@ TEST_P(CliImage, ImageForwardMatchesGolden) {
 
 INSTANTIATE_TEST_SUITE_P(Variants, CliImage, ::testing::Values("native", "fixed512"));
 
+// --dump mtp: the head's teacher-forced logits (the last row is draft step 1), its cache and a
+// 3-step draft, against golden/mtp.safetensors (prompt 2 has near-tie rows: either of the two best
+// is a right argmax there).
+TEST(CliForward, MtpDumpMatchesGolden) {
+  const Golden g("tiny-qwen35/golden/mtp.safetensors");
+  for (const std::string p : {"p0.", "p2."}) {
+    const std::string out = temp_dir("mtp") + "/out.safetensors";
+    RunOutput r = run("forward -m " + tiny_model_dir() + " --ids " + join(g.i64(p + "prompt_ids")) + " --out " + out +
+                      " --dump mtp --draft 3 --block 9");
+    ASSERT_EQ(r.status, 0) << r.out;
+    SafetensorsFile f(out);
+    const int64_t T = int64_t(g.i64(p + "prompt_ids").size()), V = 248320;
+    const TensorView& lt = f.get("mtp_logits");
+    ASSERT_EQ(lt.shape, (Shape{T, V}));
+    const float* logits = lt.as<float>();
+    const auto lse = g.f32(p + "mtp_logits_lse");
+    const auto top_ids = g.i64(p + "mtp_top_ids");
+    const auto top_vals = g.f32(p + "mtp_top_vals");
+    double worst = 0;
+    for (int64_t t = 0; t + 1 < T; ++t) {
+      const float* row = logits + t * V;
+      worst = std::max(worst, std::fabs(logsumexp(row, V) - lse[size_t(t)]));
+      for (int64_t j = 0; j < 32; ++j)
+        worst = std::max(worst, std::fabs(double(row[top_ids[size_t(t * 32 + j)]]) - top_vals[size_t(t * 32 + j)]));
+      const int64_t got = argmax(row, V);
+      if (top_vals[size_t(t * 32)] - top_vals[size_t(t * 32 + 1)] >= kLogitTol)
+        EXPECT_EQ(got, top_ids[size_t(t * 32)]) << p << " row " << t;
+      else
+        EXPECT_TRUE(got == top_ids[size_t(t * 32)] || got == top_ids[size_t(t * 32 + 1)]) << p << " near tie " << t;
+    }
+    EXPECT_LE(worst, kLogitTol) << p;
+    // The last row is the pair (h_{T-1}, x_T): draft step 1.
+    const float* step1 = f.get("mtp_draft_logits").as<float>();
+    EXPECT_EQ(0, std::memcmp(step1, logits + (T - 1) * V, size_t(V) * sizeof(float)));
+    EXPECT_LE(std::fabs(logsumexp(step1, V) - g.f32(p + "draft_lse")[0]), kLogitTol);
+    const TensorView& d = f.get("mtp_draft_ids");
+    EXPECT_EQ(std::vector<int64_t>(d.as<int64_t>(), d.as<int64_t>() + d.numel()), g.i64(p + "draft_ids")) << p;
+    EXPECT_EQ(f.get("main_greedy_id").as<int64_t>()[0], g.i64(p + "main_greedy_ids")[0]);
+    for (const char* name : {"mtp_k", "mtp_v"}) {
+      const TensorView& t = f.get(name);
+      std::vector<float> got(t.as<float>(), t.as<float>() + t.numel());
+      EXPECT_LE(max_rel_error(got, g.f32(p + name)), 1e-4) << p << name;
+    }
+  }
+  RunOutput r = run("forward --help");
+  for (const char* name : {"mtp_logits", "mtp_draft_ids", "mtp_k", "mtp_v", "--draft"})
+    EXPECT_NE(r.out.find(name), std::string::npos) << name;
+  r = run("forward -m " + tiny_model_dir() + " --ids 1,2 --out /tmp/x.safetensors --dump mpt");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("unknown item"), std::string::npos) << r.out;
+}
+
 TEST(CliGenerate, GreedyIdsMatchGolden) {
   const Golden g("tiny-qwen35/golden/greedy.safetensors");
   for (const char* p : {"p0.", "p1."}) {
@@ -125,6 +179,34 @@ TEST(CliGenerate, ReasoningBudget) {
   EXPECT_TRUE(reasoning.ends_with("directly now.")) << reasoning;
   EXPECT_EQ(reasoning_tokens(-1, nullptr), 60);
   EXPECT_EQ(reasoning_tokens(-2, nullptr), 60);  // no option: unlimited
+}
+
+// --spec: every mode gives the golden greedy ids; --json reports the drafts.
+TEST(CliGenerate, SpeculationModesKeepTheGreedyIds) {
+  const Golden g("tiny-qwen35/golden/greedy.safetensors");
+  const std::string ids = join(g.i64("p0.prompt_ids"));
+  for (const char* mode : {"off", "pld", "mtp", "auto"}) {
+    RunOutput r = run("generate -m " + tiny_model_dir() + " --ids " + ids + " -n 32 --ignore-eos --json --spec " + mode +
+                      " --draft-max 3");
+    ASSERT_EQ(r.status, 0) << r.out;
+    auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+    EXPECT_EQ(j["ids"].get<std::vector<int64_t>>(), g.i64("p0.generated_ids")) << mode;
+    EXPECT_EQ(j["speculative"]["mode"], mode);
+    EXPECT_EQ(j["speculative"]["draft_max"], 3);
+    EXPECT_EQ(j["speculative"]["drafted"].get<int64_t>(),
+              j["mtp"]["drafted"].get<int64_t>() + j["pld"]["drafted"].get<int64_t>());
+    if (std::string(mode) == "mtp") EXPECT_GT(j["mtp"]["drafted"].get<int64_t>(), 0);
+    if (std::string(mode) == "off") EXPECT_EQ(j["speculative"]["drafted"], 0);
+    EXPECT_TRUE(j["timings"].contains("draft_ms"));
+  }
+  RunOutput r = run("generate -m " + tiny_model_dir() + " --ids 1,2 --spec eagle");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("--spec must be auto, mtp, pld or off"), std::string::npos) << r.out;
+  r = run("generate -m " + tiny_model_dir() + " --ids 1,2 --draft-max 0");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("--draft-max"), std::string::npos) << r.out;
+  r = run("serve --help");
+  EXPECT_NE(r.out.find("--spec MODE"), std::string::npos);
 }
 
 TEST(CliErrors, ClearMessagesAndNonZeroExit) {

@@ -94,6 +94,22 @@ describe('chat completions', () => {
     assert.equal(r.timings.predicted_n, r.usage.completion_tokens);
   });
 
+  test('speculative override: same answer, drafts reported in timings; bad values are 400', async () => {
+    const ask = (speculative) => client.chat.completions.create({
+      model: MODEL_ID, messages: user('Count to twenty.'), max_tokens: 12, temperature: 0, ignore_eos: true,
+      ...NO_THINKING, ...(speculative ? { speculative } : {}),
+    });
+    const off = await ask({ mode: 'off' });
+    const mtp = await ask({ mode: 'mtp', draft_max: 3 });
+    assert.equal(mtp.choices[0].message.content, off.choices[0].message.content);
+    assert.equal(off.timings.draft_n, 0);
+    assert.ok(mtp.timings.draft_n > 0, JSON.stringify(mtp.timings));
+    assert.equal(typeof mtp.timings.draft_n_accepted, 'number');
+    const bad = await post('/v1/chat/completions', { messages: user('hi'), speculative: { mode: 'eagle' } });
+    assert.equal(bad.status, 400, bad.text);
+    assert.equal(JSON.parse(bad.text).error.param, 'speculative.mode');
+  });
+
   test('the model may be omitted, empty or any name; answers name the served one', async () => {
     const r = await post('/v1/chat/completions', { messages: user('hi'), max_tokens: 1 });
     assert.equal(r.status, 200, r.text);

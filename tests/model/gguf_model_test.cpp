@@ -20,6 +20,7 @@
 #include "io/gguf_writer.h"
 #include "model/gguf_export.h"
 #include "model/image_processor.h"
+#include "model/mtp.h"
 #include "model/tensor_names.h"
 #include "support/logit_checks.h"
 #include "support/test_data.h"
@@ -324,6 +325,79 @@ TEST(GgufModel, MtpSidecarIsLoadedWithMtp) {
   EXPECT_EQ(with->nextn().tensors.size(), c.model->nextn().tensors.size());
   EXPECT_THROW(Model::load(dir + "/mtp-main.gguf"), Error);  // a sidecar alone is no model
   EXPECT_THROW(Model::load(c.text, ModelLoadOptions{.mtp = dir + "/mtp-main.gguf"}), Error);  // MTP twice
+}
+
+// The MTP head bound from a GGUF MTP block, bundled or from a sidecar, is the folder's head: fed
+// the same hidden states, embeddings and positions it gives the same bits (output, cache, logits)
+// for F32 and BF16 files, whose matrices hold the checkpoint's BF16 values exactly. (The trunk of a
+// GGUF model sums its tiled value heads in another order, so whole forward passes differ in the
+// last bits; the goldens bound those.)
+TEST(GgufModel, MtpHeadIsTheFoldersHead) {
+  const MtpHead* want = tiny_model().mtp();
+  ASSERT_NE(want, nullptr);
+  const TextConfig& cfg = tiny_model().config().text;
+  const int64_t H = cfg.hidden_size, V = cfg.vocab_size, T = 9;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> hidden(size_t(T * H));
+  for (float& x : hidden) x = nd(rng);
+  const std::vector<int32_t> ids = {248045, 846, 198, 9707, 11, 1246, 525, 498, 30};
+  std::vector<int32_t> pos(size_t(3 * T));
+  for (int64_t t = 0; t < 3 * T; ++t) pos[size_t(t)] = int32_t(t % T);
+  const kernels::Compute c = test_compute();
+  struct Out {
+    std::vector<float> emb, out, logits, k, v;
+  };
+  auto run = [&](const MtpHead& head) {
+    Out o;
+    o.emb.resize(size_t(T * H));
+    head.embed(ids.data(), T, o.emb.data());
+    KvCache kv = head.make_cache(DType::F32);
+    MtpWorkspace ws;
+    o.out.resize(size_t(T * H));
+    head.forward(c, o.emb.data(), hidden.data(), pos.data(), T, kv, ws, o.out.data());
+    o.logits.resize(size_t(T * V));
+    head.logits(c, o.out.data(), T, o.logits.data());
+    o.k = kv_as_heads_major(kv, cfg.num_kv_heads, cfg.head_dim, true);
+    o.v = kv_as_heads_major(kv, cfg.num_kv_heads, cfg.head_dim, false);
+    return o;
+  };
+  const Out ref = run(*want);
+  auto expect_same = [&](const Model& m, const std::string& what) {
+    ASSERT_NE(m.mtp(), nullptr) << what;
+    const Out got = run(*m.mtp());
+    EXPECT_EQ(got.emb, ref.emb) << what;
+    EXPECT_EQ(got.out, ref.out) << what;
+    EXPECT_EQ(got.k, ref.k) << what;
+    EXPECT_EQ(got.v, ref.v) << what;
+    EXPECT_EQ(got.logits, ref.logits) << what;
+  };
+  for (DType type : {DType::F32, DType::BF16}) expect_same(*converted(type).model, std::string(dtype_name(type)));
+
+  // The sidecar form: a main file without the block, and blk.8.* with token_embd, output_norm and
+  // output in the sidecar.
+  const Converted& conv = converted(DType::F32);
+  const GgufFile& full = *conv.model->gguf();
+  GgufWriter main_w, side_w;
+  for (const auto& [k, v] : full.metadata()) {
+    side_w.set_value(k, v);
+    if (k == "qwen35.block_count") main_w.set_u32(k, 8);
+    else if (k != "qwen35.nextn_predict_layers") main_w.set_value(k, v);
+  }
+  for (const GgufTensor& t : full.tensors()) {
+    const bool mtp = t.name.rfind("blk.8.", 0) == 0;
+    if (!mtp) main_w.add_tensor_bytes(t.name, *t.dtype, t.shape(), t.data, size_t(t.nbytes));
+    if (mtp || t.name.find("blk.") == std::string::npos)
+      side_w.add_tensor_bytes(t.name, *t.dtype, t.shape(), t.data, size_t(t.nbytes));
+  }
+  const std::string dir = temp_dir("gguf_mtp_head");
+  main_w.write(dir + "/main.gguf");
+  side_w.write(dir + "/mtp-main.gguf");
+  auto with = Model::load(dir + "/main.gguf", ModelLoadOptions{.mtp = dir + "/mtp-main.gguf"});
+  expect_same(*with, "sidecar");
+  // Without the block or the sidecar there is no head.
+  EXPECT_EQ(Model::load(dir + "/main.gguf")->mtp(), nullptr);
+  std::filesystem::remove_all(dir);
 }
 
 class GgufVisionGolden : public ::testing::TestWithParam<std::string> {};

@@ -98,7 +98,7 @@ TEST(WeightCache, DamagedOrForeignFilesAreIgnored) {
   // Garbage with the right name: ignored too.
   {
     std::ofstream out(files[0], std::ios::binary | std::ios::trunc);
-    out << "qwen35-weights2" << std::string(100, '\xff');
+    out << "qwen35-weights3" << std::string(100, '\xff');
   }
   EXPECT_FALSE(said(load(dir, "q8_0"), "mapped"));
   // A key for other sources finds nothing.

@@ -100,13 +100,13 @@ void finish(const Generation& g, Outcome& o) {
 std::vector<Request> requests() {
   std::vector<Request> rs(5);
   rs[0].prompt = random_prompt(1, 40);
-  rs[0].params = greedy(20, false);
+  rs[0].params = greedy(20, SpecMode::kOff);
   // Repetitive prompt: prompt lookup drafts and verifies blocks of several tokens.
   for (int i = 0; i < 8; ++i) {
     auto phrase = random_prompt(2, 4);
     rs[1].prompt.insert(rs[1].prompt.end(), phrase.begin(), phrase.end());
   }
-  rs[1].params = greedy(24, true);
+  rs[1].params = greedy(24, SpecMode::kPld);
   rs[2].prompt = random_prompt(3, 9);
   rs[2].params.temperature = 0.8f;
   rs[2].params.top_p = 0.95f;
@@ -120,19 +120,19 @@ std::vector<Request> requests() {
   u.content.push_back(ContentPart::Image(file_bytes(tiny_model_dir() + "/chelsea.png")));
   u.content.push_back(ContentPart::Text("What is in the picture?"));
   rs[3].chat.messages.push_back(u);
-  rs[3].params = greedy(10, false);
+  rs[3].params = greedy(10, SpecMode::kOff);
   rs[4].warm_prompt = random_prompt(5, 50);
   rs[4].prompt = rs[4].warm_prompt;
   auto more = random_prompt(6, 7);
   rs[4].prompt.insert(rs[4].prompt.end(), more.begin(), more.end());
-  rs[4].params = greedy(16, true);
+  rs[4].params = greedy(16, SpecMode::kMtp);
   rs[4].params.logprobs = true;
   rs[4].cancel_after_steps = 9;
   // Reasoning budgets: the forced closing of a thought is fed at its round like any block.
   Request think;
   think.kind = Request::Kind::kChat;
   think.chat.messages.push_back(ChatMessage::Text("user", "Think, then answer."));
-  think.params = greedy(40, true);
+  think.params = greedy(40, SpecMode::kPld);
   think.params.reasoning_budget = 5;
   rs.push_back(think);
   think.params = rs[2].params;

@@ -39,7 +39,7 @@ TEST_P(ChatE2E, MatchesOfficialPipeline) {
 
     auto session = engine.new_session();
     Status st;
-    GenerationResult r = session->chat(req, greedy(16, pld), nullptr, &st);
+    GenerationResult r = session->chat(req, greedy(16, pld ? SpecMode::kAuto : SpecMode::kOff), nullptr, &st);
     ASSERT_TRUE(st.ok()) << st.message;
     const auto prompt_ids = g["prompt_ids"].get<std::vector<int32_t>>();
     EXPECT_EQ(r.prompt_tokens, int64_t(prompt_ids.size()));
@@ -68,8 +68,8 @@ TEST_P(ChatE2E, MatchesOfficialPipeline) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(PromptLookup, ChatE2E, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "pld_on" : "pld_off"; });
+INSTANTIATE_TEST_SUITE_P(Speculation, ChatE2E, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "spec_auto" : "spec_off"; });
 
 }  // namespace
 }  // namespace qwen35::test

@@ -33,7 +33,7 @@ std::vector<int32_t> prompt_of(const Engine& engine, const ChatRequest& r) {
 }
 
 SamplingParams budgeted(int64_t budget, int64_t max_tokens, bool pld) {
-  SamplingParams p = greedy(max_tokens, pld);
+  SamplingParams p = greedy(max_tokens, pld ? SpecMode::kPld : SpecMode::kOff);
   p.reasoning_budget = budget;
   return p;
 }
@@ -143,7 +143,7 @@ TEST(ReasoningBudget, ClosesTheThoughtAfterExactlyNTokens) {
   const int64_t F = int64_t(closing.size()), answer = 10;
   const std::vector<int32_t> prompt = prompt_of(engine, question());
   Status st;
-  const GenerationResult free = engine.new_session()->chat(question(), greedy(40, false), nullptr, &st);
+  const GenerationResult free = engine.new_session()->chat(question(), greedy(40, SpecMode::kOff), nullptr, &st);
   ASSERT_TRUE(st.ok()) << st.message;
   ASSERT_EQ(std::count(free.tokens.begin(), free.tokens.end(), e.think_end_id), 0) << "the model closed its own thought";
   EXPECT_EQ(free.reasoning_tokens, 40);
@@ -169,7 +169,7 @@ TEST(ReasoningBudget, ClosesTheThoughtAfterExactlyNTokens) {
 
     std::vector<int32_t> forced_prompt = prompt;
     forced_prompt.insert(forced_prompt.end(), r.tokens.begin(), r.tokens.begin() + n + F);
-    const GenerationResult oracle = engine.new_session()->complete(forced_prompt, greedy(answer, false), nullptr, &st);
+    const GenerationResult oracle = engine.new_session()->complete(forced_prompt, greedy(answer, SpecMode::kOff), nullptr, &st);
     ASSERT_TRUE(st.ok()) << st.message;
     EXPECT_EQ(std::vector<int32_t>(r.tokens.begin() + n + F, r.tokens.end()), oracle.tokens);
 
@@ -188,7 +188,7 @@ TEST(ReasoningBudget, ClosesTheThoughtAfterExactlyNTokens) {
 TEST(ReasoningBudget, NoThoughtNoEffect) {
   const Engine& engine = tiny_engine();
   Status st;
-  const GenerationResult off = engine.new_session()->chat(question(false), greedy(12, false), nullptr, &st);
+  const GenerationResult off = engine.new_session()->chat(question(false), greedy(12, SpecMode::kOff), nullptr, &st);
   ASSERT_TRUE(st.ok()) << st.message;
   EXPECT_EQ(off.reasoning_tokens, 0);
   const GenerationResult off0 = engine.new_session()->chat(question(false), budgeted(0, 12, false), nullptr, &st);
@@ -196,12 +196,12 @@ TEST(ReasoningBudget, NoThoughtNoEffect) {
   EXPECT_EQ(off0.reasoning_tokens, 0);
 
   const std::vector<int32_t> prompt = prompt_of(engine, question());  // ends with "<think>\n"
-  const GenerationResult raw = engine.new_session()->complete(prompt, greedy(12, false), nullptr, &st);
+  const GenerationResult raw = engine.new_session()->complete(prompt, greedy(12, SpecMode::kOff), nullptr, &st);
   const GenerationResult raw0 = engine.new_session()->complete(prompt, budgeted(0, 12, false), nullptr, &st);
   EXPECT_EQ(raw0.tokens, raw.tokens);
   EXPECT_EQ(raw0.reasoning_tokens, 0);
 
-  const GenerationResult free = engine.new_session()->chat(question(), greedy(12, false), nullptr, &st);
+  const GenerationResult free = engine.new_session()->chat(question(), greedy(12, SpecMode::kOff), nullptr, &st);
   const GenerationResult roomy = engine.new_session()->chat(question(), budgeted(12, 12, false), nullptr, &st);
   EXPECT_EQ(roomy.tokens, free.tokens);  // the 12th token is the last: nothing left to force
   EXPECT_EQ(roomy.reasoning_tokens, 12);
@@ -240,7 +240,7 @@ TEST(ReasoningBudget, SpeculationNeverRunsPastTheBudget) {
   const int64_t F = int64_t(e.thought_closing_ids.size());
   const std::vector<int32_t> prompt = prompt_of(engine, question());
   Status st;
-  const GenerationResult free = engine.new_session()->chat(question(), greedy(80, false), nullptr, &st);
+  const GenerationResult free = engine.new_session()->chat(question(), greedy(80, SpecMode::kOff), nullptr, &st);
   ASSERT_TRUE(st.ok()) << st.message;
   for (int64_t n : {0, 3, 9, 20}) {
     const int64_t max_tokens = n + F + 12;

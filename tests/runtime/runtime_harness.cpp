@@ -23,11 +23,11 @@ const Engine& tiny_engine(int image_size) {
   return *e;
 }
 
-SamplingParams greedy(int64_t max_tokens, bool pld) {
+SamplingParams greedy(int64_t max_tokens, SpecMode spec) {
   SamplingParams p;
   p.temperature = 0;
   p.max_tokens = max_tokens;
-  p.prompt_lookup = pld;
+  p.speculative.mode = spec;
   p.ignore_eos = true;
   return p;
 }

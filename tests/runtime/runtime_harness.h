@@ -14,7 +14,8 @@ namespace qwen35::test {
 // The tiny model with native image sizes (image_size 0) or the seed's fixed 512x512.
 const Engine& tiny_engine(int image_size = 0);
 
-SamplingParams greedy(int64_t max_tokens, bool pld = true);
+// Greedy, ignoring end-of-sequence tokens, with speculation `spec`.
+SamplingParams greedy(int64_t max_tokens, SpecMode spec = SpecMode::kAuto);
 
 // A chat request from the messages of a golden jsonl line; image parts {"type":"image","image":FILE}
 // are read from image_dir.

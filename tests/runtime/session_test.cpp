@@ -82,6 +82,57 @@ TEST(Snapshot, RewindRestoresDeltaNetAndTruncatesKv) {
   EXPECT_EQ(0, std::memcmp(first.data(), again.data(), first.size() * sizeof(float)));
 }
 
+// Keeping part of a traced block (the accepted part of a verified draft) replays the DeltaNet
+// recurrences from the trace: the state is bit-identical to rewinding and feeding that part again.
+TEST(Snapshot, RewindIntoATracedBlockEqualsFeedingAgain) {
+  const EngineImpl& e = tiny_engine().impl();
+  const int64_t V = e.text_config().vocab_size;
+  std::mt19937 rng(9);
+  auto prompt = random_ids(rng, 15), block = random_ids(rng, 12), next = random_ids(rng, 3);
+  for (int64_t keep : {1, 2, 7, 11, 12}) {
+    Sequence a(e), b(e);
+    a.feed_text(prompt.data(), 15, DeltaRuleMode::kAuto, 0, nullptr);
+    b.feed_text(prompt.data(), 15, DeltaRuleMode::kAuto, 0, nullptr);
+    Sequence::DeltaNetSave save;
+    a.save_deltanet(save);
+    a.feed_text(block.data(), 12, DeltaRuleMode::kRecurrent, 0, nullptr, /*traced=*/true);
+    a.rewind(save, keep);
+    EXPECT_EQ(a.length(), 15 + keep);
+    b.feed_text(block.data(), keep, DeltaRuleMode::kRecurrent, 0, nullptr);
+    EXPECT_EQ(a.tokens(), b.tokens());
+    const auto sa = a.snapshot(), sb = b.snapshot();
+    for (size_t i = 0; i < sa->deltanet.size(); ++i) {
+      EXPECT_EQ(sa->deltanet[i].recurrent, sb->deltanet[i].recurrent) << "keep " << keep << " layer " << i;
+      EXPECT_EQ(sa->deltanet[i].conv, sb->deltanet[i].conv) << "keep " << keep << " layer " << i;
+    }
+    std::vector<float> la(size_t(3 * V)), lb(size_t(3 * V));
+    a.feed_text(next.data(), 3, DeltaRuleMode::kRecurrent, 3, la.data());
+    b.feed_text(next.data(), 3, DeltaRuleMode::kRecurrent, 3, lb.data());
+    EXPECT_EQ(0, std::memcmp(la.data(), lb.data(), la.size() * sizeof(float))) << "keep " << keep;
+    // A second, shorter rewind into the same block (a stop inside the accepted part).
+    if (keep > 1) {
+      Sequence c(e);
+      c.feed_text(prompt.data(), 15, DeltaRuleMode::kAuto, 0, nullptr);
+      c.feed_text(block.data(), 12, DeltaRuleMode::kRecurrent, 0, nullptr, true);
+      c.rewind(save, keep);
+      c.rewind(save, 1);
+      EXPECT_EQ(c.snapshot()->deltanet[0].recurrent, [&] {
+        Sequence d(e);
+        d.feed_text(prompt.data(), 15, DeltaRuleMode::kAuto, 0, nullptr);
+        d.feed_text(block.data(), 1, DeltaRuleMode::kRecurrent, 0, nullptr);
+        return d.snapshot()->deltanet[0].recurrent;
+      }());
+    }
+  }
+  // Only a traced block right after the save can be kept in part.
+  Sequence s(e);
+  s.feed_text(prompt.data(), 15, DeltaRuleMode::kAuto, 0, nullptr);
+  Sequence::DeltaNetSave save;
+  s.save_deltanet(save);
+  s.feed_text(block.data(), 12, DeltaRuleMode::kRecurrent, 0, nullptr);
+  EXPECT_THROW(s.rewind(save, 3), Error);
+}
+
 // Prompt lookup decoding returns exactly the plain greedy tokens, including on repetitive
 // prompts where drafts get accepted.
 TEST(PromptLookup, EqualsPlainGreedyTokenForToken) {
@@ -98,9 +149,9 @@ TEST(PromptLookup, EqualsPlainGreedyTokenForToken) {
   int64_t drafted = 0, accepted = 0;
   for (const auto& prompt : prompts) {
     Status st;
-    auto plain = engine.new_session()->complete(prompt, greedy(24, false), nullptr, &st);
+    auto plain = engine.new_session()->complete(prompt, greedy(24, SpecMode::kOff), nullptr, &st);
     ASSERT_TRUE(st.ok()) << st.message;
-    auto pld = engine.new_session()->complete(prompt, greedy(24, true), nullptr, &st);
+    auto pld = engine.new_session()->complete(prompt, greedy(24, SpecMode::kPld), nullptr, &st);
     ASSERT_TRUE(st.ok()) << st.message;
     EXPECT_EQ(plain.tokens, pld.tokens);
     EXPECT_EQ(plain.content, pld.content);
@@ -122,10 +173,10 @@ TEST(PromptLookup, VerifiedDraftsOfEveryQualityKeepGreedyOutput) {
   for (int trial = 0; trial < 4; ++trial) {
     const auto prompt = random_ids(rng, 6 + trial * 9);
     Status st;
-    const GenerationResult plain = engine.new_session()->complete(prompt, greedy(48, false), nullptr, &st);
+    const GenerationResult plain = engine.new_session()->complete(prompt, greedy(48, SpecMode::kOff), nullptr, &st);
     ASSERT_TRUE(st.ok());
     auto session = engine.new_session();
-    auto gen = session->start_completion(prompt, greedy(48, true), nullptr, &st);
+    auto gen = session->start_completion(prompt, greedy(48, SpecMode::kPld), nullptr, &st);
     ASSERT_TRUE(st.ok());
     int calls = 0;
     gen->impl().draft_source = [&](const std::vector<int32_t>& history, int max_tokens, std::vector<int32_t>& out) {
@@ -167,11 +218,11 @@ TEST(PromptLookup, ExactAtTheEndOfTheContextAndAfterAStop) {
     auto engine = engine_with_context(ctx);
     Status st;
     auto plain_session = engine->new_session();
-    const GenerationResult plain = plain_session->complete(prompt, greedy(1000, false), nullptr, &st);
+    const GenerationResult plain = plain_session->complete(prompt, greedy(1000, SpecMode::kOff), nullptr, &st);
     ASSERT_TRUE(st.ok());
     EXPECT_EQ(plain.stop_reason, StopReason::kContextFull);
     auto session = engine->new_session();
-    auto gen = session->start_completion(prompt, greedy(1000, true), nullptr, &st);
+    auto gen = session->start_completion(prompt, greedy(1000, SpecMode::kPld), nullptr, &st);
     gen->impl().draft_source = [&](const std::vector<int32_t>& history, int max_tokens, std::vector<int32_t>& out) {
       const size_t done = history.size() - prompt.size();
       for (int i = 0; i < max_tokens && done + size_t(i) < plain.tokens.size(); ++i) out.push_back(plain.tokens[done + size_t(i)]);
@@ -185,13 +236,13 @@ TEST(PromptLookup, ExactAtTheEndOfTheContextAndAfterAStop) {
   // A stop string that ends inside an accepted draft.
   auto engine = engine_with_context(4096);
   Status st;
-  const GenerationResult probe = engine->new_session()->complete(prompt, greedy(20, false), nullptr, &st);
-  SamplingParams params = greedy(20, false);
+  const GenerationResult probe = engine->new_session()->complete(prompt, greedy(20, SpecMode::kOff), nullptr, &st);
+  SamplingParams params = greedy(20, SpecMode::kOff);
   params.stop = {engine->detokenize({probe.tokens[6]})};
   auto plain_session = engine->new_session();
   const GenerationResult plain = plain_session->complete(prompt, params, nullptr, &st);
   ASSERT_EQ(plain.stop_reason, StopReason::kStopString);
-  params.prompt_lookup = true;
+  params.speculative.mode = SpecMode::kPld;
   auto session = engine->new_session();
   auto gen = session->start_completion(prompt, params, nullptr, &st);
   gen->impl().draft_source = [&](const std::vector<int32_t>& history, int max_tokens, std::vector<int32_t>& out) {
@@ -385,7 +436,7 @@ TEST(Session, CancelFromCallbackStops) {
   const Engine& engine = tiny_engine();
   Status st;
   int events = 0;
-  auto r = engine.new_session()->complete({1, 2, 3}, greedy(50, false),
+  auto r = engine.new_session()->complete({1, 2, 3}, greedy(50, SpecMode::kOff),
                                           [&](const GenerationEvent& ev) { return ++events < 3; }, &st);
   ASSERT_TRUE(st.ok());
   EXPECT_EQ(r.stop_reason, StopReason::kCancelled);

@@ -285,6 +285,38 @@ TEST(OpenAIRequest, ReasoningBudget) {
   }
 }
 
+// Our extension "speculative": {mode, draft_max}, on both endpoints; absent fields keep the
+// server's defaults.
+TEST(OpenAIRequest, SpeculativeOverride) {
+  SamplingParams d = defaults();
+  d.speculative.mode = SpecMode::kPld;
+  d.speculative.draft_max = 5;
+  ChatCompletionRequest r = parse_chat_completion(chat(), d, policy());
+  EXPECT_EQ(r.params.speculative.mode, SpecMode::kPld);
+  EXPECT_EQ(r.params.speculative.draft_max, 5);
+  r = parse_chat_completion(chat({{"speculative", {{"mode", "mtp"}, {"draft_max", 3}}}}), d, policy());
+  EXPECT_EQ(r.params.speculative.mode, SpecMode::kMtp);
+  EXPECT_EQ(r.params.speculative.draft_max, 3);
+  r = parse_chat_completion(chat({{"speculative", {{"mode", "off"}}}}), d, policy());
+  EXPECT_EQ(r.params.speculative.mode, SpecMode::kOff);
+  EXPECT_EQ(r.params.speculative.draft_max, 5);
+  r = parse_chat_completion(chat({{"speculative", nullptr}}), d, policy());
+  EXPECT_EQ(r.params.speculative.mode, SpecMode::kPld);
+  const CompletionRequest c =
+      parse_completion({{"prompt", "x"}, {"speculative", {{"mode", "auto"}, {"draft_max", 16}}}}, d, policy());
+  EXPECT_EQ(c.params.speculative.mode, SpecMode::kAuto);
+  EXPECT_EQ(c.params.speculative.draft_max, 16);
+
+  EXPECT_API_ERROR(chat_error(chat({{"speculative", "mtp"}})), 400, "speculative", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"speculative", {{"mode", "eagle"}}}})), 400, "speculative.mode", "invalid_value");
+  EXPECT_API_ERROR(chat_error(chat({{"speculative", {{"mode", 1}}}})), 400, "speculative.mode", "invalid_type");
+  EXPECT_API_ERROR(chat_error(chat({{"speculative", {{"draft_max", 0}}}})), 400, "speculative.draft_max", "invalid_value");
+  EXPECT_API_ERROR(chat_error(chat({{"speculative", {{"draft_max", 17}}}})), 400, "speculative.draft_max", "invalid_value");
+  EXPECT_API_ERROR(chat_error(chat({{"speculative", {{"draft_max", 2.5}}}})), 400, "speculative.draft_max", "invalid_type");
+  EXPECT_API_ERROR(completion_error({{"prompt", "x"}, {"speculative", {{"mode", "fast"}}}}), 400, "speculative.mode",
+                   "invalid_value");
+}
+
 TEST(OpenAIRequest, MessagesProblemsNameTheMessage) {
   json body = chat();
   body.erase("messages");

@@ -24,6 +24,11 @@ GenerationResult result(StopReason reason) {
   r.timings.decode_tokens = 4;
   r.timings.decode_ms = 8;
   r.timings.vision_ms = 1.5;
+  r.timings.draft_ms = 0.5;
+  r.mtp_drafted = 6;
+  r.mtp_accepted = 2;
+  r.pld_drafted = 3;
+  r.pld_accepted = 1;
   return r;
 }
 
@@ -68,6 +73,9 @@ TEST(OpenAIResponse, UsageAndTimings) {
   EXPECT_DOUBLE_EQ(t["predicted_per_second"].get<double>(), 500.0);
   EXPECT_EQ(t["cached_n"], 8);
   EXPECT_DOUBLE_EQ(t["vision_ms"].get<double>(), 1.5);
+  EXPECT_EQ(t["draft_n"], 9);  // speculative drafts of both sources
+  EXPECT_EQ(t["draft_n_accepted"], 3);
+  EXPECT_DOUBLE_EQ(t["draft_ms"].get<double>(), 0.5);
   GenerationResult idle;
   EXPECT_EQ(timings_json(idle)["prompt_per_second"], 0.0);  // no division by zero
 }
