@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "model/vision_prep.h"
 
 namespace qwen35 {
 namespace fs = std::filesystem;
@@ -85,19 +86,8 @@ std::vector<NamedMatrix> named_matrices(TextWeights& text, VisionWeights* vision
     add(b + "ffn_up.weight", L.mlp.up);
     add(b + "ffn_down.weight", L.mlp.down);
   }
-  if (vision) {
-    add("v.patch_embd.weight", vision->patch_embed.w);
-    for (size_t j = 0; j < vision->blocks.size(); ++j) {
-      VisionBlockWeights& B = vision->blocks[j];
-      const std::string b = "v.blk." + std::to_string(j) + ".";
-      add(b + "attn_qkv.weight", B.qkv.w);
-      add(b + "attn_out.weight", B.proj.w);
-      add(b + "ffn_up.weight", B.fc1.w);
-      add(b + "ffn_down.weight", B.fc2.w);
-    }
-    add("mm.0.weight", vision->merger_fc1.w);
-    add("mm.2.weight", vision->merger_fc2.w);
-  }
+  if (vision)
+    for (NamedMatrix& nm : vision_matrices(*vision)) out.push_back(std::move(nm));
   return out;
 }
 
@@ -174,21 +164,20 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
   if (options.prepare) {
     std::vector<DType> types = choose_weight_types(options.weights, text, shape);
     std::vector<NamedMatrix> vision_mats;
-    std::vector<DType> vision_types;
-    if (has_vision) {
-      for (NamedMatrix& nm : named_matrices(t, &vision_weights))
-        if (nm.name.rfind("v.", 0) == 0 || nm.name.rfind("mm.", 0) == 0) vision_mats.push_back(nm);
-      vision_types = vision_weight_types(options.weights, vision_mats);
-    }
+    if (has_vision) vision_mats = vision_matrices(vision_weights);
     double total = 0, done = 0;
     for (const auto* list : {&text, &vision_mats})
       for (const NamedMatrix& nm : *list) total += double(nm.w->rows) * double(nm.w->cols);
-    auto stage = [&](const std::vector<NamedMatrix>& mats, const std::vector<DType>& ty) {
+    auto progress_of = [&](const std::vector<NamedMatrix>& mats) {
       double size = 0;
       for (const NamedMatrix& nm : mats) size += double(nm.w->rows) * double(nm.w->cols);
       prep.progress = [&, size](double f) {
         if (options.on_prepare_progress) options.on_prepare_progress(total > 0 ? (done + f * size) / total : 1.0);
       };
+      return size;
+    };
+    auto stage = [&](const std::vector<NamedMatrix>& mats, const std::vector<DType>& ty) {
+      const double size = progress_of(mats);
       prepare_weights(mats, ty, m->store_, prep);
       done += size;
     };
@@ -202,7 +191,10 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
       types.erase(types.begin());
     }
     stage(text, types);
-    if (has_vision) stage(vision_mats, vision_types);
+    if (has_vision) {
+      progress_of(vision_mats);
+      prepare_vision_weights(vision_weights, options.weights, m->store_, prep);
+    }
   }
 
   m->weight_bytes_ = matrix_bytes(t.embed) + (tied && t.lm_head.data == t.embed.data ? 0 : matrix_bytes(t.lm_head));

@@ -353,6 +353,20 @@ bool VisionRun::done() const { return s_->stage == VisionStage::kDone; }
 std::vector<float>& VisionRun::output() { return s_->out; }
 int64_t VisionRun::slices() const { return s_->slices; }
 
+const char* VisionRun::stage() const {
+  switch (s_->stage) {
+    case VisionStage::kPatchEmbed: return "patch_embed";
+    case VisionStage::kPositions: return "positions";
+    case VisionStage::kQkv: return "qkv";
+    case VisionStage::kAttention: return "attention";
+    case VisionStage::kProj: return "proj";
+    case VisionStage::kMlp: return "mlp";
+    case VisionStage::kMerger: return "merger";
+    case VisionStage::kDone: break;
+  }
+  return "done";
+}
+
 bool VisionRun::step(const kernels::Compute& c) {
   State& st = *s_;
   if (st.stage == VisionStage::kDone) return false;
