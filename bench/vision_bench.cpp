@@ -4,9 +4,9 @@
 //
 //   build/bin/vision_bench --benchmark_format=json --benchmark_out=vision.json
 //
-// Each case runs 3 repetitions of one image (after a warm-up image) and reports their median;
-// real_time is seconds per image and the counters `<stage>_s` split it by stage, summed over the
-// blocks: patch_embed, positions, qkv (LayerNorm, qkv matmul, bias, rotary), attention, proj,
+// Each case (2 threads, then 1) runs 3 repetitions of one image (after a warm-up image) and
+// reports their median; real_time is seconds per image and the counters `<stage>_s` split it by
+// stage, summed over the blocks: patch_embed, positions, qkv (LayerNorm, qkv matmul, bias, rotary), attention, proj,
 // mlp (LayerNorm, fc1, GELU, fc2) and merger. Weights are bf16 as in the checkpoint ("bf16") or
 // prepared at load like `--weights q8_0` (the vision tower gets Q8_0 under any quantized preset),
 // by the same preparation as Model::load, for the kernel table this CPU would use.
@@ -154,6 +154,7 @@ int main(int argc, char** argv) {
       const std::string name = std::string("vision/") + weights + "/image:" + std::to_string(side);
       benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) { vision_tower(s, weights, side); })
           ->Arg(2)
+          ->Arg(1)
           ->ArgName("threads")
           ->Iterations(1)
           ->Repetitions(3)
