@@ -44,7 +44,8 @@ void add_biased(const kernels::Compute& c, float* x, float* y, const std::vector
   });
 }
 
-// exact GELU: 0.5 x (1 + erf(x / sqrt(2))) (the merger's; a few thousand values per image)
+// exact GELU: 0.5 x (1 + erf(x / sqrt(2))), the merger's: 1.2e6 values for a 512x512 image, a few
+// milliseconds of std::erf, so no table kernel
 inline float gelu_erf(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f)); }
 
 // ---- Patch order ---------------------------------------------------------------------------------
