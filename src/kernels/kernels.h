@@ -47,6 +47,10 @@ using StreamReadFn = uint64_t (*)(const void* p, size_t n);
 using SwigluFn = void (*)(const float* g, const float* u, float* y, int64_t n);
 // y[i] += a * x[i]
 using AxpyFn = void (*)(float a, const float* x, float* y, int64_t n);
+// One row of n values (the vision tower's LayerNorm): y = (x - mean) * r * w + b with
+// r = 1 / sqrt(var + eps), the biased variance of x - mean; mean and variance are summed in
+// double, the rest in float as written. y may alias x. A row's result depends on its values alone.
+using LayerNormFn = void (*)(const float* x, const float* w, const float* b, double eps, float* y, int64_t n);
 
 // One value head of the gated delta rule (spec 4). q and k are l2-normalised (q also scaled by
 // 1/sqrt(dk)); row t of each input sits `*_stride` floats after row t-1. S is [dk, dv], fp32.
@@ -133,6 +137,10 @@ struct KernelTable {
   UnaryFn silu = nullptr;     // x * sigmoid(x)
   UnaryFn sigmoid = nullptr;  // 1 / (1 + e^-x)
   SwigluFn swiglu = nullptr;
+  // torch's gelu_pytorch_tanh, 0.5 x (1 + tanh(u)) with u = sqrt(2/pi) (x + 0.044715 x^3), computed
+  // as the equal x / (1 + e^(-2u)), which keeps its accuracy where 1 + tanh(u) cancels.
+  UnaryFn gelu_tanh = nullptr;
+  LayerNormFn layer_norm = nullptr;
   StreamReadFn stream_read = nullptr;
   DeltaRecurrentFn delta_recurrent = nullptr;
   DeltaChunkFn delta_chunk = nullptr;

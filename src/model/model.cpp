@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "model/weight_cache.h"
+#include "model/vision_prep.h"
 
 namespace qwen35 {
 namespace fs = std::filesystem;
@@ -86,19 +87,8 @@ std::vector<NamedMatrix> named_matrices(TextWeights& text, VisionWeights* vision
     add(b + "ffn_up.weight", L.mlp.up);
     add(b + "ffn_down.weight", L.mlp.down);
   }
-  if (vision) {
-    add("v.patch_embd.weight", vision->patch_embed.w);
-    for (size_t j = 0; j < vision->blocks.size(); ++j) {
-      VisionBlockWeights& B = vision->blocks[j];
-      const std::string b = "v.blk." + std::to_string(j) + ".";
-      add(b + "attn_qkv.weight", B.qkv.w);
-      add(b + "attn_out.weight", B.proj.w);
-      add(b + "ffn_up.weight", B.fc1.w);
-      add(b + "ffn_down.weight", B.fc2.w);
-    }
-    add("mm.0.weight", vision->merger_fc1.w);
-    add("mm.2.weight", vision->merger_fc2.w);
-  }
+  if (vision)
+    for (NamedMatrix& nm : vision_matrices(*vision)) out.push_back(std::move(nm));
   return out;
 }
 
@@ -208,6 +198,9 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
     if (load_weight_cache(weight_cache_path(options.weights_cache_dir, cache_key), cache_key, cached, m->weight_cache_)) {
       from_cache = true;
       if (options.on_notice) options.on_notice("weight cache: mapped " + m->weight_cache_->path());
+      // A widened vision MLP (vision_prep) comes back widened: its fc1 bias follows with zeros.
+      for (VisionBlockWeights& b : vision_weights.blocks)
+        if (int64_t(b.fc1.b.size()) < b.fc1.w.rows) b.fc1.b.resize(size_t(b.fc1.w.rows), 0.0f);
     }
   }
   if (options.prepare && !from_cache) {
@@ -222,21 +215,20 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
       mtp_types.assign(all.end() - int64_t(mtp_mats.size()), all.end());
     }
     std::vector<NamedMatrix> vision_mats;
-    std::vector<DType> vision_types;
-    if (has_vision) {
-      for (NamedMatrix& nm : named_matrices(t, &vision_weights))
-        if (nm.name.rfind("v.", 0) == 0 || nm.name.rfind("mm.", 0) == 0) vision_mats.push_back(nm);
-      vision_types = vision_weight_types(options.weights, vision_mats);
-    }
+    if (has_vision) vision_mats = vision_matrices(vision_weights);
     double total = 0, done = 0;
     for (const auto* list : {&text, &vision_mats, &mtp_mats})
       for (const NamedMatrix& nm : *list) total += double(nm.w->rows) * double(nm.w->cols);
-    auto stage = [&](const std::vector<NamedMatrix>& mats, const std::vector<DType>& ty) {
+    auto progress_of = [&](const std::vector<NamedMatrix>& mats) {
       double size = 0;
       for (const NamedMatrix& nm : mats) size += double(nm.w->rows) * double(nm.w->cols);
       prep.progress = [&, size](double f) {
         if (options.on_prepare_progress) options.on_prepare_progress(total > 0 ? (done + f * size) / total : 1.0);
       };
+      return size;
+    };
+    auto stage = [&](const std::vector<NamedMatrix>& mats, const std::vector<DType>& ty) {
+      const double size = progress_of(mats);
       prepare_weights(mats, ty, m->store_, prep);
       done += size;
     };
@@ -250,7 +242,10 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
       types.erase(types.begin());
     }
     stage(text, types);
-    if (has_vision) stage(vision_mats, vision_types);
+    if (has_vision) {
+      progress_of(vision_mats);
+      prepare_vision_weights(vision_weights, options.weights, m->store_, prep);
+    }
     if (has_mtp) stage(mtp_mats, mtp_types);
     if (!cached.empty()) {
       try {

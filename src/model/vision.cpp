@@ -13,24 +13,19 @@ constexpr double kRopeTheta = 10000.0;  // hard-coded in the reference vision ro
 
 // ---- Small row-wise operations ------------------------------------------------------------------
 
-// y = (x - mean) / sqrt(var + eps) * w + b over rows of n, biased variance; rows split over the pool.
-// The statistics are summed in double: cheap here, and closer to exact than the reference's fp32.
+// y = LayerNorm(x) over rows of n (the table's kernel, double sums); rows split over the pool.
 void layer_norm_rows(const kernels::Compute& c, const float* x, const LayerNormWeights& w, int64_t rows, int64_t n,
                      double eps, float* y) {
-  const float* g = w.weight.data();
-  const float* b = w.bias.data();
   c.pool->parallel_for(size_t(rows), 16, [&](size_t r0, size_t r1) {
-    for (size_t r = r0; r < r1; ++r) {
-      const float* xr = x + int64_t(r) * n;
-      float* yr = y + int64_t(r) * n;
-      double sum = 0;
-      for (int64_t i = 0; i < n; ++i) sum += xr[i];
-      const float mean = float(sum / double(n));
-      double ss = 0;
-      for (int64_t i = 0; i < n; ++i) ss += double(xr[i] - mean) * double(xr[i] - mean);
-      const float inv = float(1.0 / std::sqrt(ss / double(n) + eps));
-      for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - mean) * inv * g[i] + b[i];
-    }
+    for (size_t r = r0; r < r1; ++r) c.k->layer_norm(x + int64_t(r) * n, w.weight.data(), w.bias.data(), eps, y + int64_t(r) * n, n);
+  });
+}
+
+// Calls fn(row) for the rows [0, T) across the pool.
+template <typename F>
+void for_rows(const kernels::Compute& c, int64_t T, F fn) {
+  c.pool->parallel_for(size_t(T), 4, [&](size_t t0, size_t t1) {
+    for (int64_t t = int64_t(t0); t < int64_t(t1); ++t) fn(t);
   });
 }
 
@@ -38,30 +33,20 @@ void layer_norm_rows(const kernels::Compute& c, const float* x, const LayerNormW
 void linear_bias(const kernels::Compute& c, const float* x, int64_t T, const LinearWeights& l, float* y) {
   kernels::linear(c, x, T, l.w, y);
   const int64_t n = l.w.rows;
-  c.pool->parallel_for(size_t(T), 16, [&](size_t t0, size_t t1) {
-    for (int64_t t = int64_t(t0); t < int64_t(t1); ++t)
-      for (int64_t o = 0; o < n; ++o) y[t * n + o] += l.b[size_t(o)];
+  for_rows(c, T, [&](int64_t t) { c.k->axpy(1.0f, l.b.data(), y + t * n, n); });
+}
+
+// x[T, n] += y[T, n] + b (y gets the bias first, as a biased linear layer's output).
+void add_biased(const kernels::Compute& c, float* x, float* y, const std::vector<float>& b, int64_t T, int64_t n) {
+  for_rows(c, T, [&](int64_t t) {
+    c.k->axpy(1.0f, b.data(), y + t * n, n);
+    c.k->axpy(1.0f, y + t * n, x + t * n, n);
   });
 }
 
-// torch's "gelu_pytorch_tanh": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-inline float gelu_tanh(float x) {
-  const float k = 0.7978845608028654f;  // sqrt(2 / pi)
-  return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
-}
-// exact GELU: 0.5 x (1 + erf(x / sqrt(2)))
+// exact GELU: 0.5 x (1 + erf(x / sqrt(2))), the merger's: 1.2e6 values for a 512x512 image, a few
+// milliseconds of std::erf, so no table kernel
 inline float gelu_erf(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f)); }
-
-template <typename F>
-void map_inplace(const kernels::Compute& c, float* x, int64_t n, F f) {
-  c.pool->parallel_for(size_t(n), 4096, [&](size_t b, size_t e) {
-    for (size_t i = b; i < e; ++i) x[i] = f(x[i]);
-  });
-}
-
-void add_inplace(float* x, const float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
-}
 
 // ---- Patch order ---------------------------------------------------------------------------------
 
@@ -109,56 +94,63 @@ InterpAxis interp_axis(int64_t n, int64_t side) {
 
 // ---- Attention -----------------------------------------------------------------------------------
 
+// Query rows per attention task: the kernel's batch, whose rows share every key and value load.
+constexpr int64_t kAttnRowsPerTask = 64;
+
 // Bidirectional attention of the queries [q0, q1) among the patches [s0, s1) of one frame, all
-// heads. q, k, v are head-major [heads, Np, hd] (rotary already applied); out is [Np, heads*hd].
-void attend_frame(const kernels::Compute& c, const float* q, const float* k, const float* v, int64_t Np, int heads,
-                  int hd, int64_t s0, int64_t s1, int64_t q0, int64_t q1, float* out) {
-  const int64_t L = s1 - s0, Q = q1 - q0, D = int64_t(heads) * hd;
+// heads, through the kernel table's attention (one head at a time, no causal mask). qkv is
+// [Np, 3D] with rotary applied to q and k; out is [Np, D], heads concatenated. Each row's result is
+// fixed by its own query and the frame's keys (kernels.h), so neither the slicing nor the thread
+// count changes it.
+void attend_frame(const kernels::Compute& c, const float* qkv, int heads, int hd, int64_t s0, int64_t s1, int64_t q0,
+                  int64_t q1, float* out) {
+  const int64_t D = int64_t(heads) * hd, row = 3 * D;
+  const int64_t blocks = (q1 - q0 + kAttnRowsPerTask - 1) / kAttnRowsPerTask;
   const float scale = 1.0f / std::sqrt(float(hd));
-  c.pool->parallel_for(size_t(heads * Q), 4, [&](size_t b, size_t e) {
-    thread_local std::vector<float> scores;
-    if (scores.size() < size_t(L)) scores.resize(size_t(L));
+  // Head-major tasks: consecutive ones read the same head's keys and values (in L2).
+  c.pool->parallel_for(size_t(heads * blocks), 1, [&](size_t b, size_t e) {
     for (size_t task = b; task < e; ++task) {
-      const int h = int(int64_t(task) / Q);
-      const int64_t i = q0 + int64_t(task) % Q;
-      const float* qi = q + (h * Np + i) * hd;
-      const float* kh = k + (h * Np + s0) * hd;
-      const float* vh = v + (h * Np + s0) * hd;
-      float mx = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < L; ++j) {
-        scores[size_t(j)] = c.k->dot(qi, kh + j * hd, hd) * scale;
-        mx = std::max(mx, scores[size_t(j)]);
-      }
-      float sum = 0;
-      for (int64_t j = 0; j < L; ++j) sum += (scores[size_t(j)] = std::exp(scores[size_t(j)] - mx));
-      const float inv = 1.0f / sum;
-      float* o = out + i * D + int64_t(h) * hd;
-      std::fill(o, o + hd, 0.0f);
-      for (int64_t j = 0; j < L; ++j) c.k->axpy(scores[size_t(j)] * inv, vh + j * hd, o, hd);
+      const int64_t h = int64_t(task) / blocks, t0 = q0 + int64_t(task) % blocks * kAttnRowsPerTask;
+      kernels::AttnArgs a;
+      a.q = qkv + t0 * row + h * hd;
+      a.q_stride = row;
+      a.o = out + t0 * D + h * hd;
+      a.o_stride = D;
+      a.k = qkv + s0 * row + D + h * hd;
+      a.v = qkv + s0 * row + 2 * D + h * hd;
+      a.kv_stride = row;
+      a.kv_dtype = DType::F32;
+      a.n_q = std::min(kAttnRowsPerTask, q1 - t0);
+      a.group = 1;
+      a.head_dim = hd;
+      a.n_kv0 = s1 - s0;
+      a.causal = false;
+      a.scale = scale;
+      c.k->attention(a);
     }
-  });
+  }, size_t(heads * blocks));
 }
 
-// Rotate-half RoPE of one head vector with cos/sin [hd/2]: pairs (d, d + hd/2) share angle d.
-inline void rotate(const float* x, const float* cs, const float* sn, int half, float* y) {
+// Rotate-half RoPE of one head vector in place with cos/sin [hd/2]: pairs (d, d + hd/2) share
+// angle d.
+inline void rotate(float* x, const float* cs, const float* sn, int half) {
   for (int d = 0; d < half; ++d) {
     const float x0 = x[d], x1 = x[d + half];
-    y[d] = x0 * cs[d] - x1 * sn[d];
-    y[d + half] = x1 * cs[d] + x0 * sn[d];
+    x[d] = x0 * cs[d] - x1 * sn[d];
+    x[d + half] = x1 * cs[d] + x0 * sn[d];
   }
 }
 
-// Buffers of one forward call. Matmuls whose outputs are wider than the residual stream (qkv: 3D,
-// MLP: I) run over row chunks, so those buffers stay [chunk, width] however many patches an image
-// has.
+// Buffers of one forward call. The MLP's hidden layer, the only one wider than the qkv rows, runs
+// over row chunks, so that buffer stays [chunk, I] however many patches an image has.
 struct VisionBuffers {
   int64_t Np = 0;
   std::vector<float> x;         // [Np, D] residual stream
   std::vector<float> normed;    // [Np, D]
   std::vector<float> mixed;     // [Np, D] attention / MLP output before the residual add; merger hidden
-  std::vector<float> q, k, v;   // [heads, Np, hd] each, rotary applied to q and k
+  std::vector<float> qkv;       // [Np, 3D] rows [q | k | v], heads of hd; bias added, rotary applied to q, k
   std::vector<float> attn;      // [Np, D] heads concatenated
-  std::vector<float> wide;      // [chunk, max(3D, I)] qkv or MLP hidden of one row chunk
+  std::vector<float> wide;      // [chunk, I] MLP hidden of one row chunk
   std::vector<float> cos, sin;  // [Np, hd/2]
   std::vector<int64_t> frame_starts;  // attention segments: [start of frame f, ..., Np]
 };
@@ -168,41 +160,39 @@ struct VisionBuffers {
 // the q, k, v of every row, so each stage runs over all rows before the next one starts.
 void qkv_rows(const kernels::Compute& c, const VisionConfig& cfg, const VisionBlockWeights& b, VisionBuffers& s,
               int64_t r0, int64_t n) {
-  const int64_t Np = s.Np, D = cfg.hidden_size;
+  const int64_t D = cfg.hidden_size;
   const int heads = cfg.num_heads, hd = int(D / heads), half = hd / 2;
   layer_norm_rows(c, s.x.data() + r0 * D, b.norm1, n, D, cfg.layer_norm_eps, s.normed.data() + r0 * D);
-  linear_bias(c, s.normed.data() + r0 * D, n, b.qkv, s.wide.data());  // [n, q | k | v], each heads x hd
-  c.pool->parallel_for(size_t(n), 16, [&](size_t i0, size_t i1) {
-    for (int64_t i = int64_t(i0); i < int64_t(i1); ++i) {
-      const int64_t p = r0 + i;
-      const float* row = s.wide.data() + i * 3 * D;
-      const float* cs = s.cos.data() + p * half;
-      const float* sn = s.sin.data() + p * half;
-      for (int h = 0; h < heads; ++h) {
-        const int64_t dst = (h * Np + p) * hd;
-        rotate(row + int64_t(h) * hd, cs, sn, half, s.q.data() + dst);
-        rotate(row + D + int64_t(h) * hd, cs, sn, half, s.k.data() + dst);
-        std::copy_n(row + 2 * D + int64_t(h) * hd, hd, s.v.data() + dst);
-      }
-    }
+  kernels::linear(c, s.normed.data() + r0 * D, n, b.qkv.w, s.qkv.data() + r0 * 3 * D);
+  for_rows(c, n, [&](int64_t i) {
+    const int64_t p = r0 + i;
+    float* row = s.qkv.data() + p * 3 * D;
+    c.k->axpy(1.0f, b.qkv.b.data(), row, 3 * D);
+    const float* cs = s.cos.data() + p * half;
+    const float* sn = s.sin.data() + p * half;
+    for (int h = 0; h < 2 * heads; ++h) rotate(row + int64_t(h) * hd, cs, sn, half);  // q heads, then k heads
   });
 }
 
 void proj_rows(const kernels::Compute& c, const VisionConfig& cfg, const VisionBlockWeights& b, VisionBuffers& s,
                int64_t r0, int64_t n) {
   const int64_t D = cfg.hidden_size;
-  linear_bias(c, s.attn.data() + r0 * D, n, b.proj, s.mixed.data() + r0 * D);
-  add_inplace(s.x.data() + r0 * D, s.mixed.data() + r0 * D, n * D);
+  kernels::linear(c, s.attn.data() + r0 * D, n, b.proj.w, s.mixed.data() + r0 * D);
+  add_biased(c, s.x.data() + r0 * D, s.mixed.data() + r0 * D, b.proj.b, n, D);
 }
 
 void mlp_rows(const kernels::Compute& c, const VisionConfig& cfg, const VisionBlockWeights& b, VisionBuffers& s,
               int64_t r0, int64_t n) {
-  const int64_t D = cfg.hidden_size;
+  const int64_t D = cfg.hidden_size, I = b.fc1.w.rows;  // I: the prepared width (weight_prep may pad it)
   layer_norm_rows(c, s.x.data() + r0 * D, b.norm2, n, D, cfg.layer_norm_eps, s.normed.data() + r0 * D);
-  linear_bias(c, s.normed.data() + r0 * D, n, b.fc1, s.wide.data());  // [n, I]
-  map_inplace(c, s.wide.data(), n * cfg.intermediate_size, gelu_tanh);
-  linear_bias(c, s.wide.data(), n, b.fc2, s.mixed.data() + r0 * D);
-  add_inplace(s.x.data() + r0 * D, s.mixed.data() + r0 * D, n * D);
+  kernels::linear(c, s.normed.data() + r0 * D, n, b.fc1.w, s.wide.data());  // [n, I]
+  for_rows(c, n, [&](int64_t i) {
+    float* h = s.wide.data() + i * I;
+    c.k->axpy(1.0f, b.fc1.b.data(), h, I);
+    c.k->gelu_tanh(h, h, I);
+  });
+  kernels::linear(c, s.wide.data(), n, b.fc2.w, s.mixed.data() + r0 * D);
+  add_biased(c, s.x.data() + r0 * D, s.mixed.data() + r0 * D, b.fc2.b, n, D);
 }
 
 }  // namespace
@@ -218,6 +208,10 @@ VisionTower::VisionTower(const VisionConfig& cfg, VisionWeights weights) : cfg_(
   table_side_ = int64_t(std::llround(std::sqrt(double(cfg_.num_position_embeddings))));
   if (table_side_ * table_side_ != cfg_.num_position_embeddings)
     fail("vision_config: num_position_embeddings (", cfg_.num_position_embeddings, ") must be a square");
+  for (const VisionBlockWeights& b : w_.blocks)  // the MLP's hidden width as prepared (maybe widened)
+    if (b.fc2.w.cols != b.fc1.w.rows || b.fc1.b.size() != size_t(b.fc1.w.rows))
+      fail("vision weights: fc1 has ", b.fc1.w.rows, " rows and ", b.fc1.b.size(), " biases, fc2 ", b.fc2.w.cols,
+           " columns");
   // inv_freq[k] = theta^(-2k / (head_dim/2)), as the reference's rotary of dim head_dim/2.
   const int dim = head_dim_ / 2;
   for (int k = 0; k < dim / 2; ++k) inv_freq_.push_back(float(1.0 / std::pow(kRopeTheta, double(2 * k) / double(dim))));
@@ -330,7 +324,7 @@ VisionRun::VisionRun(const VisionTower& tower, const float* pixel_values, int64_
   const int64_t Np = tower.num_patches(st.grids);
   if (rows != Np) fail("pixel_values has ", rows, " rows but the image grids need ", Np);
   const VisionConfig& cfg = tower.config();
-  const int64_t D = cfg.hidden_size, I = cfg.intermediate_size;
+  const int64_t D = cfg.hidden_size;
   st.out.resize(size_t(tower.num_tokens(st.grids) * tower.out_dim()));
   if (Np == 0) {
     st.stage = VisionStage::kDone;
@@ -338,8 +332,11 @@ VisionRun::VisionRun(const VisionTower& tower, const float* pixel_values, int64_
   }
   VisionBuffers& s = st.b;
   s.Np = Np;
-  for (auto* buf : {&s.x, &s.normed, &s.mixed, &s.q, &s.k, &s.v, &s.attn}) buf->resize(size_t(Np * D));
-  s.wide.resize(size_t(std::min(Np, st.slice_rows) * std::max(3 * D, I)));
+  for (auto* buf : {&s.x, &s.normed, &s.mixed, &s.attn}) buf->resize(size_t(Np * D));
+  s.qkv.resize(size_t(Np * 3 * D));
+  int64_t I = 0;  // the widest MLP hidden layer as prepared
+  for (const VisionBlockWeights& b : tower.weights().blocks) I = std::max(I, b.fc1.w.rows);
+  s.wide.resize(size_t(std::min(Np, st.slice_rows) * I));
   s.cos.resize(size_t(Np * tower.head_dim() / 2));
   s.sin.resize(size_t(Np * tower.head_dim() / 2));
   s.frame_starts = {0};
@@ -352,6 +349,20 @@ VisionRun::~VisionRun() = default;
 bool VisionRun::done() const { return s_->stage == VisionStage::kDone; }
 std::vector<float>& VisionRun::output() { return s_->out; }
 int64_t VisionRun::slices() const { return s_->slices; }
+
+const char* VisionRun::stage() const {
+  switch (s_->stage) {
+    case VisionStage::kPatchEmbed: return "patch_embed";
+    case VisionStage::kPositions: return "positions";
+    case VisionStage::kQkv: return "qkv";
+    case VisionStage::kAttention: return "attention";
+    case VisionStage::kProj: return "proj";
+    case VisionStage::kMlp: return "mlp";
+    case VisionStage::kMerger: return "merger";
+    case VisionStage::kDone: break;
+  }
+  return "done";
+}
 
 bool VisionRun::step(const kernels::Compute& c) {
   State& st = *s_;
@@ -373,7 +384,7 @@ bool VisionRun::step(const kernels::Compute& c) {
       st.emit("vision.patch_embed", s.x.data(), D);
       t.position_embeddings(st.grids, s.mixed.data());
       st.emit("vision.pos_embed_interp", s.mixed.data(), D);
-      add_inplace(s.x.data(), s.mixed.data(), Np * D);
+      for_rows(c, Np, [&](int64_t i) { c.k->axpy(1.0f, s.mixed.data() + i * D, s.x.data() + i * D, D); });
       t.rotary_angles(st.grids, s.cos.data());
       st.emit("vision.rot_pos_emb", s.cos.data(), half);
       for (int64_t i = 0; i < Np * half; ++i) {
@@ -391,8 +402,7 @@ bool VisionRun::step(const kernels::Compute& c) {
     case VisionStage::kAttention: {
       const int64_t f0 = s.frame_starts[st.frame], f1 = s.frame_starts[st.frame + 1];
       const int64_t q0 = f0 + st.row, q1 = std::min(f1, q0 + st.slice_rows);
-      attend_frame(c, s.q.data(), s.k.data(), s.v.data(), Np, cfg.num_heads, t.head_dim(), f0, f1, q0, q1,
-                   s.attn.data());
+      attend_frame(c, s.qkv.data(), cfg.num_heads, t.head_dim(), f0, f1, q0, q1, s.attn.data());
       st.row = q1 - f0;
       if (q1 == f1) {
         st.row = 0;
@@ -424,8 +434,11 @@ bool VisionRun::step(const kernels::Compute& c) {
       if (st.next_rows(T, r0, n)) st.stage = VisionStage::kDone;
       layer_norm_rows(c, s.x.data() + r0 * m2 * D, w.merger_norm, n * m2, D, cfg.layer_norm_eps, s.normed.data() + r0 * m2 * D);
       float* hidden = s.mixed.data() + r0 * D * m2;  // [T, D*m2], the same size as [Np, D]
-      linear_bias(c, s.normed.data() + r0 * m2 * D, n, w.merger_fc1, hidden);
-      map_inplace(c, hidden, n * D * m2, gelu_erf);
+      kernels::linear(c, s.normed.data() + r0 * m2 * D, n, w.merger_fc1.w, hidden);
+      for_rows(c, n, [&](int64_t i) {
+        float* h = hidden + i * D * m2;
+        for (int64_t k = 0; k < D * m2; ++k) h[k] = gelu_erf(h[k] + w.merger_fc1.b[size_t(k)]);
+      });
       linear_bias(c, hidden, n, w.merger_fc2, st.out.data() + r0 * t.out_dim());
       break;
     }

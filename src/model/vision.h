@@ -103,6 +103,9 @@ class VisionRun {
   // [num_tokens, out_dim], complete once done().
   std::vector<float>& output();
   int64_t slices() const;  // done so far
+  // The stage the next step() works on: "patch_embed", "positions", "qkv", "attention", "proj",
+  // "mlp", "merger" or "done" (benchmarks time the stages by it).
+  const char* stage() const;
 
  private:
   struct State;

@@ -1,5 +1,6 @@
 // Elementwise activations of every table against the scalar reference (std::exp), on ordinary,
-// extreme and special inputs, and the same value giving the same result at any index.
+// extreme and special inputs, and the same value giving the same result at any index, offset or
+// length.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -54,22 +55,46 @@ TEST(Activations, EveryTableMatchesTheReference) {
     ref.swiglu(x.data(), u.data(), want.data(), int64_t(x.size()));
     t->swiglu(x.data(), u.data(), got.data(), int64_t(x.size()));
     for (size_t i = 0; i < x.size(); ++i) expect_close(got[i], want[i], "swiglu", *t, x[i]);
+    ref.gelu_tanh(x.data(), want.data(), int64_t(x.size()));
+    t->gelu_tanh(x.data(), got.data(), int64_t(x.size()));
+    for (size_t i = 0; i < x.size(); ++i) expect_close(got[i], want[i], "gelu_tanh", *t, x[i]);
   }
 }
 
 TEST(Activations, ResultDoesNotDependOnTheIndex) {
   const std::vector<float> x = inputs();
-  for (const KernelTable* t : supported_tables()) {
-    std::vector<float> all(x.size());
-    t->silu(x.data(), all.data(), int64_t(x.size()));
-    for (size_t i = 0; i < x.size(); i += 37) {
-      float one;
-      t->silu(&x[i], &one, 1);  // alone, as a tail of one element
-      EXPECT_EQ(std::memcmp(&one, &all[i], 4), 0) << t->name << " index " << i;
+  for (const KernelTable* t : supported_tables())
+    for (const auto& [name, f] : {std::pair{"silu", t->silu}, std::pair{"gelu_tanh", t->gelu_tanh}}) {
+      std::vector<float> all(x.size());
+      f(x.data(), all.data(), int64_t(x.size()));
+      for (size_t i = 0; i < x.size(); i += 37) {
+        float one;
+        f(&x[i], &one, 1);  // alone, as a tail of one element
+        EXPECT_EQ(std::memcmp(&one, &all[i], 4), 0) << name << " " << t->name << " index " << i;
+      }
+      for (size_t off : {1, 3, 17}) {  // misaligned, odd lengths
+        std::vector<float> part(x.size() - off);
+        f(x.data() + off, part.data(), int64_t(part.size()));
+        EXPECT_EQ(std::memcmp(part.data(), all.data() + off, part.size() * 4), 0) << name << " " << t->name << " offset " << off;
+      }
+      std::vector<float> inplace = x;  // aliasing input and output
+      f(inplace.data(), inplace.data(), int64_t(inplace.size()));
+      EXPECT_EQ(std::memcmp(inplace.data(), all.data(), all.size() * 4), 0) << name << " " << t->name;
     }
-    std::vector<float> inplace = x;  // aliasing input and output
-    t->silu(inplace.data(), inplace.data(), int64_t(inplace.size()));
-    EXPECT_EQ(std::memcmp(inplace.data(), all.data(), all.size() * 4), 0) << t->name;
+}
+
+// torch's gelu_pytorch_tanh as written, 0.5 x (1 + tanh(u)), in double: the table kernels' form
+// x / (1 + e^-2u) is the same function. (Below x = -5 the written form cancels even in double.)
+TEST(Activations, GeluTanhIsTorchsFormula) {
+  for (float x : inputs()) {
+    if (!(std::fabs(x) <= 5.0f)) continue;
+    const double v = x, u = 0.7978845608028654 * (v + 0.044715 * v * v * v);
+    const double want = 0.5 * v * (1.0 + std::tanh(u));
+    float got;
+    ref_table().gelu_tanh(&x, &got, 1);
+    // u in float carries a few roundings, which e^-2u turns into |2u| times as much relative
+    // error: the same for any float evaluation of the function.
+    EXPECT_NEAR(got, want, 4e-7 * (1.0 + 2.0 * std::fabs(u)) * std::fabs(want) + 1e-30) << "x=" << x;
   }
 }
 

@@ -48,6 +48,29 @@ void ref_swiglu(const float* g, const float* u, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
+// u is computed by the same float steps in every table ((x * x) * x, then the products and sums
+// left to right), so tables differ only by their e^x.
+void ref_gelu_tanh(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float u = 0.7978845608028654f * (v + 0.044715f * (v * v * v));
+    y[i] = v / (1.0f + std::exp(-2.0f * u));
+  }
+}
+
+void ref_layer_norm(const float* x, const float* w, const float* b, double eps, float* y, int64_t n) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += double(x[i]);
+  const float mean = float(sum / double(n));
+  double ss = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = double(x[i] - mean);
+    ss += d * d;
+  }
+  const float r = float(1.0 / std::sqrt(ss / double(n) + eps));
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * r * w[i] + b[i];
+}
+
 // Converts each weight row once, then dots it with every input row.
 void ref_matmul(const float* x, int64_t T, int64_t x_stride, const WeightMatrix& w, int64_t o_begin, int64_t o_end,
                 float* y, int64_t y_stride) {
@@ -92,6 +115,8 @@ KernelTable make_ref() {
   k.silu = ref_silu;
   k.sigmoid = ref_sigmoid;
   k.swiglu = ref_swiglu;
+  k.gelu_tanh = ref_gelu_tanh;
+  k.layer_norm = ref_layer_norm;
   k.stream_read = ref_stream_read;
   k.delta_recurrent = ref::delta_recurrent;
   k.delta_chunk = ref::delta_chunk;

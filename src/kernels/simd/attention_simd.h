@@ -204,8 +204,10 @@ void attn_pv_vecs(int nv, float* const* o, const float* const* w, const KvRows<F
 template <class V, bool F16, int NR>
 void attn_pv(float* const* o, const float* const* w, const KvRows<F16>& values, int hd, int64_t ja, int64_t jb,
              int64_t j0) {
-  // As many columns per pass as keep NR x NS accumulators in registers.
-  constexpr int NS = 2 * V::kAttnRows / NR >= 4 ? 4 : 2 * V::kAttnRows / NR, W = V::kLanes;
+  // As many columns per pass as keep NR x NS accumulators in registers (AVX-512's 32 hold 8 x 3,
+  // which takes a 72-wide vision head in two passes instead of three).
+  constexpr int kFit = (V::kLanes == 16 ? 3 : 2) * V::kAttnRows / NR;
+  constexpr int NS = kFit >= 4 ? 4 : kFit, W = V::kLanes;
   for (int d0 = 0; d0 < hd; d0 += NS * W) {
     const int nc = hd - d0 < NS * W ? hd - d0 : NS * W;
     attn_pv_vecs<V, F16, NR, NS>((nc + W - 1) / W, o, w, values, ja, jb, j0, d0, nc);
