@@ -46,26 +46,6 @@ void read_generation_config(const std::string& dir, SamplingParams& p, std::vect
 
 }  // namespace
 
-const char* spec_mode_name(SpecMode m) {
-  switch (m) {
-    case SpecMode::kAuto: return "auto";
-    case SpecMode::kMtp: return "mtp";
-    case SpecMode::kPld: return "pld";
-    case SpecMode::kOff: return "off";
-  }
-  return "auto";
-}
-
-bool parse_spec_mode(const std::string& text, SpecMode* out) {
-  for (SpecMode m : {SpecMode::kAuto, SpecMode::kMtp, SpecMode::kPld, SpecMode::kOff}) {
-    if (text == spec_mode_name(m)) {
-      *out = m;
-      return true;
-    }
-  }
-  return false;
-}
-
 bool EngineImpl::is_eos(int32_t id) const { return std::find(eos_ids.begin(), eos_ids.end(), id) != eos_ids.end(); }
 
 std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* status) {
