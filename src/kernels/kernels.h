@@ -27,6 +27,8 @@ struct WeightMatrix {
   size_t group_bytes = 0;  // bytes between consecutive row groups (packed layouts)
 
   const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + size_t(r) * row_bytes; }
+  // Bytes the matrix occupies: rows of row_bytes, or whole 16-row groups in a packed layout.
+  size_t bytes() const { return layout != 0 ? group_bytes * size_t((rows + 15) / 16) : row_bytes * size_t(rows); }
 };
 
 // y[t, o] = sum_i x[t, i] * W[o, i] for t < T and o in [o_begin, o_end).

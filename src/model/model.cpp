@@ -30,11 +30,6 @@ std::string dominant_type(const Range& tensors, Get get) {
   return best;
 }
 
-size_t matrix_bytes(const kernels::WeightMatrix& w) {
-  if (w.layout != 0) return w.group_bytes * size_t((w.rows + 15) / 16);
-  return w.row_bytes * size_t(w.rows);
-}
-
 }  // namespace
 
 std::string_view llama_ftype_name(int64_t ftype) {
@@ -261,12 +256,12 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
     if (m->mtp_weights_.lm_head.data == trunk_head) m->mtp_weights_.lm_head = t.lm_head;
   }
 
-  m->weight_bytes_ = matrix_bytes(t.embed) + (tied && t.lm_head.data == t.embed.data ? 0 : matrix_bytes(t.lm_head));
+  m->weight_bytes_ = t.embed.bytes() + (tied && t.lm_head.data == t.embed.data ? 0 : t.lm_head.bytes());
   for (NamedMatrix& nm : named_matrices(t, has_vision ? &vision_weights : nullptr)) {
-    m->weight_bytes_ += matrix_bytes(*nm.w);
-    if (nm.name.rfind("v.", 0) == 0 || nm.name.rfind("mm.", 0) == 0) m->vision_weight_bytes_ += matrix_bytes(*nm.w);
+    m->weight_bytes_ += nm.w->bytes();
+    if (nm.name.rfind("v.", 0) == 0 || nm.name.rfind("mm.", 0) == 0) m->vision_weight_bytes_ += nm.w->bytes();
   }
-  for (const NamedMatrix& nm : mtp_mats) m->weight_bytes_ += matrix_bytes(*nm.w);
+  for (const NamedMatrix& nm : mtp_mats) m->weight_bytes_ += nm.w->bytes();
 
   m->decoder_ = std::make_unique<TextDecoder>(m->config_.text, m->text_);
   if (has_vision) m->vision_ = std::make_unique<VisionTower>(m->config_.vision, std::move(vision_weights));

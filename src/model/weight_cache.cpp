@@ -17,11 +17,6 @@ namespace {
 constexpr char kMagic[16] = "qwen35-weights3";
 constexpr size_t kAlign = 4096;
 
-size_t matrix_bytes(const kernels::WeightMatrix& w) {
-  if (w.layout != 0) return w.group_bytes * size_t((w.rows + 15) / 16);
-  return w.row_bytes * size_t(w.rows);
-}
-
 // The part of the key that names the sources (older caches of the same sources get replaced).
 std::string sources_part(const std::string& key) { return key.substr(0, key.find('\n')); }
 
@@ -109,7 +104,7 @@ bool load_weight_cache(const std::string& path, const std::string& key, const st
       if (size_t(h.alias) >= i) return false;
       w.data = bound[size_t(h.alias)].data;
     } else {
-      if (h.offset % kAlign != 0 || h.offset > size || h.bytes > size - h.offset || h.bytes != matrix_bytes(w)) return false;
+      if (h.offset % kAlign != 0 || h.offset > size || h.bytes > size - h.offset || h.bytes != w.bytes()) return false;
       w.data = p + h.offset;
     }
   }
@@ -143,11 +138,11 @@ void save_weight_cache(const std::string& dir, const std::string& key, const std
       h.source_rows = matrices[i].source_rows;
       h.source_cols = matrices[i].source_cols;
       for (size_t j = 0; j < i; ++j)
-        if (matrices[j].w->data == w.data && matrix_bytes(*matrices[j].w) == matrix_bytes(w) &&
+        if (matrices[j].w->data == w.data && matrices[j].w->bytes() == w.bytes() &&
             matrices[j].w->layout == w.layout && matrices[j].w->dtype == w.dtype)
           h.alias = int64_t(j);
       if (h.alias >= 0) continue;
-      h.bytes = matrix_bytes(w);
+      h.bytes = w.bytes();
       h.offset = offset;
       offset = (offset + h.bytes + kAlign - 1) / kAlign * kAlign;
     }
