@@ -6,9 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "core/error.h"
 #include "qwen35/engine.h"
@@ -20,10 +18,7 @@ namespace qwen35::test {
 namespace {
 
 std::vector<uint8_t> file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream os;
-  os << in.rdbuf();
-  const std::string s = os.str();
+  const std::string s = read_text_file(path);
   return {s.begin(), s.end()};
 }
 
