@@ -17,7 +17,6 @@ void DecoderWorkspace::reserve(const TextConfig& cfg, int64_t tokens) {
   }
   deltanet.reserve(cfg, tokens);
   attention.reserve(cfg, tokens);
-  if (traces.size() != size_t(cfg.num_deltanet_layers())) traces.resize(size_t(cfg.num_deltanet_layers()));
   mlp.reserve(cfg.intermediate_size, tokens);
 }
 
