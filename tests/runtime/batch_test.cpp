@@ -17,11 +17,6 @@
 namespace qwen35::test {
 namespace {
 
-std::vector<uint8_t> file_bytes(const std::string& path) {
-  const std::string s = read_text_file(path);
-  return {s.begin(), s.end()};
-}
-
 std::vector<int32_t> random_prompt(uint32_t seed, int n) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int32_t> d(10, 900);
@@ -112,7 +107,7 @@ std::vector<Request> requests() {
   rs[3].kind = Request::Kind::kChat;
   ChatMessage u;
   u.role = "user";
-  u.content.push_back(ContentPart::Image(file_bytes(tiny_model_dir() + "/chelsea.png")));
+  u.content.push_back(ContentPart::Image(read_file_bytes(tiny_model_dir() + "/chelsea.png")));
   u.content.push_back(ContentPart::Text("What is in the picture?"));
   rs[3].chat.messages.push_back(u);
   rs[3].params = greedy(10, SpecMode::kOff);

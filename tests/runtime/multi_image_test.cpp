@@ -2,8 +2,6 @@
 // cut through image-token runs, and a follow-up turn that reuses the cached image state.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 
 #include "io/image.h"
 #include "model/image_processor.h"
@@ -13,14 +11,6 @@
 
 namespace qwen35::test {
 namespace {
-
-std::vector<uint8_t> file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream os;
-  os << in.rdbuf();
-  const std::string s = os.str();
-  return {s.begin(), s.end()};
-}
 
 std::unique_ptr<Engine> engine_with_block(int64_t block) {
   EngineOptions o;
@@ -40,9 +30,9 @@ ChatRequest two_images() {
   ChatMessage u;
   u.role = "user";
   u.content.push_back(ContentPart::Text("Compare"));
-  u.content.push_back(ContentPart::Image(file_bytes(tiny_model_dir() + "/chelsea.png")));
+  u.content.push_back(ContentPart::Image(read_file_bytes(tiny_model_dir() + "/chelsea.png")));
   u.content.push_back(ContentPart::Text("with"));
-  u.content.push_back(ContentPart::Image(file_bytes(tiny_model_dir() + "/chelsea.png")));
+  u.content.push_back(ContentPart::Image(read_file_bytes(tiny_model_dir() + "/chelsea.png")));
   r.messages.push_back(u);
   r.enable_thinking = false;
   return r;

@@ -68,6 +68,11 @@ std::string read_text_file(const std::string& path) {
   return os.str();
 }
 
+std::vector<uint8_t> read_file_bytes(const std::string& path) {
+  const std::string s = read_text_file(path);
+  return {s.begin(), s.end()};
+}
+
 std::vector<float> Golden::f32(const std::string& name) const {
   const TensorView& v = file_.get(name);
   if (v.dtype != DType::F32) fail(name, " is not F32");

@@ -18,6 +18,8 @@ std::string cli_binary();
 // A fresh empty directory for one test's files; removed when the test binary exits.
 std::string temp_dir(const std::string& tag);
 std::string read_text_file(const std::string& path);
+// A whole file's bytes (an encoded image, say).
+std::vector<uint8_t> read_file_bytes(const std::string& path);
 
 // A golden file: tensors read as f32 (from F32) or i64 (from I64).
 class Golden {
