@@ -34,6 +34,15 @@ inline __m512 load_f16x16(const uint8_t* p) {
 }
 inline __m512i vload(const uint8_t* p) { return _mm512_loadu_si512(p); }
 
+// A block's bytes kPrefetchAhead further on, requested as this block starts: with the hardware
+// prefetchers alone a decoding core streamed weights at 9-11 GB/s. 1 KiB ahead measured best in
+// qmatmul_bench (T = 1, 2 threads: Q4_0 +12%, Q6_K +21%; T = 4: Q6_K +50%; 0.5 and 1.5 KiB less,
+// L2-only hints no better). A prefetch past the matrix end does not fault.
+constexpr size_t kPrefetchAhead = 1024;
+inline void prefetch_ahead(const uint8_t* block, size_t bytes) {
+  for (size_t i = 0; i < bytes; i += 64) _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchAhead + i), _MM_HINT_T0);
+}
+
 // ---- Activation quantization (act_format.h's exact rules) ------------------------------------
 
 inline float hmax(__m512 v) { return _mm512_reduce_max_ps(v); }
@@ -184,6 +193,7 @@ void legacy_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb
   }
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* pb = group + size_t(b) * Lay::kBlock;
+    prefetch_ahead(pb, Lay::kBlock);
     __m512i W[8];
     const int c = unpack_legacy<L>(pb, W);
     const __m512 dw = load_f16x16(pb);
@@ -238,6 +248,7 @@ void k4_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, fl
   for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* pb = group + size_t(b) * Lay::kBlock;
+    prefetch_ahead(pb, Lay::kBlock);
     __m512i sc[8], mnp[4];
     k4_scales(pb + Lay::kScales, sc, mnp);
     __m512i I1[TT], I2[TT];
@@ -293,6 +304,7 @@ void q6k_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, f
   const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* pb = group + size_t(b) * kQ6Block;
+    prefetch_ahead(pb, kQ6Block);
     __m512i I1[TT];
     for (int t = 0; t < TT; ++t) I1[t] = _mm512_setzero_si512();
     // Half h, quad m: elements 128h + 32e + 4m + j for e = 0..3 (sub-blocks 8h + 2e + m / 4).
@@ -366,6 +378,7 @@ void k2_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, fl
   const __m512i three = _mm512_set1_epi8(3), seven = _mm512_set1_epi8(7);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* pb = group + size_t(b) * (kQ3 ? kQ3Block : kQ2Block);
+    prefetch_ahead(pb, kQ3 ? kQ3Block : kQ2Block);
     const uint8_t* qs = pb + (kQ3 ? kQ3Qs : kQ2Qs);
     __m512i sc[16], mnp[8];
     if constexpr (kQ3) {
@@ -454,6 +467,7 @@ void iq4xs_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb,
                                                             (char)241));
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* pb = group + size_t(b) * kXsBlock;
+    prefetch_ahead(pb, kXsBlock);
     const __m512i sh = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + kXsScalesH)));
     const __m512i sl = vload(pb + kXsScalesL);
     __m512i I1[TT];
