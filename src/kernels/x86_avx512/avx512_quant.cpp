@@ -221,23 +221,49 @@ struct K4Layout {
   static constexpr size_t kBlock = kFive ? 2816 : 2304;
 };
 
-// The 8 scales and the 4 pairs of mins of a block for 16 rows, from ggml's 12 packed bytes (three
-// dwords per row: u0 = bytes 0..3, u1 = 4..7, u2 = 8..11).
-inline void k4_scales(const uint8_t* pb_scales, __m512i sc[8], __m512i mn_pairs[4]) {
-  const __m512i u0 = vload(pb_scales), u1 = vload(pb_scales + 64), u2 = vload(pb_scales + 128);
-  const __m512i m6 = _mm512_set1_epi32(63), m4 = _mm512_set1_epi32(15), m2 = _mm512_set1_epi32(3);
-  __m512i mn[8];
-  for (int i = 0; i < 4; ++i) {
-    sc[i] = _mm512_and_si512(_mm512_srli_epi32(u0, 8 * i), m6);
-    mn[i] = _mm512_and_si512(_mm512_srli_epi32(u1, 8 * i), m6);
-    // Sub-block i + 4: low 4 bits from byte 8 + i, high 2 bits from the top of bytes i / 4 + i.
-    const __m512i b8 = _mm512_srli_epi32(u2, 8 * i);
-    sc[i + 4] = _mm512_or_si512(_mm512_and_si512(b8, m4),
-                                _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u0, 8 * i + 6), m2), 4));
-    mn[i + 4] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(b8, 4), m4),
-                                _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u1, 8 * i + 6), m2), 4));
+// Scale s and min s of a block for 16 rows, from ggml's 12 packed bytes (three dwords per row:
+// u0 = bytes 0..3, u1 = 4..7, u2 = 8..11). Sub-block s < 4: the low 6 bits of byte s (scales,
+// in u0) or 4 + s (mins, in u1); s >= 4: the low (scale) or high (min) nibble of byte 4 + s, high
+// 2 bits from the top of byte s - 4 (scale) or s (min). kMin picks the mins.
+template <int s, bool kMin>
+inline __m512i k4_field(__m512i u0, __m512i u1, __m512i u2) {
+  const __m512i u = kMin ? u1 : u0;
+  if constexpr (s < 4) return _mm512_and_si512(_mm512_srli_epi32(u, 8 * s), _mm512_set1_epi32(63));
+  const __m512i low = _mm512_and_si512(_mm512_srli_epi32(u2, 8 * (s - 4) + (kMin ? 4 : 0)), _mm512_set1_epi32(15));
+  return _mm512_or_si512(low, _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u, 8 * (s - 4) + 6), _mm512_set1_epi32(3)), 4));
+}
+template <int s>
+inline __m512i k4_min_pair(__m512i u0, __m512i u1, __m512i u2) {  // mins s, s + 1 as int16 halves
+  return _mm512_or_si512(k4_field<s, true>(u0, u1, u2), _mm512_slli_epi32(k4_field<s + 1, true>(u0, u1, u2), 16));
+}
+
+// Sub-block s's integer part for every token: I1[t] += sc_s * sum(u * a) over its 32 elements.
+// Each sub-block's 8 weight vectors are unpacked right before use (the low nibbles of the 8 vectors
+// of pair s / 2 for even s, the high ones for odd s), so a token tile of 4 fits the registers.
+template <bool kFive, int TT, int s>
+inline void k4_sub_block(const int8_t* const q[TT], int64_t b, const uint8_t* pb, __m512i u0, __m512i u1, __m512i u2,
+                         __m512i I1[TT]) {
+  using Lay = K4Layout<kFive>;
+  constexpr int c = s / 2;
+  __m512i W[8];
+#pragma GCC unroll 8
+  for (int m = 0; m < 8; ++m) {
+    const __m512i p = vload(pb + Lay::kQs + 64 * (8 * c + m));
+    W[m] = s % 2 ? hi_nib(p) : lo_nib(p);
+    if constexpr (kFive) {
+      const __mmask64 bit = _mm512_test_epi8_mask(vload(pb + Lay::kQh + 64 * m), _mm512_set1_epi8(int8_t(1 << s)));
+      W[m] = _mm512_or_si512(W[m], _mm512_maskz_mov_epi8(bit, _mm512_set1_epi8(16)));
+    }
   }
-  for (int p = 0; p < 4; ++p) mn_pairs[p] = _mm512_or_si512(mn[2 * p], _mm512_slli_epi32(mn[2 * p + 1], 16));
+  const __m512i sc = k4_field<s, false>(u0, u1, u2);
+#pragma GCC unroll 8
+  for (int t = 0; t < TT; ++t) {
+    const int8_t* qa = q[t] + 256 * b + 32 * s;
+    __m512i part = _mm512_dpbusd_epi32(_mm512_setzero_si512(), W[0], bcast32(qa));
+#pragma GCC unroll 7
+    for (int m = 1; m < 8; ++m) part = _mm512_dpbusd_epi32(part, W[m], bcast32(qa + 4 * m));
+    I1[t] = _mm512_add_epi32(I1[t], _mm512_mullo_epi32(part, sc));
+  }
 }
 
 template <bool kFive, int TT>
@@ -246,47 +272,39 @@ void k4_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, fl
   using Lay = K4Layout<kFive>;
   __m512 acc[TT];
   for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
+  const int8_t* q[TT];
+  const int16_t* h32[TT];
+  const float* da[TT];
+  for (int t = 0; t < TT; ++t) {
+    q[t] = a.q(t0 + t);
+    h32[t] = a.h32(t0 + t);
+    da[t] = a.d(t0 + t);
+  }
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* pb = group + size_t(b) * Lay::kBlock;
     prefetch_ahead(pb, Lay::kBlock);
-    __m512i sc[8], mnp[4];
-    k4_scales(pb + Lay::kScales, sc, mnp);
-    __m512i I1[TT], I2[TT];
-    for (int t = 0; t < TT; ++t) {
-      I1[t] = _mm512_setzero_si512();
-      I2[t] = _mm512_setzero_si512();
-    }
-    // Sub-blocks in pairs (2c, 2c + 1): the low and high nibbles of the same 8 vectors.
-    for (int c = 0; c < 4; ++c) {
-      __m512i Wl[8], Wh[8];
-      for (int m = 0; m < 8; ++m) {
-        const __m512i p = vload(pb + Lay::kQs + 64 * (8 * c + m));
-        Wl[m] = lo_nib(p);
-        Wh[m] = hi_nib(p);
-        if constexpr (kFive) {
-          const __m512i qh = vload(pb + Lay::kQh + 64 * m);
-          const __m512i sixteen = _mm512_set1_epi8(16);
-          Wl[m] = _mm512_or_si512(Wl[m], _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(qh, _mm512_set1_epi8(int8_t(1 << (2 * c)))), sixteen));
-          Wh[m] = _mm512_or_si512(Wh[m], _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(qh, _mm512_set1_epi8(int8_t(1 << (2 * c + 1)))), sixteen));
-        }
-      }
-      for (int t = 0; t < TT; ++t) {
-        const int8_t* qa = a.q(t0 + t) + 256 * b + 64 * c;
-        __m512i sl = _mm512_setzero_si512(), sh = _mm512_setzero_si512();
-        for (int m = 0; m < 8; ++m) {
-          sl = _mm512_dpbusd_epi32(sl, Wl[m], bcast32(qa + 4 * m));
-          sh = _mm512_dpbusd_epi32(sh, Wh[m], bcast32(qa + 32 + 4 * m));
-        }
-        I1[t] = _mm512_add_epi32(I1[t], _mm512_add_epi32(_mm512_mullo_epi32(sl, sc[2 * c]), _mm512_mullo_epi32(sh, sc[2 * c + 1])));
-      }
-    }
+    const __m512i u0 = vload(pb + Lay::kScales), u1 = vload(pb + Lay::kScales + 64), u2 = vload(pb + Lay::kScales + 128);
+    __m512i I1[TT];
+    for (int t = 0; t < TT; ++t) I1[t] = _mm512_setzero_si512();
+    k4_sub_block<kFive, TT, 0>(q, b, pb, u0, u1, u2, I1);
+    k4_sub_block<kFive, TT, 1>(q, b, pb, u0, u1, u2, I1);
+    k4_sub_block<kFive, TT, 2>(q, b, pb, u0, u1, u2, I1);
+    k4_sub_block<kFive, TT, 3>(q, b, pb, u0, u1, u2, I1);
+    k4_sub_block<kFive, TT, 4>(q, b, pb, u0, u1, u2, I1);
+    k4_sub_block<kFive, TT, 5>(q, b, pb, u0, u1, u2, I1);
+    k4_sub_block<kFive, TT, 6>(q, b, pb, u0, u1, u2, I1);
+    k4_sub_block<kFive, TT, 7>(q, b, pb, u0, u1, u2, I1);
+    const __m512i mnp[4] = {k4_min_pair<0>(u0, u1, u2), k4_min_pair<2>(u0, u1, u2), k4_min_pair<4>(u0, u1, u2),
+                            k4_min_pair<6>(u0, u1, u2)};
     const __m512 d = load_f16x16(pb), dmin = load_f16x16(pb + Lay::kDmin);
+#pragma GCC unroll 8
     for (int t = 0; t < TT; ++t) {
-      const int16_t* h32 = a.h32(t0 + t) + 8 * b;
-      for (int p = 0; p < 4; ++p) I2[t] = _mm512_dpwssd_epi32(I2[t], mnp[p], bcast32(h32 + 2 * p));
-      const __m512 dav = _mm512_set1_ps(a.d(t0 + t)[b]);
+      __m512i I2 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) I2 = _mm512_dpwssd_epi32(I2, mnp[p], bcast32(h32[t] + 8 * b + 2 * p));
+      const __m512 dav = _mm512_set1_ps(da[t][b]);
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1[t]), _mm512_mul_ps(d, dav), acc[t]);
-      acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(I2[t]), _mm512_mul_ps(dmin, dav), acc[t]);
+      acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(I2), _mm512_mul_ps(dmin, dav), acc[t]);
     }
   }
   for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
@@ -296,40 +314,76 @@ void k4_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, fl
 
 constexpr size_t kQ6Qh = 2048, kQ6Scales = 3072, kQ6D = 3328, kQ6Block = 3360;
 
+// Quants are taken unsigned (u = q + 32), so the block's integer sum is sum_s sc_s * sum(u * a)_s
+// - 32 * sum_s sc_s * s16_s: the offset term is 8 vpdpwssd of scale pairs against activation-sum
+// pairs per token, not a broadcast per sub-block. Every loop is unrolled so that shifts and
+// offsets are immediates: the rolled version spent as many scalar instructions on addresses as
+// vector ones on the math.
 template <int TT>
 void q6k_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o,
                int64_t o_end) {
   __m512 acc[TT];
   for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
+  const int8_t* q[TT];
+  const int16_t* s16[TT];
+  const float* da[TT];
+  for (int t = 0; t < TT; ++t) {
+    q[t] = a.q(t0 + t);
+    s16[t] = a.s16(t0 + t);
+    da[t] = a.d(t0 + t);
+  }
   const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* pb = group + size_t(b) * kQ6Block;
     prefetch_ahead(pb, kQ6Block);
+    // Byte i of scale vector v is sub-block 4v + i. As int16 pairs (4v, 4v + 1) and (4v + 2, 4v + 3):
+    // X holds the even bytes sign-extended, Y the odd ones.
     __m512i I1[TT];
     for (int t = 0; t < TT; ++t) I1[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) {
+      const __m512i sv = vload(pb + kQ6Scales + 64 * v);
+      const __m512i X = _mm512_srai_epi16(_mm512_slli_epi16(sv, 8), 8), Y = _mm512_srai_epi16(sv, 8);
+      const __m512i p01 = _mm512_mask_blend_epi16(0xaaaaaaaa, X, _mm512_slli_epi32(Y, 16));
+      const __m512i p23 = _mm512_mask_blend_epi16(0xaaaaaaaa, _mm512_srli_epi32(X, 16), Y);
+#pragma GCC unroll 8
+      for (int t = 0; t < TT; ++t)
+        I1[t] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(I1[t], p01, bcast32(s16[t] + 16 * b + 4 * v)), p23,
+                                    bcast32(s16[t] + 16 * b + 4 * v + 2));
+    }
+    for (int t = 0; t < TT; ++t) I1[t] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(I1[t], 5));
     // Half h, quad m: elements 128h + 32e + 4m + j for e = 0..3 (sub-blocks 8h + 2e + m / 4).
+#pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 2
       for (int g = 0; g < 2; ++g) {  // quads m = 4g..4g+3: one sub-block per e
-        __m512i W[4][4];             // [e][m - 4g]
+        __m512i A[4], Bv[4], H[4];
+#pragma GCC unroll 4
         for (int mm = 0; mm < 4; ++mm) {
-          const int m = 4 * g + mm;
-          const __m512i A = vload(pb + 64 * (16 * h + m)), Bv = vload(pb + 64 * (16 * h + 8 + m));
-          const __m512i H = vload(pb + kQ6Qh + 64 * (8 * h + m));
-          W[0][mm] = _mm512_or_si512(_mm512_and_si512(A, m4), _mm512_and_si512(_mm512_slli_epi16(H, 4), m30));
-          W[1][mm] = _mm512_or_si512(_mm512_and_si512(Bv, m4), _mm512_and_si512(_mm512_slli_epi16(H, 2), m30));
-          W[2][mm] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(A, 4), m4), _mm512_and_si512(H, m30));
-          W[3][mm] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(Bv, 4), m4),
-                                     _mm512_and_si512(_mm512_srli_epi16(H, 2), m30));
+          A[mm] = vload(pb + 64 * (16 * h + 4 * g + mm));
+          Bv[mm] = vload(pb + 64 * (16 * h + 8 + 4 * g + mm));
+          H[mm] = vload(pb + kQ6Qh + 64 * (8 * h + 4 * g + mm));
         }
+#pragma GCC unroll 4
         for (int e = 0; e < 4; ++e) {
+          __m512i W[4];
+#pragma GCC unroll 4
+          for (int mm = 0; mm < 4; ++mm) {
+            const __m512i lo = e == 0 ? A[mm] : e == 1 ? Bv[mm] : e == 2 ? _mm512_srli_epi16(A[mm], 4) : _mm512_srli_epi16(Bv[mm], 4);
+            const __m512i hi = e == 0 ? _mm512_slli_epi16(H[mm], 4) : e == 1 ? _mm512_slli_epi16(H[mm], 2)
+                               : e == 2 ? H[mm] : _mm512_srli_epi16(H[mm], 2);
+            W[mm] = _mm512_or_si512(_mm512_and_si512(lo, m4), _mm512_and_si512(hi, m30));
+          }
           const int s = 8 * h + 2 * e + g;  // sub-block
           // Scale s of every row: byte s % 4 of scale vector s / 4, sign-extended.
-          const __m512i sv = vload(pb + kQ6Scales + 64 * (s / 4));
-          const __m512i sc = _mm512_srai_epi32(_mm512_slli_epi32(sv, 8 * (3 - s % 4)), 24);
+          const __m512i sc =
+              _mm512_srai_epi32(_mm512_slli_epi32(vload(pb + kQ6Scales + 64 * (s / 4)), 8 * (3 - s % 4)), 24);
+#pragma GCC unroll 8
           for (int t = 0; t < TT; ++t) {
-            const int8_t* qa = a.q(t0 + t) + 256 * b + 16 * s;
-            __m512i part = _mm512_set1_epi32(-32 * int32_t(load_i16(a.s16(t0 + t) + 16 * b + s)));
-            for (int mm = 0; mm < 4; ++mm) part = _mm512_dpbusd_epi32(part, W[e][mm], bcast32(qa + 4 * mm));
+            const int8_t* qa = q[t] + 256 * b + 16 * s;
+            __m512i part = _mm512_dpbusd_epi32(_mm512_setzero_si512(), W[0], bcast32(qa));
+#pragma GCC unroll 3
+            for (int mm = 1; mm < 4; ++mm) part = _mm512_dpbusd_epi32(part, W[mm], bcast32(qa + 4 * mm));
             I1[t] = _mm512_add_epi32(I1[t], _mm512_mullo_epi32(part, sc));
           }
         }
@@ -337,7 +391,7 @@ void q6k_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, f
     }
     const __m512 d = load_f16x16(pb + kQ6D);
     for (int t = 0; t < TT; ++t)
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1[t]), _mm512_mul_ps(d, _mm512_set1_ps(a.d(t0 + t)[b])), acc[t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1[t]), _mm512_mul_ps(d, _mm512_set1_ps(da[t][b])), acc[t]);
   }
   for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
 }
