@@ -15,7 +15,7 @@ namespace qwen35::app {
 
 const std::set<std::string>& engine_option_names() {
   static const std::set<std::string> names = {"-m",          "--model",         "--threads",         "--ctx",
-                                                "--image-size", "--prefill-block", "--image-min-pixels", "--image-max-pixels",
+                                                "--image-size", "--prefill-block", "--decoding-prefill-block", "--image-min-pixels", "--image-max-pixels",
                                                 "--image-max-tokens", "--mmproj",    "--mtp",
                                                 "--weights",    "--kv-type",       "--weights-cache", "--spec",
                                                 "--draft-max"};
@@ -35,6 +35,10 @@ const char* kEngineOptionsHelp =
     "  --image-max-tokens N  larger images are resized down to at most N tokens, 32x32 pixels\n"
     "                        each (default 1024, about one megapixel; 0: only the pixel limits)\n"
     "  --prefill-block N     prompt tokens per prefill step (default 512)\n"
+    "  --decoding-prefill-block N\n"
+    "                        the same while other conversations are decoding (default 64: their\n"
+    "                        next token waits for the step; rounded up to a multiple of 64, and\n"
+    "                        only when --prefill-block is one, so that outputs keep their bits)\n"
     "  --weights TYPE        convert float weights at load: q4_k_m, q8_0, q4_0, ..., bf16, f16, f32\n"
     "                        (default: the checkpoint's own types, or q4_k_m when they would not\n"
     "                        fit comfortably in memory)\n"
@@ -125,6 +129,7 @@ EngineOptions engine_options_from(const Args& args, bool bundled_fallback) {
   o.image_size = int(args.get_int_in("--image-size", 0, 0, 8192));
   if (o.image_size % 32 != 0) fail("option --image-size must be a multiple of 32, got ", o.image_size);
   o.prefill_block = args.get_int_in("--prefill-block", 512, 1, 65536);
+  o.decoding_prefill_block = args.get_int_in("--decoding-prefill-block", 64, 1, 65536);
   o.image_min_pixels = args.get_int_in("--image-min-pixels", 0, 0, int64_t(1) << 30);
   o.image_max_pixels = args.get_int_in("--image-max-pixels", 0, 0, int64_t(1) << 30);
   o.kv_type = args.get_or("--kv-type", "f16");

@@ -197,6 +197,12 @@ struct EngineOptions {
   int threads = 0;               // 0: one per core
   int64_t context_size = 0;      // tokens per session; 0: min(model maximum, 32768)
   int64_t prefill_block = 512;   // tokens per prefill step
+  // Tokens per prefill step while other generations batched with it are decoding: their next
+  // token waits for the pass, so this bounds their inter-token gap (GenerationBatch). Rounded up
+  // to the delta rule's chunk (64), and not applied when prefill_block is no multiple of it: the
+  // chunked delta rule restarts its chunks at a block's start, so a prompt keeps its bits only
+  // where every block boundary is also one of its solo run's chunk boundaries.
+  int64_t decoding_prefill_block = 64;
   int image_size = 0;            // > 0: resize images to this square size (multiple of 32) first
   int64_t image_min_pixels = 0;  // 0: from preprocessor_config.json
   int64_t image_max_pixels = 0;  // 0: from preprocessor_config.json

@@ -78,7 +78,7 @@ bool Generation::Impl::vision_slice(int64_t from, int64_t to) {
 
 void Generation::Impl::prefill_step() {
   const int64_t P = plan.size(), H = engine.text_config().hidden_size;
-  int64_t n = std::min<int64_t>(engine.options.prefill_block, P - next_prompt);
+  int64_t n = std::min<int64_t>(prefill_limit > 0 ? prefill_limit : engine.options.prefill_block, P - next_prompt);
   for (int64_t point : plan.snapshot_points)
     if (point > next_prompt && point < next_prompt + n) n = point - next_prompt;
   if (vision_slice(next_prompt, next_prompt + n)) return;  // this step was a slice of vision

@@ -1,12 +1,22 @@
+#include <algorithm>
 #include <thread>
 
 #include "qwen35/engine.h"
+#include "kernels/kernels.h"
 #include "runtime/batch_gate.h"
+#include "runtime/session_impl.h"
 
 namespace qwen35 {
 
+int64_t decoding_prefill_limit(const EngineOptions& o) {
+  const int64_t chunk = kernels::kDeltaChunk;
+  if (o.prefill_block % chunk != 0) return o.prefill_block;
+  return std::min(o.prefill_block, (o.decoding_prefill_block + chunk - 1) / chunk * chunk);
+}
+
 struct GenerationBatch::Impl {
-  explicit Impl(const Engine& e) : gate(e.impl()) {}
+  explicit Impl(const Engine& e) : engine(e.impl()), gate(e.impl()) {}
+  const EngineImpl& engine;
   BatchGate gate;
 };
 
@@ -15,6 +25,12 @@ GenerationBatch::~GenerationBatch() = default;
 
 void GenerationBatch::step(const std::vector<Generation*>& gens, std::vector<Outcome>& outcomes) {
   outcomes.assign(gens.size(), Outcome{});
+  // While any of them decodes, prompts advance in small blocks: the decoding ones' next tokens
+  // wait for this round's pass. (Block sizes change no bits: every row is computed the same way.)
+  bool decoding = false;
+  for (Generation* g : gens) decoding |= !g->done() && g->pending_prompt_tokens() == 0;
+  const int64_t limit = decoding ? decoding_prefill_limit(impl_->engine.options) : 0;
+  for (Generation* g : gens) g->impl().prefill_limit = limit;
   auto one = [&](size_t i) {
     try {
       outcomes[i].more = gens[i]->step();

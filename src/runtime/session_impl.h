@@ -41,10 +41,16 @@ struct PreparedChat::Impl {
   PromptPlan plan;
 };
 
+// The prefill block of a generation while others batched with it decode (EngineOptions).
+int64_t decoding_prefill_limit(const EngineOptions& o);
+
 struct Generation::Impl {
   Impl(Session::Impl& session, PromptPlan plan, const SamplingParams& params, EventCallback on_event);
 
   bool step();
+  // Prompt tokens the next prefill step takes at most (0: the engine's prefill block); set by
+  // GenerationBatch for each round.
+  int64_t prefill_limit = 0;
   void prefill_step();
   void decode_step();
   // Feeds `pending` alone and emits the next token.

@@ -40,6 +40,23 @@ const Engine& small_block_engine() {
   return *e;
 }
 
+// Prompts advance 128 tokens a step alone and 64 while others decode.
+const Engine& chunk_block_engine() {
+  static std::unique_ptr<Engine> e = [] {
+    EngineOptions o;
+    o.model_dir = tiny_model_dir();
+    o.threads = 2;
+    o.context_size = 2048;
+    o.prefill_block = 128;
+    o.decoding_prefill_block = 50;  // rounded up to the delta rule's chunk, 64
+    Status st;
+    auto engine = Engine::load(o, &st);
+    EXPECT_TRUE(engine) << st.message;
+    return engine;
+  }();
+  return *e;
+}
+
 // What a generation produced, logprobs as raw bits.
 struct Outcome {
   std::vector<int32_t> tokens;
@@ -55,7 +72,12 @@ struct Request {
   ChatRequest chat;
   SamplingParams params;
   std::vector<int32_t> warm_prompt;  // run first on the same session (prefix-cache hit), if any
-  int cancel_after_steps = -1;
+  // Cancelled after the first step that leaves it with at least this many tokens (prefill takes
+  // more steps batched, while others decode, than alone, so steps are no common clock).
+  size_t cancel_at_tokens = 0;
+  bool cancel_due(const Generation& g) const {
+    return cancel_at_tokens > 0 && g.result().tokens.size() >= cancel_at_tokens;
+  }
 };
 
 EventCallback recorder(Outcome& o) {
@@ -87,17 +109,18 @@ void finish(const Generation& g, Outcome& o) {
   o.stop = g.result().stop_reason;
 }
 
-std::vector<Request> requests() {
+// Prompt lengths scale by `scale` (the text ones).
+std::vector<Request> requests(int scale = 1) {
   std::vector<Request> rs(5);
-  rs[0].prompt = random_prompt(1, 40);
+  rs[0].prompt = random_prompt(1, 40 * scale);
   rs[0].params = greedy(20, SpecMode::kOff);
   // Repetitive prompt: prompt lookup drafts and verifies blocks of several tokens.
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < 8 * scale; ++i) {
     auto phrase = random_prompt(2, 4);
     rs[1].prompt.insert(rs[1].prompt.end(), phrase.begin(), phrase.end());
   }
   rs[1].params = greedy(24, SpecMode::kPld);
-  rs[2].prompt = random_prompt(3, 9);
+  rs[2].prompt = random_prompt(3, 9 * scale);
   rs[2].params.temperature = 0.8f;
   rs[2].params.top_p = 0.95f;
   rs[2].params.seed = 1234;
@@ -111,13 +134,13 @@ std::vector<Request> requests() {
   u.content.push_back(ContentPart::Text("What is in the picture?"));
   rs[3].chat.messages.push_back(u);
   rs[3].params = greedy(10, SpecMode::kOff);
-  rs[4].warm_prompt = random_prompt(5, 50);
+  rs[4].warm_prompt = random_prompt(5, 50 * scale);
   rs[4].prompt = rs[4].warm_prompt;
-  auto more = random_prompt(6, 7);
+  auto more = random_prompt(6, 7 * scale);
   rs[4].prompt.insert(rs[4].prompt.end(), more.begin(), more.end());
   rs[4].params = greedy(16, SpecMode::kMtp);
   rs[4].params.logprobs = true;
-  rs[4].cancel_after_steps = 9;
+  rs[4].cancel_at_tokens = 8;
   // Reasoning budgets: the forced closing of a thought is fed at its round like any block.
   Request think;
   think.kind = Request::Kind::kChat;
@@ -132,17 +155,14 @@ std::vector<Request> requests() {
   return rs;
 }
 
-TEST(Batching, GenerationsSteppedTogetherGiveTheirSoloOutputs) {
-  const Engine& engine = small_block_engine();
-  const std::vector<Request> rs = requests();
-
+void expect_batched_equal_solo(const Engine& engine, const std::vector<Request>& rs) {
   std::vector<Outcome> solo(rs.size());
   for (size_t i = 0; i < rs.size(); ++i) {
     auto s = engine.new_session();
     auto g = start(*s, rs[i], solo[i]);
     ASSERT_TRUE(g);
-    for (int steps = 0; g->step(); ++steps)
-      if (steps + 1 == rs[i].cancel_after_steps) g->cancel();
+    while (g->step())
+      if (rs[i].cancel_due(*g)) g->cancel();
     finish(*g, solo[i]);
   }
 
@@ -155,7 +175,6 @@ TEST(Batching, GenerationsSteppedTogetherGiveTheirSoloOutputs) {
     ASSERT_TRUE(gens.back());
   }
   GenerationBatch batch(engine);
-  std::vector<int> steps(rs.size(), 0);
   std::vector<bool> running(rs.size(), true);
   for (;;) {
     std::vector<Generation*> round;
@@ -169,7 +188,7 @@ TEST(Batching, GenerationsSteppedTogetherGiveTheirSoloOutputs) {
       const size_t i = index[j];
       ASSERT_FALSE(out[j].error) << "request " << i << " threw";
       running[i] = out[j].more;
-      if (running[i] && ++steps[i] == rs[i].cancel_after_steps) gens[i]->cancel(), running[i] = false;
+      if (running[i] && rs[i].cancel_due(*gens[i])) gens[i]->cancel(), running[i] = false;
     }
   }
   for (size_t i = 0; i < rs.size(); ++i) {
@@ -182,6 +201,49 @@ TEST(Batching, GenerationsSteppedTogetherGiveTheirSoloOutputs) {
   // sequence per pass on average.
   EXPECT_GT(batch.batches(), 0u);
   EXPECT_GT(batch.batched_rows(), 2 * batch.batches());
+}
+
+TEST(Batching, GenerationsSteppedTogetherGiveTheirSoloOutputs) {
+  expect_batched_equal_solo(small_block_engine(), requests());
+}
+
+// Prompts of up to 385 tokens, prefilled 64 tokens a round while others decode and 128 alone.
+TEST(Batching, SmallerPrefillBlocksWhileOthersDecodeKeepTheSoloOutputs) {
+  expect_batched_equal_solo(chunk_block_engine(), requests(5));
+}
+
+// While another generation decodes, a prompt advances decoding_prefill_block tokens per round
+// (rounded up to the delta rule's chunk); alone, prefill_block. (Outputs stay those of solo runs: the test above.)
+TEST(Batching, PromptsAdvanceInSmallBlocksWhileOthersDecode) {
+  const Engine& engine = chunk_block_engine();
+  EXPECT_EQ(decoding_prefill_limit(engine.impl().options), 64);
+  EngineOptions o;
+  o.prefill_block = 100;  // no multiple of the chunk: blocks stay whole
+  o.decoding_prefill_block = 64;
+  EXPECT_EQ(decoding_prefill_limit(o), 100);
+  o.prefill_block = 16;  // smaller than a chunk already
+  EXPECT_EQ(decoding_prefill_limit(o), 16);
+  Outcome a, b;
+  auto sa = engine.new_session(), sb = engine.new_session();
+  Request ra, rb;
+  ra.prompt = random_prompt(7, 6);
+  ra.params = greedy(40, SpecMode::kOff);
+  ra.params.ignore_eos = true;
+  rb.prompt = random_prompt(8, 300);
+  rb.params = greedy(4, SpecMode::kOff);
+  auto ga = start(*sa, ra, a), gb = start(*sb, rb, b);
+  GenerationBatch batch(engine);
+  std::vector<GenerationBatch::Outcome> out;
+  batch.step({gb.get()}, out);  // alone: a full block
+  EXPECT_EQ(gb->pending_prompt_tokens(), 300 - 128);
+  while (ga->pending_prompt_tokens() > 0) ASSERT_TRUE(ga->step());
+  std::vector<int64_t> pending;
+  while (gb->pending_prompt_tokens() > 0) {
+    batch.step({ga.get(), gb.get()}, out);
+    ASSERT_TRUE(out[0].more);
+    pending.push_back(gb->pending_prompt_tokens());
+  }
+  EXPECT_EQ(pending, (std::vector<int64_t>{108, 44, 0}));
 }
 
 // A step that throws fails its own generation only; the others finish as they would alone.
