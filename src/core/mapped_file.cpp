@@ -6,13 +6,41 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "core/error.h"
 
 namespace qwen35 {
 
-MappedFile::MappedFile(const std::string& path) : path_(path) {
+namespace {
+
+constexpr size_t kHuge = size_t(2) << 20;
+
+// A read-only private mapping of fd's first n bytes at a 2 MiB-aligned address (the file offset
+// 0 then sits on a huge-page boundary), advised as huge pages. nullptr on failure.
+void* map_aligned(int fd, size_t n) {
+  void* r = ::mmap(nullptr, n + kHuge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (r == MAP_FAILED) return nullptr;
+  const uintptr_t base = reinterpret_cast<uintptr_t>(r), at = (base + kHuge - 1) / kHuge * kHuge;
+  void* p = ::mmap(reinterpret_cast<void*>(at), n, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0);
+  if (p == MAP_FAILED) {
+    ::munmap(r, n + kHuge);
+    return nullptr;
+  }
+  // Give back the reservation around the file mapping.
+  const size_t page = size_t(::sysconf(_SC_PAGESIZE)), end = (at + n + page - 1) / page * page;
+  if (at > base) ::munmap(r, at - base);
+  if (base + n + kHuge > end) ::munmap(reinterpret_cast<void*>(end), base + n + kHuge - end);
+#ifdef MADV_HUGEPAGE
+  ::madvise(p, n, MADV_HUGEPAGE);  // advice only: failure is harmless
+#endif
+  return p;
+}
+
+}  // namespace
+
+MappedFile::MappedFile(const std::string& path, bool huge_pages) : path_(path) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; it is rejected below as not a regular file.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) fail("cannot open ", path, ": ", std::strerror(errno));
@@ -28,7 +56,8 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   }
   size_ = size_t(st.st_size);
   if (size_ > 0) {
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    void* p = huge_pages ? map_aligned(fd, size_) : nullptr;
+    if (!p) p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
       int e = errno;
       ::close(fd);

@@ -1,12 +1,13 @@
 #include "model/weight_cache.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 
 #include "core/error.h"
@@ -14,8 +15,59 @@
 namespace qwen35 {
 namespace {
 
-constexpr char kMagic[16] = "qwen35-weights3";
+// 4: written in whole 2 MiB pieces (files of 3 were written in small ones).
+constexpr char kMagic[16] = "qwen35-weights4";
 constexpr size_t kAlign = 4096;
+
+// Writes a file in whole 2 MiB pieces at 2 MiB offsets: the page cache then holds it in 2 MiB
+// folios, which a huge-page mapping maps whole (small writes leave 4 KiB pages, and weights
+// streamed through those miss the TLB every 4 KiB: about 15% of a decode step here).
+class PieceWriter {
+ public:
+  explicit PieceWriter(const std::string& path) : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) {
+    if (fd_ >= 0) buf_.resize(kPiece);
+  }
+  ~PieceWriter() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool ok() const { return fd_ >= 0 && ok_; }
+  void write(const void* data, size_t n) {
+    const char* p = static_cast<const char*>(data);
+    while (n > 0 && ok_) {
+      const size_t k = std::min(n, kPiece - fill_);
+      std::memcpy(buf_.data() + fill_, p, k);
+      fill_ += k, p += k, n -= k;
+      if (fill_ == kPiece) flush();
+    }
+  }
+  void zeros(size_t n) {
+    while (n > 0 && ok_) {
+      const size_t k = std::min(n, kPiece - fill_);
+      std::memset(buf_.data() + fill_, 0, k);
+      fill_ += k, n -= k;
+      if (fill_ == kPiece) flush();
+    }
+  }
+  bool finish() {
+    flush();
+    return ok();
+  }
+
+ private:
+  static constexpr size_t kPiece = size_t(2) << 20;
+  void flush() {
+    for (size_t done = 0; done < fill_ && ok_;) {
+      const ssize_t w = ::write(fd_, buf_.data() + done, fill_ - done);
+      if (w <= 0) ok_ = false;
+      else done += size_t(w);
+    }
+    fill_ = 0;
+  }
+  int fd_;
+  bool ok_ = true;
+  std::vector<char> buf_;
+  size_t fill_ = 0;
+};
 
 // The part of the key that names the sources (older caches of the same sources get replaced).
 std::string sources_part(const std::string& key) { return key.substr(0, key.find('\n')); }
@@ -66,7 +118,7 @@ bool load_weight_cache(const std::string& path, const std::string& key, const st
   if (!std::filesystem::is_regular_file(path, ec)) return false;
   std::unique_ptr<MappedFile> f;
   try {
-    f = std::make_unique<MappedFile>(path);
+    f = std::make_unique<MappedFile>(path, /*huge_pages=*/true);
   } catch (const Error&) {
     return false;
   }
@@ -118,8 +170,8 @@ void save_weight_cache(const std::string& dir, const std::string& key, const std
   const std::string path = weight_cache_path(dir, key);
   const std::string tmp = path + ".tmp" + std::to_string(::getpid());
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail("weight cache: cannot write ", tmp);
+    PieceWriter out(tmp);
+    if (!out.ok()) fail("weight cache: cannot write ", tmp);
     std::vector<Header> headers(matrices.size());
     size_t header_bytes = 16 + 8 + key.size() + 8;
     for (const CachedMatrix& m : matrices) header_bytes += sizeof(Header) + m.name.size();
@@ -148,23 +200,21 @@ void save_weight_cache(const std::string& dir, const std::string& key, const std
     }
     const uint64_t key_len = key.size(), n = matrices.size();
     out.write(kMagic, 16);
-    out.write(reinterpret_cast<const char*>(&key_len), 8);
-    out.write(key.data(), std::streamsize(key.size()));
-    out.write(reinterpret_cast<const char*>(&n), 8);
+    out.write(&key_len, 8);
+    out.write(key.data(), key.size());
+    out.write(&n, 8);
     for (size_t i = 0; i < matrices.size(); ++i) {
-      out.write(reinterpret_cast<const char*>(&headers[i]), sizeof(Header));
-      out.write(matrices[i].name.data(), std::streamsize(matrices[i].name.size()));
+      out.write(&headers[i], sizeof(Header));
+      out.write(matrices[i].name.data(), matrices[i].name.size());
     }
     size_t at = header_bytes;
-    static const std::vector<char> zeros(kAlign, 0);
     for (size_t i = 0; i < matrices.size(); ++i) {
       if (headers[i].alias >= 0) continue;
-      out.write(zeros.data(), std::streamsize(headers[i].offset - at));
-      out.write(static_cast<const char*>(matrices[i].w->data), std::streamsize(headers[i].bytes));
+      out.zeros(headers[i].offset - at);
+      out.write(matrices[i].w->data, headers[i].bytes);
       at = headers[i].offset + headers[i].bytes;
     }
-    out.flush();
-    if (!out) {
+    if (!out.finish()) {
       std::error_code ec;
       std::filesystem::remove(tmp, ec);
       fail("weight cache: writing ", tmp, " failed (disk full?)");
