@@ -25,12 +25,23 @@ GenerationBatch::~GenerationBatch() = default;
 
 void GenerationBatch::step(const std::vector<Generation*>& gens, std::vector<Outcome>& outcomes) {
   outcomes.assign(gens.size(), Outcome{});
-  // While any of them decodes, prompts advance in small blocks: the decoding ones' next tokens
-  // wait for this round's pass. (Block sizes change no bits: every row is computed the same way.)
+  // While any of them decodes, the decoding ones' next tokens wait for this round's pass: one
+  // prompt (the first in line) advances, by a small block; the other prompts wait their turn.
   bool decoding = false;
   for (Generation* g : gens) decoding |= !g->done() && g->pending_prompt_tokens() == 0;
   const int64_t limit = decoding ? decoding_prefill_limit(impl_->engine.options) : 0;
-  for (Generation* g : gens) g->impl().prefill_limit = limit;
+  std::vector<size_t> stepped;
+  bool prefilling = false;
+  for (size_t i = 0; i < gens.size(); ++i) {
+    const bool prompt = !gens[i]->done() && gens[i]->pending_prompt_tokens() > 0;
+    if (prompt && decoding && prefilling) {
+      outcomes[i].more = true;  // not this round
+      continue;
+    }
+    prefilling |= prompt;
+    gens[i]->impl().prefill_limit = limit;
+    stepped.push_back(i);
+  }
   auto one = [&](size_t i) {
     try {
       outcomes[i].more = gens[i]->step();
@@ -38,14 +49,14 @@ void GenerationBatch::step(const std::vector<Generation*>& gens, std::vector<Out
       outcomes[i].error = std::current_exception();
     }
   };
-  if (gens.size() == 1) return one(0);  // nothing to batch with: the plain path
+  if (stepped.size() == 1) return one(stepped[0]);  // nothing to batch with: the plain path
   BatchGate& gate = impl_->gate;
-  gate.begin_round(int(gens.size()));
+  gate.begin_round(int(stepped.size()));
   // A thread per step and round: a few tens of microseconds against a decode step of many
   // milliseconds, and no idle threads between requests.
   std::vector<std::thread> threads;
-  threads.reserve(gens.size());
-  for (size_t i = 0; i < gens.size(); ++i)
+  threads.reserve(stepped.size());
+  for (size_t i : stepped)
     threads.emplace_back([&, i] {
       BatchGate::set_current(&gate);
       one(i);

@@ -212,8 +212,8 @@ TEST(Batching, SmallerPrefillBlocksWhileOthersDecodeKeepTheSoloOutputs) {
   expect_batched_equal_solo(chunk_block_engine(), requests(5));
 }
 
-// While another generation decodes, a prompt advances decoding_prefill_block tokens per round
-// (rounded up to the delta rule's chunk); alone, prefill_block. (Outputs stay those of solo runs: the test above.)
+// While another generation decodes, one prompt at a time advances decoding_prefill_block tokens
+// per round (rounded up to the delta rule's chunk), the first in line; alone, prefill_block. (Outputs stay those of solo runs: the test above.)
 TEST(Batching, PromptsAdvanceInSmallBlocksWhileOthersDecode) {
   const Engine& engine = chunk_block_engine();
   EXPECT_EQ(decoding_prefill_limit(engine.impl().options), 64);
@@ -231,19 +231,25 @@ TEST(Batching, PromptsAdvanceInSmallBlocksWhileOthersDecode) {
   ra.params.ignore_eos = true;
   rb.prompt = random_prompt(8, 300);
   rb.params = greedy(4, SpecMode::kOff);
-  auto ga = start(*sa, ra, a), gb = start(*sb, rb, b);
+  Outcome c;
+  auto sc = engine.new_session();
+  Request rc = rb;
+  rc.prompt = random_prompt(9, 70);
+  auto ga = start(*sa, ra, a), gb = start(*sb, rb, b), gc = start(*sc, rc, c);
   GenerationBatch batch(engine);
   std::vector<GenerationBatch::Outcome> out;
   batch.step({gb.get()}, out);  // alone: a full block
   EXPECT_EQ(gb->pending_prompt_tokens(), 300 - 128);
   while (ga->pending_prompt_tokens() > 0) ASSERT_TRUE(ga->step());
-  std::vector<int64_t> pending;
-  while (gb->pending_prompt_tokens() > 0) {
-    batch.step({ga.get(), gb.get()}, out);
-    ASSERT_TRUE(out[0].more);
-    pending.push_back(gb->pending_prompt_tokens());
+  std::vector<int64_t> pending_b, pending_c;
+  while (gc->pending_prompt_tokens() > 0) {
+    batch.step({ga.get(), gb.get(), gc.get()}, out);
+    ASSERT_TRUE(out[0].more && out[1].more && out[2].more);
+    pending_b.push_back(gb->pending_prompt_tokens());
+    pending_c.push_back(gc->pending_prompt_tokens());
   }
-  EXPECT_EQ(pending, (std::vector<int64_t>{108, 44, 0}));
+  EXPECT_EQ(pending_b, (std::vector<int64_t>{108, 44, 0, 0, 0}));
+  EXPECT_EQ(pending_c, (std::vector<int64_t>{70, 70, 70, 6, 0}));
 }
 
 // A step that throws fails its own generation only; the others finish as they would alone.
