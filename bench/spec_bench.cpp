@@ -8,7 +8,8 @@
 //       [--draft-vocab N|full] \
 //       [--benchmark_format=json --benchmark_out=spec_gbench.json]
 //
-// Without --model it runs on the bundled tiny model. Controlled acceptance: the plain greedy
+// Without --model it runs on the bundled tiny model. $QWEN35_CACHE_DIR: keep the prepared weights
+// there (as `qwen35 --weights-cache`). Controlled acceptance: the plain greedy
 // continuation is recorded first; in the speculative runs the MTP head drafts as usual (its cost
 // is real) and each draft is then replaced by the recorded continuation, the token at depth j kept
 // right with probability alpha while the ones before it were (a fixed-seed draw), wrong after. So
@@ -86,6 +87,8 @@ Fixture& fixture() {
     o.context_size = 4096;
     o.speculative.mode = SpecMode::kMtp;
     o.draft_vocab = g_opt.draft_vocab;
+    // A 9B model quantized at load takes minutes; with $QWEN35_CACHE_DIR later runs map the result.
+    if (const char* d = std::getenv("QWEN35_CACHE_DIR"); d && *d) o.weights_cache_dir = d;
     Status st;
     f.engine = Engine::load(o, &st);
     if (!f.engine) {
