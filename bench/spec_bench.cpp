@@ -5,9 +5,11 @@
 //   build/bin/make_random_model --out /tmp/qwen35-9b-random          # real 9B shapes, with mtp.*
 //   build/bin/spec_bench --model /tmp/qwen35-9b-random [--weights q4_k_m] --summary spec.json \
 //       [--threads N] [--prompt 64] [--tokens 24] [--alphas 0,0.25,0.5,0.75,0.9,1] [--ks 2,4] [--iterations 3] \
+//       [--draft-vocab N|full] \
 //       [--benchmark_format=json --benchmark_out=spec_gbench.json]
 //
-// Without --model it runs on the bundled tiny model. Controlled acceptance: the plain greedy
+// Without --model it runs on the bundled tiny model. $QWEN35_CACHE_DIR: keep the prepared weights
+// there (as `qwen35 --weights-cache`). Controlled acceptance: the plain greedy
 // continuation is recorded first; in the speculative runs the MTP head drafts as usual (its cost
 // is real) and each draft is then replaced by the recorded continuation, the token at depth j kept
 // right with probability alpha while the ones before it were (a fixed-seed draw), wrong after. So
@@ -60,6 +62,7 @@ struct Options {
   int prompt = 64;
   int tokens = 24;
   int iterations = 3;  // of every benchmark, end-to-end runs included; figures are their medians
+  int64_t draft_vocab = EngineOptions{}.draft_vocab;  // --draft-vocab: the engine's default; 0: the full head
   std::vector<double> alphas = {0, 0.25, 0.5, 0.75, 0.9, 1.0};
   std::vector<int> ks = {2, 4};
 };
@@ -83,6 +86,9 @@ Fixture& fixture() {
     o.threads = g_opt.threads;
     o.context_size = 4096;
     o.speculative.mode = SpecMode::kMtp;
+    o.draft_vocab = g_opt.draft_vocab;
+    // A 9B model quantized at load takes minutes; with $QWEN35_CACHE_DIR later runs map the result.
+    if (const char* d = std::getenv("QWEN35_CACHE_DIR"); d && *d) o.weights_cache_dir = d;
     Status st;
     f.engine = Engine::load(o, &st);
     if (!f.engine) {
@@ -283,6 +289,10 @@ void parse_options(int& argc, char** argv) {
     else if (a == "--prompt") g_opt.prompt = std::stoi(value());
     else if (a == "--tokens") g_opt.tokens = std::stoi(value());
     else if (a == "--iterations") g_opt.iterations = std::stoi(value());
+    else if (a == "--draft-vocab") {
+      const std::string v = value();
+      g_opt.draft_vocab = v == "full" ? 0 : std::stoll(v);
+    }
     else if (a == "--alphas") {
       g_opt.alphas.clear();
       for (const auto& x : split(value())) g_opt.alphas.push_back(std::stod(x));
@@ -315,6 +325,8 @@ nlohmann::ordered_json summary() {
   s["threads"] = info.threads;
   s["weights"] = info.weights.empty() ? "as stored (bf16 for make_random_model)" : info.weights;
   s["weight_bytes"] = info.weight_bytes;
+  s["mtp_draft_vocab"] = info.mtp_draft_vocab;  // LM-head rows a draft step scores
+  s["vocab"] = info.vocab_size;
   const double t1 = g_ms["block.1"];
   s["load_average_at_end"] = [] {
     double l[3] = {0, 0, 0};

@@ -18,7 +18,7 @@ const std::set<std::string>& engine_option_names() {
                                                 "--image-size", "--prefill-block", "--decoding-prefill-block", "--image-min-pixels", "--image-max-pixels",
                                                 "--image-max-tokens", "--mmproj",    "--mtp",
                                                 "--weights",    "--kv-type",       "--weights-cache", "--spec",
-                                                "--draft-max"};
+                                                "--draft-max",  "--draft-vocab"};
   return names;
 }
 
@@ -53,7 +53,10 @@ const char* kEngineOptionsHelp =
     "                          mtp   always --draft-max tokens from the MTP head\n"
     "                          pld   prompt lookup only (drafts copied from earlier text)\n"
     "                          off   none; with off or pld the MTP head is not run at all\n"
-    "  --draft-max N         most draft tokens verified per step, 1..16 (default 8)\n";
+    "  --draft-max N         most draft tokens verified per step, 1..16 (default 8)\n"
+    "  --draft-vocab N|full  the MTP head drafts from token ids [0, N) (rounded up to 16) and the\n"
+    "                        added tokens only (default 32768: a BPE vocabulary's first, most\n"
+    "                        frequent, merges); cheaper draft steps, same output. 0 or full: every id\n";
 
 int64_t max_threads() { return std::max<int64_t>(64, 4 * int64_t(std::thread::hardware_concurrency())); }
 
@@ -151,6 +154,8 @@ EngineOptions engine_options_from(const Args& args, bool bundled_fallback) {
   const std::string spec = args.get_or("--spec", "auto");
   if (!parse_spec_mode(spec, &o.speculative.mode)) fail("--spec must be auto, mtp, pld or off, got '", spec, "'");
   o.speculative.draft_max = int(args.get_int_in("--draft-max", o.speculative.draft_max, 1, SpeculativeParams::kMaxDraft));
+  if (args.get_or("--draft-vocab", "") == "full") o.draft_vocab = 0;
+  else o.draft_vocab = args.get_int_in("--draft-vocab", o.draft_vocab, 0, int64_t(1) << 30);
   return o;
 }
 

@@ -213,6 +213,9 @@ struct EngineOptions {
   // Default speculation of requests. With mode kOff or kPld the MTP head is not run at all (no
   // request can use it); kMtp fails to load a model without one.
   SpeculativeParams speculative;
+  // Vocabulary of the MTP head's drafts: ids [0, N) (rounded up to 16) and the added tokens. A draft
+  // is only a guess the main model checks, so this changes speed, never the output. 0: every id.
+  int64_t draft_vocab = 32768;
   // Attention KV cache element type: "f16" (default: half the memory and bandwidth) or "f32"
   // (the reference's math exactly, for parity checks).
   std::string kv_type = "f16";
@@ -246,6 +249,7 @@ struct ModelInfo {
   std::string mmproj_path;   // the vision projector in use (GGUF)
   bool has_mtp = false;      // the model carries an MTP block
   bool mtp_active = false;   // ... and the engine runs it for speculation (--spec auto or mtp)
+  int64_t mtp_draft_vocab = 0;  // ids a draft step scores (vocab_size: all; 0: no head runs)
   std::vector<std::string> warnings;  // problems worth telling the user at start (e.g. an unknown chat template)
 };
 

@@ -69,8 +69,8 @@ namespace {
 constexpr size_t kChunksPerThread = 4;
 }  // namespace
 
-void linear_fused(const Compute& c, Activations& x, std::initializer_list<LinearOut> outs) {
-  const LinearOut* o = outs.begin();
+void linear_fused(const Compute& c, Activations& x, std::span<const LinearOut> outs) {
+  const LinearOut* o = outs.data();
   const int n_out = int(outs.size());
   // Quantize the input once per format before the parallel pass.
   std::vector<const ActRows*> acts(size_t(n_out), nullptr);

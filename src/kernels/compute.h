@@ -3,6 +3,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <span>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -55,7 +56,10 @@ void linear_strided(const Compute& c, const float* x, int64_t T, int64_t x_strid
                     int64_t y_stride);
 void linear(const Compute& c, Activations& x, const WeightMatrix& w, float* y, int64_t y_stride);
 // Several matrices over the same input in one parallel pass (one synchronisation point).
-void linear_fused(const Compute& c, Activations& x, std::initializer_list<LinearOut> outs);
+void linear_fused(const Compute& c, Activations& x, std::span<const LinearOut> outs);
+inline void linear_fused(const Compute& c, Activations& x, std::initializer_list<LinearOut> outs) {
+  linear_fused(c, x, std::span<const LinearOut>(outs.begin(), outs.size()));
+}
 
 // Dequantizes row r of any weight matrix (plain or packed by any table) to f32.
 void weight_row_to_f32(const WeightMatrix& w, int64_t r, float* out);

@@ -127,6 +127,16 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     e.eos_ids.erase(std::unique(e.eos_ids.begin(), e.eos_ids.end()), e.eos_ids.end());
     e.think_start_id = e.tokenizer->token_to_id("<think>").value_or(-1);
     e.think_end_id = e.tokenizer->token_to_id("</think>").value_or(-1);
+    if (options.draft_vocab < 0) fail("draft vocabulary ", options.draft_vocab, " must be >= 0 (0: every id)");
+    if (e.mtp) {
+      // The added tokens (and whichever stop and thought ids are not among them): ids a draft must
+      // be able to name even when they sit at the top of the vocabulary.
+      std::vector<int32_t> extra = e.eos_ids;
+      for (const AddedToken& t : e.tokenizer->added_tokens()) extra.push_back(t.id);
+      extra.push_back(e.think_start_id);
+      extra.push_back(e.think_end_id);
+      e.draft_vocab = DraftVocab::subset(e.mtp->weights().lm_head, options.draft_vocab, extra);
+    }
     if (e.think_start_id >= 0 && e.think_end_id >= 0) e.thought_closing_ids = e.tokenizer->encode(kThoughtClosing);
     e.image_pad_id = int32_t(cfg.image_token_id);
 
@@ -154,6 +164,7 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     info.max_position_embeddings = max_pos;
     info.has_vision = e.model->vision() != nullptr;
     info.mtp_active = e.mtp != nullptr;
+    info.mtp_draft_vocab = e.draft_vocab ? e.draft_vocab->rows() : 0;
     info.num_layers = cfg.text.num_layers;
     info.hidden_size = cfg.text.hidden_size;
     info.weight_bytes = e.model->weight_bytes();

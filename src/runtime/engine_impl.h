@@ -7,6 +7,7 @@
 
 #include "core/thread_pool.h"
 #include "kernels/compute.h"
+#include "model/draft_vocab.h"
 #include "model/image_processor.h"
 #include "model/model.h"
 #include "qwen35/engine.h"
@@ -30,6 +31,7 @@ struct EngineImpl {
   int32_t image_pad_id = -1;     // <|image_pad|>
   int64_t context_size = 0;
   const MtpHead* mtp = nullptr;  // the MTP head when requests may use it (options.speculative)
+  std::optional<DraftVocab> draft_vocab;  // the ids its drafts pick from, when it runs
   DType kv_dtype = DType::F16;
 
   const TextConfig& text_config() const { return model->config().text; }

@@ -131,13 +131,8 @@ void Sequence::mtp_draft(int32_t next, int k, std::vector<int32_t>& out) {
   run_mtp(pending_pairs, emb_.data());     // its last row, (h_{n-1}, next), is draft step 1
   float* hm = mtp_out_.data() + pending_pairs * H;
   mtp_logits_.resize(size_t(V));
-  auto pick = [&](const float* hidden) {
-    mtp_->logits(c, hidden, 1, mtp_logits_.data());
-    int32_t best = 0;  // greedy, lowest id on exact ties (as the sampler's argmax)
-    for (int64_t v = 1; v < V; ++v)
-      if (mtp_logits_[size_t(v)] > mtp_logits_[size_t(best)]) best = int32_t(v);
-    out.push_back(best);
-  };
+  // Greedy over the engine's draft vocabulary (the main model checks every draft token).
+  auto pick = [&](const float* hidden) { out.push_back(engine_.draft_vocab->argmax(c, hidden, mtp_logits_.data(), mtp_head_in_)); };
   pick(hm);
   // Step j + 1 runs (hm of step j, d_j) at the decode position of token n - 1 + j.
   for (int j = 1; j < k; ++j) {

@@ -67,7 +67,8 @@ class Sequence {
   int64_t mtp_pairs() const { return has_mtp() ? mtp_kv_.length() : 0; }  // pairs in the head's cache
   // Runs the head on every pending pair whose next token has been fed (no logits).
   void flush_mtp();
-  // Greedy draft of k >= 1 tokens following `next`, the token that will be fed next: one call on
+  // Greedy draft of k >= 1 tokens following `next`, the token that will be fed next, each the argmax
+  // over the engine's draft vocabulary (EngineImpl::draft_vocab): one call on
   // the pending pairs plus (h_{n-1}, next), then k - 1 steps that feed back (post-norm hidden,
   // previous draft token) one position further on. The draft's cache rows are dropped again: only
   // pairs of fed tokens stay, so the timeline is as if the head had not drafted.
@@ -110,6 +111,7 @@ class Sequence {
   std::vector<int32_t> mtp_position_;              // [pending, 3]
   MtpWorkspace mtp_ws_;
   std::vector<float> mtp_in_hidden_, mtp_in_emb_, mtp_out_, mtp_logits_;
+  kernels::Activations mtp_head_in_;  // a draft step's hidden row, quantized for the LM head
   std::vector<int32_t> mtp_in_pos_;
 };
 

@@ -228,6 +228,112 @@ TEST(MtpSpeculation, GreedyEqualsPlainTokenForToken) {
   }
 }
 
+std::unique_ptr<Engine> engine_with_draft_vocab(int64_t draft_vocab) {
+  EngineOptions o;
+  o.model_dir = tiny_model_dir();
+  o.threads = 2;
+  o.draft_vocab = draft_vocab;
+  o.speculative.mode = SpecMode::kMtp;
+  Status st;
+  auto e = Engine::load(o, &st);
+  EXPECT_TRUE(e) << st.message;
+  return e;
+}
+
+// Every draft of a run, by the length of the history it followed.
+using DraftLog = std::map<size_t, std::vector<int32_t>>;
+
+GenerationResult run_logging_drafts(const Engine& engine, const std::vector<int32_t>& prompt, const SamplingParams& p,
+                                    DraftLog& log, std::vector<TokenLogprob>* logprobs = nullptr) {
+  auto session = engine.new_session();
+  Status st;
+  auto gen = session->start_completion(prompt, p,
+                                       [&](const GenerationEvent& ev) {
+                                         if (logprobs) logprobs->insert(logprobs->end(), ev.logprobs.begin(), ev.logprobs.end());
+                                         return true;
+                                       },
+                                       &st);
+  EXPECT_TRUE(gen) << st.message;
+  if (!gen) return {};
+  gen->impl().rewrite_mtp_draft = [&](const std::vector<int32_t>& history, std::vector<int32_t>& d) {
+    log[history.size()] = d;
+  };
+  while (gen->step()) {
+  }
+  return gen->result();
+}
+
+// A reduced draft vocabulary changes the drafts, never the output: with the head drafting from ids
+// [0, 64) and the added tokens only, greedy runs equal plain greedy token for token and sampled runs
+// equal plain sampling with the same seed (tokens and logprobs); every draft lies in the subset, and
+// the drafts differ from the full head's at the same points (so the reduced path is what ran).
+TEST(MtpSpeculation, AReducedDraftVocabularyChangesTheDraftsNotTheOutput) {
+  const auto full = engine_with_draft_vocab(0);
+  const auto small = engine_with_draft_vocab(64);
+  ASSERT_TRUE(full && small);
+  const DraftVocab& subset = *small->impl().draft_vocab;
+  EXPECT_TRUE(full->impl().draft_vocab->is_full());
+  EXPECT_EQ(full->info().mtp_draft_vocab, full->info().vocab_size);
+  EXPECT_EQ(small->info().mtp_draft_vocab, subset.rows());
+  EXPECT_LT(subset.rows(), 64 + 128);  // [0, 64) and the few groups of the added tokens
+  for (const char* name : {"<|im_end|>", "<think>", "</think>"}) {
+    const auto id = small->impl().tokenizer->token_to_id(name);
+    ASSERT_TRUE(id) << name;
+    EXPECT_TRUE(subset.contains(*id)) << name;
+  }
+  std::mt19937 rng(31);
+  int differing = 0, compared = 0;
+  for (int trial = 0; trial < 3; ++trial) {
+    const auto prompt = random_ids(rng, 5 + 11 * trial);
+    Status st;
+    const GenerationResult plain = small->new_session()->complete(prompt, greedy(16, SpecMode::kOff), nullptr, &st);
+    ASSERT_TRUE(st.ok()) << st.message;
+    DraftLog full_drafts, small_drafts;
+    const GenerationResult a = run_logging_drafts(*full, prompt, with_spec(greedy(16), SpecMode::kMtp, 3), full_drafts);
+    const GenerationResult b = run_logging_drafts(*small, prompt, with_spec(greedy(16), SpecMode::kMtp, 3), small_drafts);
+    EXPECT_EQ(a.tokens, plain.tokens) << "trial " << trial;
+    EXPECT_EQ(b.tokens, plain.tokens) << "trial " << trial;
+    EXPECT_GT(b.mtp_drafted, 0);
+    for (const auto& [at, d] : small_drafts) {
+      for (int32_t id : d) EXPECT_TRUE(subset.contains(id)) << "draft token " << id << " after " << at;
+      if (auto f = full_drafts.find(at); f != full_drafts.end()) {
+        ++compared;
+        differing += f->second != d;
+      }
+    }
+  }
+  EXPECT_GT(compared, 0);
+  EXPECT_GT(differing, 0) << "the reduced head drafted what the full head drafts: the test exercised nothing";
+
+  SamplingParams p;
+  p.temperature = 0.7f;
+  p.top_k = 40;
+  p.presence_penalty = 0.4f;
+  p.max_tokens = 16;
+  p.ignore_eos = true;
+  p.logprobs = true;
+  p.top_logprobs = 2;
+  const auto prompt = random_ids(rng, 9);
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    p.seed = seed;
+    Status st;
+    std::vector<TokenLogprob> plain_lps, spec_lps;
+    DraftLog none, drafts;
+    const GenerationResult plain = run_logging_drafts(*small, prompt, with_spec(p, SpecMode::kOff, 1), none, &plain_lps);
+    const GenerationResult spec = run_logging_drafts(*small, prompt, with_spec(p, SpecMode::kMtp, 3), drafts, &spec_lps);
+    EXPECT_TRUE(none.empty());
+    EXPECT_GT(spec.mtp_drafted, 0) << "seed " << seed;
+    EXPECT_EQ(spec.tokens, plain.tokens) << "seed " << seed;
+    ASSERT_EQ(spec_lps.size(), plain_lps.size());
+    for (size_t i = 0; i < spec_lps.size(); ++i) {
+      EXPECT_EQ(spec_lps[i].token, plain_lps[i].token);
+      EXPECT_EQ(spec_lps[i].logprob, plain_lps[i].logprob);
+    }
+    for (const auto& [at, d] : drafts)
+      for (int32_t id : d) EXPECT_TRUE(subset.contains(id)) << "seed " << seed << " draft token " << id;
+  }
+}
+
 // The head drafts as usual, then the test rewrites the draft from the plain answer with mistakes:
 // whole drafts accepted, partial matches and misses keep the greedy output and the head's cache.
 TEST(MtpSpeculation, AcceptedAndRejectedDraftsKeepGreedyOutputAndTheHeadsCache) {
