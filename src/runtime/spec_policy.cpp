@@ -26,7 +26,10 @@ void SpecCosts::record_mtp_step(double ms) {
 
 double SpecCosts::block_ms(int n) const {
   n = std::clamp(n, 1, kMaxBlock);
-  if (measured(n)) return block_[size_t(n)];
+  if (n == 1 && measured(1)) return block_[1];
+  // A block does all a decode step does and more: never cheaper than one (timings on a busy
+  // machine can say otherwise, and would make drafts that all fail look worth verifying).
+  if (measured(n)) return std::max(block_[size_t(n)], block_ms(1));
   // The decode step, or what the measured blocks imply for it under the prior.
   double t1 = block_[1];
   if (t1 <= 0) {
@@ -43,8 +46,8 @@ double SpecCosts::block_ms(int n) const {
     if (m > n && hi == 0) hi = m;
   }
   const double t_lo = lo == 1 ? t1 : block_[size_t(lo)];
-  if (hi > 0) return t_lo + (block_[size_t(hi)] - t_lo) * double(n - lo) / double(hi - lo);
-  if (lo > 1) return t1 + (t_lo - t1) * double(n - 1) / double(lo - 1);
+  if (hi > 0) return std::max(t1, t_lo + (block_[size_t(hi)] - t_lo) * double(n - lo) / double(hi - lo));
+  if (lo > 1) return std::max(t1, t1 + (t_lo - t1) * double(n - 1) / double(lo - 1));
   return t1 * (1 + kPriorSlope * (n - 1));
 }
 
