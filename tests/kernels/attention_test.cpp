@@ -1,7 +1,7 @@
 // Softmax attention over a KV cache: every kernel table against the scalar twin on odd head sizes,
-// GQA groups, causal and full masks, f32 and f16 caches, strided misaligned rows and peaked
-// softmaxes; and the invariant prompt lookup decoding and batching rely on: a query row gives the
-// same bits alone, in any block and at any place in it.
+// GQA groups, causal and full masks (full ones also at the vision tower's shapes), f32 and f16
+// caches, strided misaligned rows and peaked softmaxes; and the invariant prompt lookup decoding
+// and batching rely on: a query row gives the same bits alone, in any block and at any place in it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -142,6 +142,45 @@ TEST(Attention, RowsGiveTheSameBitsInAnyBlock) {
           }
 }
 
+// Full (non-causal) attention as the vision tower runs it: 72-wide heads, batches of rows past
+// the kernels' 64 and key counts off every key tile (AVX-512 takes 48 keys a tile, AVX2 32), so
+// partial row vectors, partial tiles and partial micro-tiles of keys and head elements all occur.
+TEST(Attention, FullAttentionAtVisionShapesMatchesTheScalarTwin) {
+  std::mt19937 rng(7);
+  for (const KernelTable* kt : supported_tables())
+    for (int hd : {72, 40, 13})
+      for (int group : {1, 2})
+        for (int64_t n_q : {1, 15, 64, 65, 130})
+          for (int64_t n_kv : {1, 5, 31, 47, 48, 49, 97, 250})
+            for (float q_scale : {1.0f, 30.0f}) {
+              Case c(n_q, n_kv, group, hd, DType::F32, q_scale, rng);
+              std::vector<float> o_ref = c.out(), o = c.out();
+              ref::attention(c.args(o_ref, 0, n_q, n_kv, false, DType::F32));
+              kt->attention(c.args(o, 0, n_q, n_kv, false, DType::F32));
+              const double tol = q_scale > 1.0f ? 5e-5 : 2e-6;  // as EveryTableMatchesTheScalarTwin
+              EXPECT_LE(rel_err(c.values(o), c.values(o_ref)), tol) << where(*kt, c, n_kv, false, q_scale);
+            }
+}
+
+// The vision tower slices its queries into tasks of 64 rows and runs them on any thread: a row's
+// bits must not depend on the slice it came in, across batch boundaries too.
+TEST(Attention, FullAttentionRowsGiveTheSameBitsInAnySlice) {
+  std::mt19937 rng(8);
+  for (const KernelTable* kt : supported_tables())
+    for (int group : {1, 3}) {
+      const int64_t n_q = 150, n_kv = 101;
+      Case c(n_q, n_kv, group, 72, DType::F32, 4.0f, rng);
+      std::vector<float> whole = c.out(), single = c.out(), split = c.out();
+      kt->attention(c.args(whole, 0, n_q, n_kv, false, DType::F32));
+      for (int64_t t = 0; t < n_q; ++t) kt->attention(c.args(single, t, 1, n_kv, false, DType::F32));
+      for (auto [t0, t1] : {std::pair<int64_t, int64_t>{0, 7}, {7, 71}, {71, 72}, {72, 150}})
+        kt->attention(c.args(split, t0, t1 - t0, n_kv, false, DType::F32));
+      const std::string at = std::string(kt->name) + " group=" + std::to_string(group);
+      EXPECT_EQ(std::memcmp(whole.data(), single.data(), whole.size() * sizeof(float)), 0) << at;
+      EXPECT_EQ(std::memcmp(whole.data(), split.data(), whole.size() * sizeof(float)), 0) << at;
+    }
+}
+
 // The twin reads an f16 cache by converting its rows: exactly its f32 result on the same values.
 TEST(Attention, F16CacheIsItsValuesInF32) {
   std::mt19937 rng(5);
@@ -162,6 +201,9 @@ TEST(Attention, RowWithoutKeysIsZero) {
     const std::vector<float> v = c.values(o);
     for (int i = 0; i < 2 * 40; ++i) EXPECT_EQ(v[size_t(i)], 0.0f) << kt->name;
     for (float x : v) EXPECT_TRUE(std::isfinite(x)) << kt->name;
+    std::vector<float> full(c.q.size(), 7.0f);
+    kt->attention(c.args(full, 0, 3, 0, false, DType::F32));  // full attention over no keys
+    for (float x : c.values(full)) EXPECT_EQ(x, 0.0f) << kt->name << " full";
   }
 }
 

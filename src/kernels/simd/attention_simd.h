@@ -10,7 +10,8 @@
 // (row, key) reduced by one fixed tree (V::reduce_lanes, the same in every slot), the tiles start
 // at key 0 whatever the block, and every output element takes its keys in ascending order, one
 // fused multiply-add each, never a masked-out key. So a row gives the same bits alone, in any
-// block, at any place in it and on any thread.
+// block, at any place in it and on any thread. Full attention over f32 keys (causal = false, the
+// vision tower) takes attention_full instead, which keeps the same promise (see there).
 #pragma once
 
 #include <cstdint>
@@ -227,8 +228,204 @@ void attn_pv_rows(int nr, float* const* o, const float* const* w, const KvRows<F
 // keys are in L1, then every group its weighted values, so a tile comes from L2 once per batch.
 constexpr int kAttnBatchRows = 64;
 
+// ---- Full (non-causal) attention with the rows as lanes -----------------------------------------
+//
+// When every row sees the same keys (the vision tower's bidirectional attention), the rows of a
+// batch go through the keys as the lanes of vectors instead of one accumulator per (row, key):
+// qt holds the batch's queries transposed (qt[d][r]), so the scores of W rows against one key take
+// one FMA per head element with the key's element broadcast, and no lane reduction at all; the
+// softmax's running maxima and sums are lane-wise across the keys of a tile, and the output is
+// kept transposed as well (ot[d][r]) while the values are weighed in, the value elements
+// broadcast. A row's arithmetic is its own lane's: its scores are FMA chains over d in order, its
+// output elements FMA chains over the keys in ascending order, rescaled at the same tiles from
+// key 0. So a row gives the same bits alone, in any block and at any place in it, as the causal
+// path does (its bits differ from that path's: another summation order of the same sums).
+constexpr int kFullMaxHeadDim = 256;
+
+template <class V>
+struct FullTiles {
+  static constexpr int kRowVecs = V::kLanes == 16 ? 4 : 2;  // vectors of rows per micro-tile
+  static constexpr int kKeys = V::kLanes == 16 ? 6 : 4;     // keys per score micro-tile
+  static constexpr int kCols = kKeys;                        // head elements per output micro-tile
+  static constexpr int kTile = 8 * kKeys;                    // keys per softmax tile
+};
+
+// st[jj][r] = scale * q_r . k_jj for KJ keys (k_jj at k + jj * stride) and the RV row vectors of
+// qt; prefetches the next tile's keys (those of the first n_ahead keys) and this tile's values.
+template <class V, int RV, int KJ>
+void full_scores(const float* qt, const float* k, const float* v, int64_t stride, int hd, float scale, int n_ahead,
+                 bool prefetch, float* st) {
+  using F = typename V::F;
+  constexpr int W = V::kLanes, B = kAttnBatchRows;
+  constexpr int64_t kAhead = FullTiles<V>::kTile;
+  F acc[KJ][RV];
+  for (int jj = 0; jj < KJ; ++jj)
+    for (int rv = 0; rv < RV; ++rv) acc[jj][rv] = V::zero();
+  for (int d0 = 0; d0 < hd; d0 += 16) {
+    if (prefetch)
+      for (int jj = 0; jj < KJ; ++jj) {
+        if (jj < n_ahead) V::prefetch(k + (jj + kAhead) * stride + d0);
+        V::prefetch(v + jj * stride + d0);
+      }
+    const int d1 = hd - d0 < 16 ? hd : d0 + 16;
+    for (int d = d0; d < d1; ++d) {
+      F qv[RV];
+      for (int rv = 0; rv < RV; ++rv) qv[rv] = V::load(qt + d * B + rv * W);
+      for (int jj = 0; jj < KJ; ++jj) {
+        const F kd = V::set1(k[jj * stride + d]);
+        for (int rv = 0; rv < RV; ++rv) acc[jj][rv] = V::fma(qv[rv], kd, acc[jj][rv]);
+      }
+    }
+  }
+  const F sv = V::set1(scale);
+  for (int jj = 0; jj < KJ; ++jj)
+    for (int rv = 0; rv < RV; ++rv) V::store(st + jj * B + rv * W, V::mul(acc[jj][rv], sv));
+}
+
+template <class V, int RV, int KJ = FullTiles<V>::kKeys>
+void full_scores_keys(int nk, const float* qt, const float* k, const float* v, int64_t stride, int hd, float scale,
+                      int n_ahead, bool prefetch, float* st) {
+  if constexpr (KJ > 1)
+    if (nk < KJ) return full_scores_keys<V, RV, KJ - 1>(nk, qt, k, v, stride, hd, scale, n_ahead, prefetch, st);
+  full_scores<V, RV, KJ>(qt, k, v, stride, hd, scale, n_ahead, prefetch, st);
+}
+
+// ot[d][r] = alpha_r ot[d][r] + sum_{jj < kt} st[jj][r] v_jj[d] for the DJ elements d of [d0, d0 + DJ)
+// and the RV row vectors of ot, st and alpha; the keys in ascending order.
+template <class V, int RV, int DJ>
+void full_pv(const float* st, const float* v, int64_t stride, int kt, int d0, const float* alpha, float* ot) {
+  using F = typename V::F;
+  constexpr int W = V::kLanes, B = kAttnBatchRows;
+  F acc[DJ][RV];
+  for (int rv = 0; rv < RV; ++rv) {
+    const F al = V::load(alpha + rv * W);
+    for (int dd = 0; dd < DJ; ++dd) acc[dd][rv] = V::mul(V::load(ot + (d0 + dd) * B + rv * W), al);
+  }
+  const float* vr = v + d0;
+  for (int jj = 0; jj < kt; ++jj, vr += stride) {
+    F p[RV];
+    for (int rv = 0; rv < RV; ++rv) p[rv] = V::load(st + jj * B + rv * W);
+    for (int dd = 0; dd < DJ; ++dd) {
+      const F vd = V::set1(vr[dd]);
+      for (int rv = 0; rv < RV; ++rv) acc[dd][rv] = V::fma(p[rv], vd, acc[dd][rv]);
+    }
+  }
+  for (int dd = 0; dd < DJ; ++dd)
+    for (int rv = 0; rv < RV; ++rv) V::store(ot + (d0 + dd) * B + rv * W, acc[dd][rv]);
+}
+
+template <class V, int RV, int DJ = FullTiles<V>::kCols>
+void full_pv_cols(int nd, const float* st, const float* v, int64_t stride, int kt, int d0, const float* alpha,
+                  float* ot) {
+  if constexpr (DJ > 1)
+    if (nd < DJ) return full_pv_cols<V, RV, DJ - 1>(nd, st, v, stride, kt, d0, alpha, ot);
+  full_pv<V, RV, DJ>(st, v, stride, kt, d0, alpha, ot);
+}
+
+// One tile of kt keys from j0 for the RV row vectors at lane offset r0 of the batch buffers:
+// scores (phase 0) or weighted values (phase 1).
+template <class V, int RV>
+void full_tile(int phase, const float* qt, const float* k, const float* v, int64_t stride, int hd, float scale,
+               int64_t j0, int kt, int64_t n, bool prefetch, float* st, const float* alpha, float* ot) {
+  constexpr int KJ = FullTiles<V>::kKeys, DJ = FullTiles<V>::kCols, KT = FullTiles<V>::kTile;
+  if (phase == 0) {
+    for (int jg = 0; jg < kt; jg += KJ) {
+      const int nk = kt - jg < KJ ? kt - jg : KJ;
+      const int64_t ahead = n - (j0 + jg + KT);
+      const int n_ahead = ahead <= 0 ? 0 : ahead >= KJ ? KJ : int(ahead);
+      full_scores_keys<V, RV>(nk, qt, k + (j0 + jg) * stride, v + (j0 + jg) * stride, stride, hd, scale, n_ahead,
+                              prefetch, st + jg * kAttnBatchRows);
+    }
+  } else {
+    for (int d0 = 0; d0 < hd; d0 += DJ)
+      full_pv_cols<V, RV>(hd - d0 < DJ ? hd - d0 : DJ, st, v + j0 * stride, stride, kt, d0, alpha, ot);
+  }
+}
+
+template <class V, int RV = FullTiles<V>::kRowVecs>
+void full_tile_rows(int nrv, int phase, const float* qt, const float* k, const float* v, int64_t stride, int hd,
+                    float scale, int64_t j0, int kt, int64_t n, bool prefetch, float* st, const float* alpha,
+                    float* ot) {
+  if constexpr (RV > 1)
+    if (nrv < RV)
+      return full_tile_rows<V, RV - 1>(nrv, phase, qt, k, v, stride, hd, scale, j0, kt, n, prefetch, st, alpha, ot);
+  full_tile<V, RV>(phase, qt, k, v, stride, hd, scale, j0, kt, n, prefetch, st, alpha, ot);
+}
+
+// The softmax step of one tile (kt keys) for nrv row vectors: the running maxima m and sums l move
+// on lane-wise, st becomes the weights e^{s - m}, alpha the factors for the old outputs.
+template <class V>
+void full_softmax(float* st, int kt, int nrv, typename V::F* m, typename V::F* l, float* alpha) {
+  using F = typename V::F;
+  constexpr int W = V::kLanes, B = kAttnBatchRows;
+  for (int rv = 0; rv < nrv; ++rv) {
+    float* s = st + rv * W;
+    F mx = m[rv];
+    for (int jj = 0; jj < kt; ++jj) mx = V::max(mx, V::load(s + jj * B));
+    const F al = V::exp(V::sub(m[rv], mx));  // 0 on the first tile (m = -inf)
+    F sum = V::zero();
+    for (int jj = 0; jj < kt; ++jj) {
+      const F p = V::exp(V::sub(V::load(s + jj * B), mx));
+      V::store(s + jj * B, p);
+      sum = V::add(sum, p);
+    }
+    l[rv] = V::add(V::mul(l[rv], al), sum);
+    m[rv] = mx;
+    V::store(alpha + rv * W, al);
+  }
+}
+
+template <class V>
+void attention_full(const AttnArgs& a) {
+  using F = typename V::F;
+  constexpr int W = V::kLanes, B = kAttnBatchRows, RV = FullTiles<V>::kRowVecs, KT = FullTiles<V>::kTile;
+  static_assert(B % W == 0);
+  const int hd = a.head_dim;
+  const int64_t rows = a.n_q * a.group, n = a.n_kv0, stride = a.kv_stride;
+  const float* const kb = static_cast<const float*>(a.k);
+  const float* const vb = static_cast<const float*>(a.v);
+  alignas(64) float qt[kFullMaxHeadDim * B], ot[kFullMaxHeadDim * B], st[KT * B], alpha[B], lsum[B];
+  for (int64_t b0 = 0; b0 < rows; b0 += B) {
+    const int nb = rows - b0 < B ? int(rows - b0) : B, nrv = (nb + W - 1) / W;
+    const float* q[B];
+    float* o[B];
+    for (int i = 0; i < nb; ++i) {
+      const int64_t t = (b0 + i) / a.group, g = (b0 + i) % a.group;
+      q[i] = a.q + t * a.q_stride + g * hd;
+      o[i] = a.o + t * a.o_stride + g * hd;
+    }
+    for (int d = 0; d < hd; ++d)
+      for (int r = 0; r < nrv * W; ++r) {
+        qt[d * B + r] = r < nb ? q[r][d] : 0.0f;  // lanes past the batch: zero queries, results dropped
+        ot[d * B + r] = 0.0f;
+      }
+    F m[B / W], l[B / W];
+    for (int rv = 0; rv < nrv; ++rv) {
+      m[rv] = V::set1(-std::numeric_limits<float>::infinity());
+      l[rv] = V::zero();
+    }
+    for (int64_t j0 = 0; j0 < n; j0 += KT) {
+      const int kt = n - j0 < KT ? int(n - j0) : KT;
+      for (int r0 = 0; r0 < nrv; r0 += RV)
+        full_tile_rows<V>(nrv - r0, 0, qt + r0 * W, kb, vb, stride, hd, a.scale, j0, kt, n, r0 == 0, st + r0 * W,
+                          alpha + r0 * W, ot + r0 * W);
+      full_softmax<V>(st, kt, nrv, m, l, alpha);
+      for (int r0 = 0; r0 < nrv; r0 += RV)
+        full_tile_rows<V>(nrv - r0, 1, qt + r0 * W, kb, vb, stride, hd, a.scale, j0, kt, n, false, st + r0 * W,
+                          alpha + r0 * W, ot + r0 * W);
+    }
+    for (int rv = 0; rv < nrv; ++rv) V::store(lsum + rv * W, l[rv]);
+    for (int i = 0; i < nb; ++i) {
+      const float inv = lsum[i] > 0.0f ? 1.0f / lsum[i] : 0.0f;
+      for (int d = 0; d < hd; ++d) o[i][d] = ot[d * B + i] * inv;
+    }
+  }
+}
+
 template <class V, bool F16>
 void attention_rows(const AttnArgs& a) {
+  if constexpr (!F16)
+    if (!a.causal && a.head_dim <= kFullMaxHeadDim) return attention_full<V>(a);
   constexpr int R = V::kAttnRows, B = kAttnBatchRows;
   const int hd = a.head_dim;
   const int64_t rows = a.n_q * a.group;  // row (t, g) is number t * group + g

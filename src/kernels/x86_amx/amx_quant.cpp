@@ -8,7 +8,10 @@
 // (quant_ref.h), and the float steps that follow are the reference's: results equal the other
 // tables' bit for bit. The weights of a 16-row group are decoded once per token chunk into signed
 // bytes in "quad-major" order (quad u = elements 4u..4u+3 of all 16 rows, 64 bytes), which is the
-// B-tile layout, so a tile op reads K/4 consecutive quads.
+// B-tile layout, so a tile op reads K/4 consecutive quads (Q8_0's packed blocks hold their quants
+// that way already and are read in place). Blocks of 32 go by pairs of groups and pairs of token
+// tiles where both are there (2 x 2 tiles: each tile load serves two products and four products
+// are in flight), which changes the order of the tile ops, not the steps of any output.
 //
 // Q2_K and Q3_K are decoded already multiplied by their sub-block scales (Q2_K: q * sc in
 // [0, 45]; Q3_K: -(q * sc) in [-128, 124], the negation being what makes it fit a signed byte), so
@@ -81,6 +84,23 @@ inline void configure(int M, int kb) {
     cfg.colsb[3 * set + 1] = 64;
     cfg.rows[3 * set + 2] = uint8_t(M);
     cfg.colsb[3 * set + 2] = 64;
+  }
+  _tile_loadconfig(&cfg);
+}
+
+// The 2 x 2 layout of blocks of 32: tiles 0/1: activations of two 16-token tiles [16 x 32 bytes];
+// 2/3: weights of two 16-row groups [8 x 64 bytes]; 4..7: the four products' sums [16 x 64].
+inline void configure_2x2() {
+  TileConfig cfg;
+  for (int i = 0; i < 2; ++i) {
+    cfg.rows[i] = 16;
+    cfg.colsb[i] = 32;
+    cfg.rows[2 + i] = 8;
+    cfg.colsb[2 + i] = 64;
+  }
+  for (int i = 4; i < 8; ++i) {
+    cfg.rows[i] = 16;
+    cfg.colsb[i] = 64;
   }
   _tile_loadconfig(&cfg);
 }
@@ -182,9 +202,8 @@ void decode_group(const uint8_t* group, int64_t nb, uint8_t* out) {
   const __m512i sixteen = _mm512_set1_epi8(16);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* pb = group + size_t(b) * packed_block_bytes(F);
-    if constexpr (F == Fmt::kQ8_0) {
-      std::memcpy(out + size_t(b) * 512, pb + 32, 512);
-    } else if constexpr (block_elems(F) == 32) {
+    static_assert(F != Fmt::kQ8_0);  // read in place (decoded_quants)
+    if constexpr (block_elems(F) == 32) {
       __m512i book;
       if constexpr (F == Fmt::kIQ4_NL)
         book = _mm512_broadcast_i32x4(_mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113));
@@ -313,6 +332,20 @@ inline void k4_scales(const uint8_t* pb_scales, __m512i sc[8], __m512i mn_pairs[
   for (int p = 0; p < 4; ++p) mn_pairs[p] = _mm512_or_si512(mn[2 * p], _mm512_slli_epi32(mn[2 * p + 1], 16));
 }
 
+// Bytes from one decoded block of 32 to the next. Q8_0's packed blocks already hold their quants
+// quad-major after the 32 bytes of scales, so its tiles load straight from the packed group.
+constexpr size_t decoded_stride(Fmt f) { return f == Fmt::kQ8_0 ? packed_block_bytes(f) : 512; }
+// Where block 0's decoded quants of a group are: in the group itself (Q8_0) or in `decoded`.
+template <Fmt F>
+const uint8_t* decoded_quants(const uint8_t* group, int64_t nb, uint8_t* decoded) {
+  if constexpr (F == Fmt::kQ8_0) {
+    return group + 32;
+  } else {
+    decode_group<F>(group, nb, decoded);
+    return decoded;
+  }
+}
+
 // Sub-blocks (tile products) per block and the int32 sums one block's products fill.
 constexpr int products_per_block(Fmt f) {
   return f == Fmt::kQ6_K ? 16 : premultiplied(f) ? 1 : block_elems(f) == 256 ? 8 : 1;
@@ -324,8 +357,8 @@ constexpr size_t sums_per_block(Fmt f) { return size_t(products_per_block(f)) * 
 template <Fmt F>
 inline void block_products(const int8_t* q0, int64_t as, const uint8_t* decoded, int64_t b, int32_t* sums) {
   if constexpr (block_elems(F) == 32) {
-    if (b & 1) tile_product<1>(q0 + 32 * b, as, decoded + size_t(b) * 512, sums);
-    else tile_product<0>(q0 + 32 * b, as, decoded + size_t(b) * 512, sums);
+    if (b & 1) tile_product<1>(q0 + 32 * b, as, decoded + size_t(b) * decoded_stride(F), sums);
+    else tile_product<0>(q0 + 32 * b, as, decoded + size_t(b) * decoded_stride(F), sums);
   } else if constexpr (premultiplied(F)) {
     if (b & 1) block_sum<1>(q0 + 256 * b, as, decoded + size_t(b) * 4096, sums);
     else block_sum<0>(q0 + 256 * b, as, decoded + size_t(b) * 4096, sums);
@@ -446,6 +479,61 @@ void group_tile(const ActRows& a, int64_t t0, int M, const uint8_t* group, const
   for (int t = 0; t < M; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
 }
 
+// The four products of block b (blocks of 32) of token tiles t0, t0 + 16 (activations from q0)
+// against groups 0 and 1: sums + 256 * (2 * token tile + group). One tile op per product as in
+// tile_product, but each activation and weight tile load serves two of them, and four products
+// are in flight at once instead of one.
+template <Fmt F>
+inline void block_products_2x2(const int8_t* q0, int64_t as, const uint8_t* dec0, const uint8_t* dec1, int64_t b,
+                               int32_t* sums) {
+  _tile_loadd(0, q0 + 32 * b, as);
+  _tile_loadd(1, q0 + 16 * as + 32 * b, as);
+  _tile_loadd(2, dec0 + size_t(b) * decoded_stride(F), 64);
+  _tile_loadd(3, dec1 + size_t(b) * decoded_stride(F), 64);
+  _tile_zero(4);
+  _tile_zero(5);
+  _tile_zero(6);
+  _tile_zero(7);
+  _tile_dpbssd(4, 0, 2);
+  _tile_dpbssd(5, 0, 3);
+  _tile_dpbssd(6, 1, 2);
+  _tile_dpbssd(7, 1, 3);
+  _tile_stored(4, sums, 64);
+  _tile_stored(5, sums + 256, 64);
+  _tile_stored(6, sums + 512, 64);
+  _tile_stored(7, sums + 768, 64);
+}
+
+// Tokens [t0, t0 + 32) of the groups at rows o and o + 16 (o + 16 < o_end), blocks of 32: each
+// output takes exactly group_tile's steps (its block sums, then the scale steps in block order),
+// so the results are group_tile's bit for bit.
+template <Fmt F>
+void group_tile_2x2(const ActRows& a, int64_t t0, const uint8_t* group0, const uint8_t* group1, const uint8_t* dec0,
+                    const uint8_t* dec1, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end, int32_t* sums) {
+  static_assert(block_elems(F) == 32);
+  __m512 acc[4][16];  // [2 * token tile + group][token]
+  for (auto& tile : acc)
+    for (__m512& v : tile) v = _mm512_setzero_ps();
+  const int64_t as = int64_t(a.layout.row_bytes);
+  const int8_t* q0 = a.q(t0);
+  constexpr size_t P = packed_block_bytes(F);
+  block_products_2x2<F>(q0, as, dec0, dec1, 0, sums);
+  for (int64_t b = 0; b < nb; ++b) {
+    if (b + 1 < nb) block_products_2x2<F>(q0, as, dec0, dec1, b + 1, sums + 1024 * size_t((b + 1) & 1));
+    const int32_t* s = sums + 1024 * size_t(b & 1);
+    block_scales<F>(a, t0, 16, group0 + size_t(b) * P, b, s, acc[0]);
+    block_scales<F>(a, t0, 16, group1 + size_t(b) * P, b, s + 256, acc[1]);
+    block_scales<F>(a, t0 + 16, 16, group0 + size_t(b) * P, b, s + 512, acc[2]);
+    block_scales<F>(a, t0 + 16, 16, group1 + size_t(b) * P, b, s + 768, acc[3]);
+  }
+  for (int tt = 0; tt < 2; ++tt)
+    for (int t = 0; t < 16; ++t) {
+      float* yr = y + (t0 + 16 * tt + t) * ys;
+      store_rows(yr, o, o_end, acc[2 * tt][t]);
+      store_rows(yr, o + 16, o_end, acc[2 * tt + 1][t]);
+    }
+}
+
 constexpr int kernel_k_bytes(Fmt f) { return f == Fmt::kQ6_K ? 16 : premultiplied(f) ? 64 : 32; }
 
 // Blocks of fewer tokens than this go to the AVX-512 kernels (a tile op costs the same for 1 or
@@ -469,22 +557,40 @@ void qmatmul_amx(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64
   o_end = imin(o_end, w.rows);
   // Token chunks whose activations stay in L2 while every group of the row range passes.
   const int64_t chunk = imin(256, (int64_t(1) << 20) / w.cols / 16 * 16 + 16);
-  uint8_t* decoded = scratch(size_t(w.cols) * 16 + 2 * sums_per_block(F) * sizeof(int32_t));
-  int32_t* sums = reinterpret_cast<int32_t*>(decoded + size_t(w.cols) * 16);
-  int configured_m = 0;
+  // Blocks of 32 take pairs of groups and pairs of token tiles together where both are there.
+  constexpr bool kPairs = block_elems(F) == 32;
+  const size_t dec_bytes = size_t(w.cols) * 16;
+  const size_t sums_bytes = (kPairs ? 8 * 256 : 2 * sums_per_block(F)) * sizeof(int32_t);
+  uint8_t* decoded = scratch(2 * dec_bytes + sums_bytes);
+  int32_t* sums = reinterpret_cast<int32_t*>(decoded + 2 * dec_bytes);
+  int configured_m = 0;  // -1: the 2 x 2 layout
   for (int64_t c0 = 0; c0 < a.T; c0 += chunk) {
     const int64_t c1 = imin(a.T, c0 + chunk);
     for (int64_t o = o_begin; o < o_end; o += 16) {
       const uint8_t* group = static_cast<const uint8_t*>(w.data) + size_t(o / 16) * w.group_bytes;
-      decode_group<F>(group, nb, decoded);
+      const bool pair = kPairs && o + 16 < o_end;
+      const uint8_t* dec0 = decoded_quants<F>(group, nb, decoded);
+      const uint8_t* dec1 = pair ? decoded_quants<F>(group + w.group_bytes, nb, decoded + dec_bytes) : nullptr;
       for (int64_t t0 = c0; t0 < c1; t0 += 16) {
+        if constexpr (kPairs)
+          if (pair && c1 - t0 >= 32) {
+            if (configured_m != -1) {
+              configure_2x2();
+              configured_m = -1;
+            }
+            group_tile_2x2<F>(a, t0, group, group + w.group_bytes, dec0, dec1, nb, y, ys, o, o_end, sums);
+            t0 += 16;
+            continue;
+          }
         const int M = int(imin(16, c1 - t0));
         if (M != configured_m) {
           configure(M, kernel_k_bytes(F));
           configured_m = M;
         }
-        group_tile<F>(a, t0, M, group, decoded, nb, y, ys, o, o_end, sums);
+        group_tile<F>(a, t0, M, group, dec0, nb, y, ys, o, o_end, sums);
+        if (pair) group_tile<F>(a, t0, M, group + w.group_bytes, dec1, nb, y, ys, o + 16, o_end, sums);
       }
+      if (pair) o += 16;
     }
   }
   _tile_release();
