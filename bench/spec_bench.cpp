@@ -5,7 +5,7 @@
 //   build/bin/make_random_model --out /tmp/qwen35-9b-random          # real 9B shapes, with mtp.*
 //   build/bin/spec_bench --model /tmp/qwen35-9b-random [--weights q4_k_m] --summary spec.json \
 //       [--threads N] [--prompt 64] [--tokens 24] [--alphas 0,0.25,0.5,0.75,0.9,1] [--ks 2,4] [--iterations 3] \
-//       [--draft-vocab N|full] \
+//       [--draft-vocab N|full] [--temperature T] \
 //       [--benchmark_format=json --benchmark_out=spec_gbench.json]
 //
 // Without --model it runs on the bundled tiny model. $QWEN35_CACHE_DIR: keep the prepared weights
@@ -15,6 +15,9 @@
 // right with probability alpha while the ones before it were (a fixed-seed draw), wrong after. So
 // alpha is the per-token acceptance probability; the summary also gives the measured
 // accepted / drafted. Output is identical to plain decoding by construction (checked).
+// --temperature T > 0 times sampled requests (seed 1234) the same way: the recorded continuation is
+// then plain sampling's, which speculative sampling reproduces token for token (checked), so a
+// draft token is accepted exactly when it is the recorded one.
 //
 // The summary (stderr, and --summary FILE) has the step costs, the speed-up curve against alpha
 // for each k, the speed-up the cost model predicts, and each k's break-even alpha.
@@ -63,6 +66,7 @@ struct Options {
   int tokens = 24;
   int iterations = 3;  // of every benchmark, end-to-end runs included; figures are their medians
   int64_t draft_vocab = EngineOptions{}.draft_vocab;  // --draft-vocab: the engine's default; 0: the full head
+  float temperature = 0;  // end-to-end runs: greedy, or sampled with seed 1234
   std::vector<double> alphas = {0, 0.25, 0.5, 0.75, 0.9, 1.0};
   std::vector<int> ks = {2, 4};
 };
@@ -201,7 +205,7 @@ struct EndToEnd {
   double tok_s() const { return median(run_tok_s); }
   double tok_per_cpu_s() const { return median(run_tok_per_cpu_s); }
 };
-std::vector<int32_t> g_greedy;                       // the recorded plain continuation
+std::vector<int32_t> g_recorded;                       // the recorded plain continuation
 std::map<std::pair<int, int>, EndToEnd> g_e2e;      // (alpha in 1/1000, k) -> result; k = 0 plain
 std::unique_ptr<Snapshot> g_prefix;
 
@@ -220,7 +224,8 @@ void BM_EndToEnd(benchmark::State& state, double alpha, int k) {
   for (auto _ : state) {
     session->restore(*g_prefix);
     SamplingParams p;
-    p.temperature = 0;
+    p.temperature = g_opt.temperature;
+    p.seed = 1234;
     p.max_tokens = g_opt.tokens;
     p.ignore_eos = true;
     p.speculative.mode = k == 0 ? SpecMode::kOff : SpecMode::kMtp;
@@ -236,7 +241,7 @@ void BM_EndToEnd(benchmark::State& state, double alpha, int k) {
       const size_t done = history.size() - f.prompt.size();
       bool right = true;
       for (size_t i = 0; i < d.size(); ++i) {
-        const int32_t want = done + i < g_greedy.size() ? g_greedy[done + i] : 0;
+        const int32_t want = done + i < g_recorded.size() ? g_recorded[done + i] : 0;
         right = right && u(rng) < alpha;
         d[i] = right ? want : (want + 1) % 1000;
       }
@@ -246,9 +251,9 @@ void BM_EndToEnd(benchmark::State& state, double alpha, int k) {
     }
     const double run_cpu_ms = cpu_ms() - c0;
     const GenerationResult& r = gen->result();
-    if (k == 0 && g_greedy.empty()) g_greedy = r.tokens;
-    if (r.tokens != g_greedy) {
-      state.SkipWithError("speculative output differs from plain greedy decoding");
+    if (k == 0 && g_recorded.empty()) g_recorded = r.tokens;
+    if (r.tokens != g_recorded) {
+      state.SkipWithError("speculative output differs from plain decoding");
       return;
     }
     if (r.timings.decode_ms > 0) sum.run_tok_s.push_back(1000.0 * double(r.timings.decode_tokens) / r.timings.decode_ms);
@@ -289,6 +294,7 @@ void parse_options(int& argc, char** argv) {
     else if (a == "--prompt") g_opt.prompt = std::stoi(value());
     else if (a == "--tokens") g_opt.tokens = std::stoi(value());
     else if (a == "--iterations") g_opt.iterations = std::stoi(value());
+    else if (a == "--temperature") g_opt.temperature = std::stof(value());
     else if (a == "--draft-vocab") {
       const std::string v = value();
       g_opt.draft_vocab = v == "full" ? 0 : std::stoll(v);
@@ -328,6 +334,7 @@ nlohmann::ordered_json summary() {
   s["mtp_draft_vocab"] = info.mtp_draft_vocab;  // LM-head rows a draft step scores
   s["vocab"] = info.vocab_size;
   const double t1 = g_ms["block.1"];
+  s["temperature"] = g_opt.temperature;
   s["load_average_at_end"] = [] {
     double l[3] = {0, 0, 0};
     return getloadavg(l, 3) == 3 ? nlohmann::ordered_json{l[0], l[1], l[2]} : nlohmann::ordered_json(nullptr);
