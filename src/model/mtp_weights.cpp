@@ -3,45 +3,20 @@
 #include "core/error.h"
 
 namespace qwen35 {
-namespace {
-
-std::vector<float> one_plus(std::vector<float> w) {
-  for (float& x : w) x = 1.0f + x;
-  return w;
-}
-
-}  // namespace
 
 bool has_mtp_weights(const Checkpoint& ck) { return ck.find("mtp.fc.weight") != nullptr; }
 
 MtpWeights bind_mtp_weights(const Checkpoint& ck, const TextConfig& c, const TextWeights& text) {
   if (c.mtp_use_dedicated_embeddings)
     fail("config.json: mtp_use_dedicated_embeddings = true is not supported (the MTP head must share embed_tokens)");
-  const int64_t H = c.hidden_size, I = c.intermediate_size, hd = c.head_dim;
+  const int64_t H = c.hidden_size;
   MtpWeights w;
   w.pre_fc_norm_embedding = one_plus(bind_vector(ck, "mtp.pre_fc_norm_embedding.weight", Shape{H}));
   w.pre_fc_norm_hidden = one_plus(bind_vector(ck, "mtp.pre_fc_norm_hidden.weight", Shape{H}));
   w.fc = bind_matrix(ck, "mtp.fc.weight", H, 2 * H);
   w.norm = one_plus(bind_vector(ck, "mtp.norm.weight", Shape{H}));
 
-  const std::string lp = "mtp.layers.0.";
-  LayerWeights& L = w.layer;
-  L.kind = LayerKind::kAttention;
-  L.input_norm = one_plus(bind_vector(ck, lp + "input_layernorm.weight", Shape{H}));
-  L.post_norm = one_plus(bind_vector(ck, lp + "post_attention_layernorm.weight", Shape{H}));
-  L.mlp.gate = bind_matrix(ck, lp + "mlp.gate_proj.weight", I, H);
-  L.mlp.up = bind_matrix(ck, lp + "mlp.up_proj.weight", I, H);
-  L.mlp.down = bind_matrix(ck, lp + "mlp.down_proj.weight", H, I);
-  const std::string ap = lp + "self_attn.";
-  const int64_t q_rows = int64_t(c.num_heads) * hd * (c.attn_output_gate ? 2 : 1);
-  AttentionWeights& a = L.attention;
-  a.q = bind_matrix(ck, ap + "q_proj.weight", q_rows, H);
-  a.k = bind_matrix(ck, ap + "k_proj.weight", int64_t(c.num_kv_heads) * hd, H);
-  a.v = bind_matrix(ck, ap + "v_proj.weight", int64_t(c.num_kv_heads) * hd, H);
-  a.o = bind_matrix(ck, ap + "o_proj.weight", H, int64_t(c.num_heads) * hd);
-  a.q_norm = one_plus(bind_vector(ck, ap + "q_norm.weight", Shape{hd}));
-  a.k_norm = one_plus(bind_vector(ck, ap + "k_norm.weight", Shape{hd}));
-
+  w.layer = bind_layer(ck, c, "mtp.layers.0.", LayerKind::kAttention);
   w.embed = text.embed;
   w.lm_head = text.lm_head;
   return w;

@@ -15,12 +15,12 @@ void check_view(const std::string& name, const TensorView& t, const Shape& shape
   if (!(t.shape == shape)) fail("tensor '", name, "': expected shape ", shape.to_string(), ", got ", t.shape.to_string());
 }
 
+}  // namespace
+
 std::vector<float> one_plus(std::vector<float> w) {
   for (float& x : w) x = 1.0f + x;
   return w;
 }
-
-}  // namespace
 
 void finish_deltanet_weights(DeltaNetWeights& d, int64_t conv_dim, int conv_kernel) {
   d.conv_t.assign(d.conv.size(), 0.0f);
@@ -66,9 +66,47 @@ std::vector<float> gguf_vector(const GgufFile& f, const std::string& name, const
   return vector_f32(name, f.get_tensor(name).view(), shape);
 }
 
+LayerWeights bind_layer(const Checkpoint& ck, const TextConfig& c, const std::string& lp, LayerKind kind) {
+  const int64_t H = c.hidden_size, I = c.intermediate_size;
+  LayerWeights L;
+  L.kind = kind;
+  L.input_norm = one_plus(bind_vector(ck, lp + "input_layernorm.weight", Shape{H}));
+  L.post_norm = one_plus(bind_vector(ck, lp + "post_attention_layernorm.weight", Shape{H}));
+  L.mlp.gate = bind_matrix(ck, lp + "mlp.gate_proj.weight", I, H);
+  L.mlp.up = bind_matrix(ck, lp + "mlp.up_proj.weight", I, H);
+  L.mlp.down = bind_matrix(ck, lp + "mlp.down_proj.weight", H, I);
+  if (L.kind == LayerKind::kDeltaNet) {
+    const std::string dp = lp + "linear_attn.";
+    const int64_t C = c.conv_dim(), Hv = c.linear_value_heads, VS = c.deltanet_value_size();
+    DeltaNetWeights& d = L.deltanet;
+    d.in_qkv = bind_matrix(ck, dp + "in_proj_qkv.weight", C, H);
+    d.in_z = bind_matrix(ck, dp + "in_proj_z.weight", VS, H);
+    d.in_b = bind_matrix(ck, dp + "in_proj_b.weight", Hv, H);
+    d.in_a = bind_matrix(ck, dp + "in_proj_a.weight", Hv, H);
+    d.out = bind_matrix(ck, dp + "out_proj.weight", H, VS);
+    d.conv = bind_vector(ck, dp + "conv1d.weight", Shape{C, 1, c.conv_kernel});
+    d.dt_bias = bind_vector(ck, dp + "dt_bias", Shape{Hv});
+    d.neg_a = bind_vector(ck, dp + "A_log", Shape{Hv});
+    for (float& a : d.neg_a) a = -std::exp(a);
+    d.norm = bind_vector(ck, dp + "norm.weight", Shape{c.linear_value_dim});
+    finish_deltanet_weights(d, C, c.conv_kernel);
+  } else {
+    const std::string ap = lp + "self_attn.";
+    const int64_t hd = c.head_dim, q_rows = int64_t(c.num_heads) * hd * (c.attn_output_gate ? 2 : 1);
+    AttentionWeights& a = L.attention;
+    a.q = bind_matrix(ck, ap + "q_proj.weight", q_rows, H);
+    a.k = bind_matrix(ck, ap + "k_proj.weight", int64_t(c.num_kv_heads) * hd, H);
+    a.v = bind_matrix(ck, ap + "v_proj.weight", int64_t(c.num_kv_heads) * hd, H);
+    a.o = bind_matrix(ck, ap + "o_proj.weight", H, int64_t(c.num_heads) * hd);
+    a.q_norm = one_plus(bind_vector(ck, ap + "q_norm.weight", Shape{hd}));
+    a.k_norm = one_plus(bind_vector(ck, ap + "k_norm.weight", Shape{hd}));
+  }
+  return L;
+}
+
 TextWeights TextWeights::bind(const Checkpoint& ck, const TextConfig& c) {
   const std::string p = text_prefix(ck);
-  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
+  const int64_t H = c.hidden_size, V = c.vocab_size;
   TextWeights w;
   w.embed = bind_matrix(ck, p + "embed_tokens.weight", V, H);
   w.final_norm = one_plus(bind_vector(ck, p + "norm.weight", Shape{H}));
@@ -80,43 +118,8 @@ TextWeights TextWeights::bind(const Checkpoint& ck, const TextConfig& c) {
     w.lm_head = bind_matrix(ck, "lm_head.weight", V, H);
   }
 
-  for (int i = 0; i < c.num_layers; ++i) {
-    const std::string lp = p + "layers." + std::to_string(i) + ".";
-    LayerWeights L;
-    L.kind = c.layer_kinds[size_t(i)];
-    L.input_norm = one_plus(bind_vector(ck, lp + "input_layernorm.weight", Shape{H}));
-    L.post_norm = one_plus(bind_vector(ck, lp + "post_attention_layernorm.weight", Shape{H}));
-    L.mlp.gate = bind_matrix(ck, lp + "mlp.gate_proj.weight", I, H);
-    L.mlp.up = bind_matrix(ck, lp + "mlp.up_proj.weight", I, H);
-    L.mlp.down = bind_matrix(ck, lp + "mlp.down_proj.weight", H, I);
-    if (L.kind == LayerKind::kDeltaNet) {
-      const std::string dp = lp + "linear_attn.";
-      const int64_t C = c.conv_dim(), Hv = c.linear_value_heads, VS = c.deltanet_value_size();
-      DeltaNetWeights& d = L.deltanet;
-      d.in_qkv = bind_matrix(ck, dp + "in_proj_qkv.weight", C, H);
-      d.in_z = bind_matrix(ck, dp + "in_proj_z.weight", VS, H);
-      d.in_b = bind_matrix(ck, dp + "in_proj_b.weight", Hv, H);
-      d.in_a = bind_matrix(ck, dp + "in_proj_a.weight", Hv, H);
-      d.out = bind_matrix(ck, dp + "out_proj.weight", H, VS);
-      d.conv = bind_vector(ck, dp + "conv1d.weight", Shape{C, 1, c.conv_kernel});
-      d.dt_bias = bind_vector(ck, dp + "dt_bias", Shape{Hv});
-      d.neg_a = bind_vector(ck, dp + "A_log", Shape{Hv});
-      for (float& a : d.neg_a) a = -std::exp(a);
-      d.norm = bind_vector(ck, dp + "norm.weight", Shape{c.linear_value_dim});
-      finish_deltanet_weights(d, C, c.conv_kernel);
-    } else {
-      const std::string ap = lp + "self_attn.";
-      const int64_t hd = c.head_dim, q_rows = int64_t(c.num_heads) * hd * (c.attn_output_gate ? 2 : 1);
-      AttentionWeights& a = L.attention;
-      a.q = bind_matrix(ck, ap + "q_proj.weight", q_rows, H);
-      a.k = bind_matrix(ck, ap + "k_proj.weight", int64_t(c.num_kv_heads) * hd, H);
-      a.v = bind_matrix(ck, ap + "v_proj.weight", int64_t(c.num_kv_heads) * hd, H);
-      a.o = bind_matrix(ck, ap + "o_proj.weight", H, int64_t(c.num_heads) * hd);
-      a.q_norm = one_plus(bind_vector(ck, ap + "q_norm.weight", Shape{hd}));
-      a.k_norm = one_plus(bind_vector(ck, ap + "k_norm.weight", Shape{hd}));
-    }
-    w.layers.push_back(std::move(L));
-  }
+  for (int i = 0; i < c.num_layers; ++i)
+    w.layers.push_back(bind_layer(ck, c, p + "layers." + std::to_string(i) + ".", c.layer_kinds[size_t(i)]));
   return w;
 }
 

@@ -80,6 +80,11 @@ void finish_deltanet_weights(DeltaNetWeights& d, int64_t conv_dim, int conv_kern
 std::string text_prefix(const Checkpoint& ck);
 WeightMatrix bind_matrix(const Checkpoint& ck, const std::string& name, int64_t rows, int64_t cols);
 std::vector<float> bind_vector(const Checkpoint& ck, const std::string& name, const Shape& shape);
+// The checkpoint stores these RMSNorm weights as w - 1 (the decoder multiplies by 1 + w).
+std::vector<float> one_plus(std::vector<float> w);
+// One decoder layer of a Hugging Face checkpoint, its tensors under `lp` ("...layers.N."); also
+// the MTP head's layer.
+LayerWeights bind_layer(const Checkpoint& ck, const TextConfig& c, const std::string& lp, LayerKind kind);
 // The same checks on a view: a matrix of a plain float type (or, with allow_blocks, any weight
 // block format) and shape [rows, cols]; a plain float vector of `shape` converted to f32.
 WeightMatrix matrix_view(const std::string& name, const TensorView& t, int64_t rows, int64_t cols, bool allow_blocks);
