@@ -10,28 +10,27 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/page_buffer.h"
 
 namespace qwen35 {
 
 namespace {
 
-constexpr size_t kHuge = size_t(2) << 20;
-
 // A read-only private mapping of fd's first n bytes at a 2 MiB-aligned address (the file offset
 // 0 then sits on a huge-page boundary), advised as huge pages. nullptr on failure.
 void* map_aligned(int fd, size_t n) {
-  void* r = ::mmap(nullptr, n + kHuge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* r = ::mmap(nullptr, n + kHugePageBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (r == MAP_FAILED) return nullptr;
-  const uintptr_t base = reinterpret_cast<uintptr_t>(r), at = (base + kHuge - 1) / kHuge * kHuge;
+  const uintptr_t base = reinterpret_cast<uintptr_t>(r), at = round_up_to_huge_page(base);
   void* p = ::mmap(reinterpret_cast<void*>(at), n, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0);
   if (p == MAP_FAILED) {
-    ::munmap(r, n + kHuge);
+    ::munmap(r, n + kHugePageBytes);
     return nullptr;
   }
   // Give back the reservation around the file mapping.
   const size_t page = size_t(::sysconf(_SC_PAGESIZE)), end = (at + n + page - 1) / page * page;
   if (at > base) ::munmap(r, at - base);
-  if (base + n + kHuge > end) ::munmap(reinterpret_cast<void*>(end), base + n + kHuge - end);
+  if (base + n + kHugePageBytes > end) ::munmap(reinterpret_cast<void*>(end), base + n + kHugePageBytes - end);
 #ifdef MADV_HUGEPAGE
   ::madvise(p, n, MADV_HUGEPAGE);  // advice only: failure is harmless
 #endif

@@ -12,8 +12,6 @@
 namespace qwen35 {
 namespace {
 
-constexpr size_t kHuge = size_t(2) << 20;
-
 size_t page_size() {
   static const size_t p = size_t(sysconf(_SC_PAGESIZE));
   return p;
@@ -25,15 +23,14 @@ PageBuffer::PageBuffer(size_t bytes) {
   if (bytes == 0) return;
   // Map one huge page more than asked and start at a 2 MiB boundary, so that the kernel can back
   // the buffer with huge pages from its first byte.
-  mapped_ = (bytes + kHuge - 1) / kHuge * kHuge + kHuge;
+  mapped_ = round_up_to_huge_page(bytes) + kHugePageBytes;
   void* p = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) fail("cannot allocate ", bytes, " bytes for weights: ", std::strerror(errno));
   uint8_t* base = static_cast<uint8_t*>(p);
-  const size_t skip = (kHuge - reinterpret_cast<uintptr_t>(base) % kHuge) % kHuge;
-  data_ = base + skip;
+  data_ = reinterpret_cast<uint8_t*>(round_up_to_huge_page(reinterpret_cast<uintptr_t>(base)));
   size_ = bytes;
 #ifdef MADV_HUGEPAGE
-  madvise(data_, (bytes + kHuge - 1) / kHuge * kHuge, MADV_HUGEPAGE);  // advice only: failure is harmless
+  madvise(data_, round_up_to_huge_page(bytes), MADV_HUGEPAGE);  // advice only: failure is harmless
 #endif
   // Keep the original mapping's start for munmap.
   mapped_base_ = base;

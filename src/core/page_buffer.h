@@ -7,6 +7,10 @@
 
 namespace qwen35 {
 
+// The huge page size the engine aligns large memory and file mappings to.
+constexpr size_t kHugePageBytes = size_t(2) << 20;
+constexpr uintptr_t round_up_to_huge_page(uintptr_t n) { return (n + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes; }
+
 class PageBuffer {
  public:
   PageBuffer() = default;

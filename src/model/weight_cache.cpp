@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "core/error.h"
+#include "core/page_buffer.h"
 
 namespace qwen35 {
 namespace {
@@ -31,30 +32,25 @@ class PieceWriter {
     if (fd_ >= 0) ::close(fd_);
   }
   bool ok() const { return fd_ >= 0 && ok_; }
-  void write(const void* data, size_t n) {
-    const char* p = static_cast<const char*>(data);
-    while (n > 0 && ok_) {
-      const size_t k = std::min(n, kPiece - fill_);
-      std::memcpy(buf_.data() + fill_, p, k);
-      fill_ += k, p += k, n -= k;
-      if (fill_ == kPiece) flush();
-    }
-  }
-  void zeros(size_t n) {
-    while (n > 0 && ok_) {
-      const size_t k = std::min(n, kPiece - fill_);
-      std::memset(buf_.data() + fill_, 0, k);
-      fill_ += k, n -= k;
-      if (fill_ == kPiece) flush();
-    }
-  }
+  void write(const void* data, size_t n) { append(static_cast<const char*>(data), n); }
+  void zeros(size_t n) { append(nullptr, n); }
   bool finish() {
     flush();
     return ok();
   }
 
  private:
-  static constexpr size_t kPiece = size_t(2) << 20;
+  static constexpr size_t kPiece = kHugePageBytes;
+  // n bytes from p (nullptr: zeros).
+  void append(const char* p, size_t n) {
+    while (n > 0 && ok_) {
+      const size_t k = std::min(n, kPiece - fill_);
+      if (p) std::memcpy(buf_.data() + fill_, p, k), p += k;
+      else std::memset(buf_.data() + fill_, 0, k);
+      fill_ += k, n -= k;
+      if (fill_ == kPiece) flush();
+    }
+  }
   void flush() {
     for (size_t done = 0; done < fill_ && ok_;) {
       const ssize_t w = ::write(fd_, buf_.data() + done, fill_ - done);
