@@ -296,11 +296,10 @@ TEST(GgufModel, SplitModelLoadsFromItsFirstPart) {
   EXPECT_FALSE(m->nextn().empty());  // the MTP block sits in the second part
 }
 
-TEST(GgufModel, MtpSidecarIsLoadedWithMtp) {
-  // A main file without MTP plus an MTP-only sidecar (block_count 9, only token_embd, output_norm
-  // and blk.8.*, as llama.cpp's converter writes it with --mtp), and the main file with MTP bundled.
-  const Converted& c = converted(DType::F32);
-  const GgufFile& full = *c.model->gguf();
+// Splits a converted tiny model with its MTP block (blk.8) into dir/main.gguf, without the block,
+// and the sidecar dir/mtp-main.gguf: block_count 9, token_embd, output_norm, output and blk.8.*, as
+// llama.cpp's converter writes it with --mtp.
+void write_without_mtp_and_sidecar(const GgufFile& full, const std::string& dir) {
   GgufWriter main_w, side_w;
   for (const auto& [k, v] : full.metadata()) {
     side_w.set_value(k, v);
@@ -313,9 +312,16 @@ TEST(GgufModel, MtpSidecarIsLoadedWithMtp) {
     if (mtp || t.name.find("blk.") == std::string::npos)
       side_w.add_tensor_bytes(t.name, *t.dtype, t.shape(), t.data, size_t(t.nbytes));
   }
-  const std::string dir = temp_dir("gguf_mtp");
   main_w.write(dir + "/main.gguf");
   side_w.write(dir + "/mtp-main.gguf");
+}
+
+TEST(GgufModel, MtpSidecarIsLoadedWithMtp) {
+  // A main file without MTP plus an MTP-only sidecar (block_count 9, only token_embd, output_norm
+  // and blk.8.*, as llama.cpp's converter writes it with --mtp), and the main file with MTP bundled.
+  const Converted& c = converted(DType::F32);
+  const std::string dir = temp_dir("gguf_mtp");
+  write_without_mtp_and_sidecar(*c.model->gguf(), dir);
   auto plain = Model::load(dir + "/main.gguf");
   EXPECT_TRUE(plain->nextn().empty());
   auto with = Model::load(dir + "/main.gguf", ModelLoadOptions{.mtp = dir + "/mtp-main.gguf"});
@@ -377,22 +383,8 @@ TEST(GgufModel, MtpHeadIsTheFoldersHead) {
   // The sidecar form: a main file without the block, and blk.8.* with token_embd, output_norm and
   // output in the sidecar.
   const Converted& conv = converted(DType::F32);
-  const GgufFile& full = *conv.model->gguf();
-  GgufWriter main_w, side_w;
-  for (const auto& [k, v] : full.metadata()) {
-    side_w.set_value(k, v);
-    if (k == "qwen35.block_count") main_w.set_u32(k, 8);
-    else if (k != "qwen35.nextn_predict_layers") main_w.set_value(k, v);
-  }
-  for (const GgufTensor& t : full.tensors()) {
-    const bool mtp = t.name.rfind("blk.8.", 0) == 0;
-    if (!mtp) main_w.add_tensor_bytes(t.name, *t.dtype, t.shape(), t.data, size_t(t.nbytes));
-    if (mtp || t.name.find("blk.") == std::string::npos)
-      side_w.add_tensor_bytes(t.name, *t.dtype, t.shape(), t.data, size_t(t.nbytes));
-  }
   const std::string dir = temp_dir("gguf_mtp_head");
-  main_w.write(dir + "/main.gguf");
-  side_w.write(dir + "/mtp-main.gguf");
+  write_without_mtp_and_sidecar(*conv.model->gguf(), dir);
   auto with = Model::load(dir + "/main.gguf", ModelLoadOptions{.mtp = dir + "/mtp-main.gguf"});
   expect_same(*with, "sidecar");
   // Without the block or the sidecar there is no head.
