@@ -203,6 +203,11 @@ struct EngineOptions {
   // chunked delta rule restarts its chunks at a block's start, so a prompt keeps its bits only
   // where every block boundary is also one of its solo run's chunk boundaries.
   int64_t decoding_prefill_block = 64;
+  // And through this many layers per step (a shorter block through proportionally more), so the
+  // others' gap holds about decoding_prefill_block * decoding_prefill_layers token-layers of
+  // prefill; the block goes on in the next steps. The layers of a block compute the same bits
+  // however they are spread over steps.
+  int decoding_prefill_layers = 4;
   int image_size = 0;            // > 0: resize images to this square size (multiple of 32) first
   int64_t image_min_pixels = 0;  // 0: from preprocessor_config.json
   int64_t image_max_pixels = 0;  // 0: from preprocessor_config.json

@@ -33,6 +33,12 @@ struct DecoderWorkspace {
   std::vector<float> mixed;   // [T, H] mixer / MLP output
   std::vector<DeltaNetSpan> deltanet_spans;
   std::vector<AttentionSpan> attention_spans;
+  // A layer whose rows are a strict subset of the call's (segments with layer ranges) runs on a
+  // compact copy of them.
+  std::vector<float> x_sub;
+  std::vector<int32_t> positions_sub;
+  std::vector<int64_t> segment_rows;  // first row of each segment
+  std::vector<uint8_t> segment_active, segment_was_active;
   kernels::Activations normed_in;  // normed, shared by every matrix that reads it
   DeltaNetScratch deltanet;
   AttentionScratch attention;
@@ -44,7 +50,11 @@ struct DecoderWorkspace {
   void reserve(const TextConfig& cfg, int64_t tokens);
 };
 
-// One sequence's consecutive rows in a batched forward.
+// One sequence's consecutive rows in a batched forward, through layers [first_layer, end_layer)
+// (end_layer -1: to the last). A block may go through the decoder a few layers per call: its
+// rows enter a call as the residual stream after first_layer - 1 (the embeddings at 0) and
+// leave it as the residual stream after end_layer - 1, or final-normed after the last layer.
+// Every layer computes a row the same way in any call, so the pieces give the bits of one pass.
 struct DecoderSegment {
   DecoderState* state = nullptr;
   int64_t T = 0;
@@ -52,6 +62,8 @@ struct DecoderSegment {
   // Each DeltaNet layer's block inputs, kept for TextDecoder::replay_deltanet (one per DeltaNet
   // layer, in layer order; resized here). nullptr: not traced.
   std::vector<DeltaNetTrace>* traces = nullptr;
+  int first_layer = 0;
+  int end_layer = -1;
 };
 
 class TextDecoder {
@@ -69,11 +81,13 @@ class TextDecoder {
                DecoderState& state, DecoderWorkspace& ws, float* hidden, DeltaRuleMode mode = DeltaRuleMode::kAuto,
                DecoderObserver* observer = nullptr) const;
 
-  // The same for the rows of several sequences at once (segments in row order; embeddings
-  // [sum T, H], positions [3, sum T]): every matrix streams once for all rows, each segment's
-  // mixers run on its own state. A segment's hidden rows are the bits forward() gives it alone.
-  void forward_batch(const kernels::Compute& c, const float* embeddings, const int32_t* positions,
-                     std::span<const DecoderSegment> segments, DecoderWorkspace& ws, float* hidden,
+  // The same for the rows of several sequences at once (segments in row order; inputs
+  // [sum T, H], positions [3, sum T]): every matrix streams once for all the rows that go through
+  // it, each segment's mixers run on its own state. A segment's output rows are the bits
+  // forward() gives it alone. Its state's n_past advances when its rows pass the last layer.
+  // `inputs` and `out` may be the same array.
+  void forward_batch(const kernels::Compute& c, const float* inputs, const int32_t* positions,
+                     std::span<const DecoderSegment> segments, DecoderWorkspace& ws, float* out,
                      DecoderObserver* observer = nullptr) const;
 
   // Advances the DeltaNet states, as they were before the last traced forward() of ws, by that

@@ -80,10 +80,15 @@ void BatchGate::maybe_run(std::unique_lock<std::mutex>& lock) {
 void BatchGate::run(std::vector<Pending*>& batch) {
   const TextDecoder& dec = engine_.model->decoder();
   const int64_t H = engine_.text_config().hidden_size, V = engine_.text_config().vocab_size;
+  const int L = engine_.text_config().num_layers;
+  // Logit rows of a pass: only of one that leaves the last layer.
+  auto logit_rows_of = [&](const Feed& f) {
+    return f.end_layer < 0 || f.end_layer == L ? std::min(f.n_logits, f.n) : int64_t(0);
+  };
   int64_t total = 0, logit_rows = 0;
   for (const Pending* p : batch) {
     total += p->feed->n;
-    logit_rows += std::min(p->feed->n_logits, p->feed->n);
+    logit_rows += logit_rows_of(*p->feed);
   }
   emb_.resize(size_t(total * H));
   pos_.resize(size_t(3 * total));
@@ -94,7 +99,7 @@ void BatchGate::run(std::vector<Pending*>& batch) {
     const Feed& f = *p->feed;
     std::memcpy(emb_.data() + row * H, f.embeddings, size_t(f.n * H) * sizeof(float));
     for (int a = 0; a < 3; ++a) std::copy_n(f.positions + a * f.n, f.n, pos_.data() + a * total + row);
-    segments_.push_back({f.state, f.n, f.mode, f.traces});
+    segments_.push_back({f.state, f.n, f.mode, f.traces, f.first_layer, f.end_layer});
     row += f.n;
   }
   dec.forward_batch(engine_.compute, emb_.data(), pos_.data(), segments_, ws_, hidden_.data());
@@ -112,7 +117,7 @@ void BatchGate::run(std::vector<Pending*>& batch) {
   int64_t out = 0;
   for (const Pending* p : batch) {
     const Feed& f = *p->feed;
-    const int64_t k = std::min(f.n_logits, f.n);
+    const int64_t k = logit_rows_of(f);
     std::memcpy(rows_in_.data() + out * H, hidden_.data() + (row + f.n - k) * H, size_t(k * H) * sizeof(float));
     row += f.n;
     out += k;
@@ -121,7 +126,7 @@ void BatchGate::run(std::vector<Pending*>& batch) {
   out = 0;
   for (const Pending* p : batch) {
     const Feed& f = *p->feed;
-    const int64_t k = std::min(f.n_logits, f.n);
+    const int64_t k = logit_rows_of(f);
     if (k > 0) std::memcpy(f.logits, logits_.data() + out * V, size_t(k * V) * sizeof(float));
     out += k;
   }

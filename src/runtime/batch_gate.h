@@ -32,17 +32,20 @@ class BatchGate {
   // A participant's step is over (it makes no more passes this round).
   void leave();
 
-  // One model pass of a participant: n rows into `state`, then logits of the last n_logits rows.
+  // One model pass of a participant: n rows into `state` through layers [first_layer, end_layer)
+  // (see DecoderSegment), then, past the last layer, logits of the last n_logits rows.
   struct Feed {
     DecoderState* state = nullptr;
-    const float* embeddings = nullptr;  // [n, H]
+    const float* embeddings = nullptr;  // [n, H] the rows entering first_layer
     const int32_t* positions = nullptr;  // [3, n]
     int64_t n = 0;
     DeltaRuleMode mode = DeltaRuleMode::kAuto;
     int64_t n_logits = 0;
     float* logits = nullptr;  // [n_logits, vocab]
-    float* hidden = nullptr;  // [n, H] final-normed rows, wanted by the caller (nullptr: not)
+    float* hidden = nullptr;  // [n, H] the rows leaving end_layer - 1 (final-normed after the last)
     std::vector<DeltaNetTrace>* traces = nullptr;  // the DeltaNet layers' block inputs (nullptr: not traced)
+    int first_layer = 0;
+    int end_layer = -1;  // -1: the last
   };
   // Blocks until the batch holding this pass has run; rethrows that batch's error.
   void forward(const Feed& feed);

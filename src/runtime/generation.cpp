@@ -78,29 +78,38 @@ bool Generation::Impl::vision_slice(int64_t from, int64_t to) {
 
 void Generation::Impl::prefill_step() {
   const int64_t P = plan.size(), H = engine.text_config().hidden_size;
-  int64_t n = std::min<int64_t>(prefill_limit > 0 ? prefill_limit : engine.options.prefill_block, P - next_prompt);
-  for (int64_t point : plan.snapshot_points)
-    if (point > next_prompt && point < next_prompt + n) n = point - next_prompt;
-  if (vision_slice(next_prompt, next_prompt + n)) return;  // this step was a slice of vision
-
-  const auto t0 = Clock::now();
-  embed_buf.resize(size_t(n * H));
-  engine.model->decoder().embed(plan.ids.data() + next_prompt, n, embed_buf.data());
-  for (const PromptImage& img : plan.images) {  // image pads take the vision tower's rows
-    for (int64_t i = std::max(img.start, next_prompt); i < std::min(img.start + img.count, next_prompt + n); ++i)
-      std::memcpy(embed_buf.data() + (i - next_prompt) * H, img.embeddings.data() + (i - img.start) * H,
-                  size_t(H) * sizeof(float));
+  Sequence& seq = session.seq;
+  int64_t n = block_in_flight;  // a block part-way through the layers goes on first
+  if (n == 0) {
+    n = std::min<int64_t>(prefill_limit > 0 ? prefill_limit : engine.options.prefill_block, P - next_prompt);
+    for (int64_t point : plan.snapshot_points)
+      if (point > next_prompt && point < next_prompt + n) n = point - next_prompt;
+    if (vision_slice(next_prompt, next_prompt + n)) return;  // this step was a slice of vision
   }
-  pos_buf.resize(size_t(3 * n));
-  for (int a = 0; a < 3; ++a)
-    std::copy_n(plan.positions.data() + a * P + next_prompt, n, pos_buf.data() + a * n);
+  const auto t0 = Clock::now();
   const bool last = next_prompt + n == P;
   logits.resize(size_t(engine.text_config().vocab_size));
-  session.seq.feed(plan.ids.data() + next_prompt, plan.keys.data() + next_prompt, embed_buf.data(), pos_buf.data(), n,
-                   DeltaRuleMode::kAuto, last ? 1 : 0, logits.data());
-  session.seq.flush_mtp();  // the head's cache over the prompt, before any snapshot of it
-  next_prompt += n;
+  if (block_in_flight == 0) {
+    embed_buf.resize(size_t(n * H));
+    engine.model->decoder().embed(plan.ids.data() + next_prompt, n, embed_buf.data());
+    for (const PromptImage& img : plan.images) {  // image pads take the vision tower's rows
+      for (int64_t i = std::max(img.start, next_prompt); i < std::min(img.start + img.count, next_prompt + n); ++i)
+        std::memcpy(embed_buf.data() + (i - next_prompt) * H, img.embeddings.data() + (i - img.start) * H,
+                    size_t(H) * sizeof(float));
+    }
+    pos_buf.resize(size_t(3 * n));
+    for (int a = 0; a < 3; ++a)
+      std::copy_n(plan.positions.data() + a * P + next_prompt, n, pos_buf.data() + a * n);
+    seq.begin_block(plan.ids.data() + next_prompt, plan.keys.data() + next_prompt, embed_buf.data(), pos_buf.data(), n,
+                    DeltaRuleMode::kAuto);
+    block_in_flight = n;
+  }
+  const bool through = seq.advance_block(prefill_layers(n), last ? 1 : 0, logits.data());
   result.timings.prefill_ms += ms_since(t0);
+  if (!through) return;
+  block_in_flight = 0;
+  seq.flush_mtp();  // the head's cache over the prompt, before any snapshot of it
+  next_prompt += n;
   result.timings.prefill_tokens += n;
 
   if (std::find(plan.snapshot_points.begin(), plan.snapshot_points.end(), next_prompt) != plan.snapshot_points.end())
@@ -307,9 +316,22 @@ void Generation::Impl::close_thought() {
     session.seq.feed_text(block.data(), int64_t(block.size()), DeltaRuleMode::kRecurrent, 0, nullptr);
 }
 
+int Generation::Impl::prefill_layers(int64_t n) const {
+  if (prefill_layer_budget <= 0) return 0;
+  const int64_t layers = prefill_layer_budget / std::max<int64_t>(n, 1);
+  return int(std::clamp<int64_t>(layers, 1, engine.text_config().num_layers));
+}
+
+void Generation::Impl::drop_block_in_flight() {
+  if (block_in_flight == 0) return;
+  block_in_flight = 0;
+  session.seq.discard_block();
+}
+
 void Generation::Impl::finish(StopReason reason) {
   if (done) return;
   done = true;
+  drop_block_in_flight();  // cancelled part-way through a prompt block
   pieces.clear();
   const std::string tail = decoder.finish();
   if (!tail.empty()) output.push_text(tail, pieces);
@@ -328,6 +350,7 @@ bool Generation::Impl::step() {
     if (next_prompt < plan.size()) prefill_step();
     else decode_step();
   } catch (...) {
+    drop_block_in_flight();
     session.busy = false;
     done = true;
     throw;
@@ -337,7 +360,10 @@ bool Generation::Impl::step() {
 
 Generation::Generation(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Generation::~Generation() {
-  if (impl_ && !impl_->done) impl_->session.busy = false;
+  if (impl_ && !impl_->done) {
+    impl_->drop_block_in_flight();
+    impl_->session.busy = false;
+  }
 }
 bool Generation::step() { return impl_->step(); }
 bool Generation::done() const { return impl_->done; }

@@ -26,20 +26,27 @@ GenerationBatch::~GenerationBatch() = default;
 void GenerationBatch::step(const std::vector<Generation*>& gens, std::vector<Outcome>& outcomes) {
   outcomes.assign(gens.size(), Outcome{});
   // While any of them decodes, the decoding ones' next tokens wait for this round's pass: one
-  // prompt (the first in line) advances, by a small block; the other prompts wait their turn.
+  // prompt advances, by a small block through a few layers (the one with a block part-way
+  // through the layers, else the first in line); the other prompts wait their turn.
   bool decoding = false;
   for (Generation* g : gens) decoding |= !g->done() && g->pending_prompt_tokens() == 0;
-  const int64_t limit = decoding ? decoding_prefill_limit(impl_->engine.options) : 0;
+  const EngineOptions& o = impl_->engine.options;
+  const int64_t limit = decoding ? decoding_prefill_limit(o) : 0;
+  const int64_t budget = decoding ? limit * o.decoding_prefill_layers : 0;
+  auto prompt = [&](size_t i) { return !gens[i]->done() && gens[i]->pending_prompt_tokens() > 0; };
+  size_t chosen = gens.size();
+  for (size_t i = 0; i < gens.size() && chosen == gens.size(); ++i)
+    if (prompt(i) && gens[i]->impl().block_in_flight > 0) chosen = i;
+  for (size_t i = 0; i < gens.size() && chosen == gens.size(); ++i)
+    if (prompt(i)) chosen = i;
   std::vector<size_t> stepped;
-  bool prefilling = false;
   for (size_t i = 0; i < gens.size(); ++i) {
-    const bool prompt = !gens[i]->done() && gens[i]->pending_prompt_tokens() > 0;
-    if (prompt && decoding && prefilling) {
+    if (prompt(i) && decoding && i != chosen) {
       outcomes[i].more = true;  // not this round
       continue;
     }
-    prefilling |= prompt;
     gens[i]->impl().prefill_limit = limit;
+    gens[i]->impl().prefill_layer_budget = budget;
     stepped.push_back(i);
   }
   auto one = [&](size_t i) {

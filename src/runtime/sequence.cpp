@@ -43,34 +43,77 @@ Sequence::Sequence(const EngineImpl& engine)
 void Sequence::feed(const int32_t* ids, const uint64_t* keys, const float* embeddings, const int32_t* positions,
                     int64_t n, DeltaRuleMode mode, int64_t n_logits, float* logits) {
   if (n <= 0) return;
+  begin_block(ids, keys, embeddings, positions, n, mode);
+  advance_block(0, n_logits, logits);
+}
+
+void Sequence::begin_block(const int32_t* ids, const uint64_t* keys, const float* embeddings,
+                           const int32_t* positions, int64_t n, DeltaRuleMode mode) {
+  if (block_.n > 0) fail("Sequence: a block is still part-way through the decoder");
+  if (n <= 0) fail("Sequence: a block of ", n, " tokens");
   if (length() + n > engine_.context_size)
     fail("sequence of ", length() + n, " tokens exceeds the context of ", engine_.context_size);
-  n_logits = std::min(n_logits, n);
-  const TextDecoder& dec = engine_.model->decoder();
   const int64_t H = engine_.text_config().hidden_size;
-  // Pairs of tokens fed before this call only: a rewind to this point keeps its pending rows.
+  // Pairs of tokens fed before this block only: a rewind to this point keeps its pending rows.
   if (has_mtp() && length() - mtp_pairs() > kMaxMtpPending) flush_mtp();
-  if (int64_t(hidden_.size()) < n * H) hidden_.resize(size_t(n * H));
   traced_from_ = ws_.trace ? length() : -1;
   traced_tokens_ = ws_.trace ? n : 0;
-  if (BatchGate* gate = BatchGate::current()) {
-    // The gate's batched pass; the rows come back so hidden_ holds what the solo pass leaves, and
-    // the traces land in this sequence's workspace.
-    BatchGate::Feed f{&state_, embeddings, positions, n, mode, n_logits, logits, hidden_.data()};
-    f.traces = ws_.trace ? &ws_.traces : nullptr;
-    gate->forward(f);
-  } else {
-    dec.forward(engine_.compute, embeddings, positions, n, state_, ws_, hidden_.data(), mode);
-    if (n_logits > 0) dec.logits(engine_.compute, hidden_.data() + (n - n_logits) * H, n_logits, logits);
+  block_.ids.assign(ids, ids + n);
+  block_.keys.assign(keys, keys + n);
+  block_.rows.assign(embeddings, embeddings + n * H);
+  if (has_mtp()) block_.embeddings.assign(embeddings, embeddings + n * H);
+  block_.positions.assign(positions, positions + 3 * n);
+  block_.n = n;
+  block_.mode = mode;
+  block_.next_layer = 0;
+}
+
+bool Sequence::advance_block(int layers, int64_t n_logits, float* logits) {
+  if (block_.n == 0) fail("Sequence::advance_block: no block is part-way through the decoder");
+  const TextDecoder& dec = engine_.model->decoder();
+  const int L = engine_.text_config().num_layers;
+  const int64_t H = engine_.text_config().hidden_size, n = block_.n;
+  const int first = block_.next_layer, end = layers <= 0 ? L : std::min(L, first + layers);
+  n_logits = end == L ? std::min(n_logits, n) : 0;
+  std::vector<DeltaNetTrace>* traces = ws_.trace ? &ws_.traces : nullptr;
+  try {
+    if (BatchGate* gate = BatchGate::current()) {
+      // The gate's batched pass; the rows come back as the solo pass leaves them, and the traces
+      // land in this sequence's workspace.
+      BatchGate::Feed f{&state_, block_.rows.data(), block_.positions.data(), n, block_.mode, n_logits, logits,
+                        block_.rows.data(), traces, first, end};
+      gate->forward(f);
+    } else {
+      const DecoderSegment seg{&state_, n, block_.mode, traces, first, end};
+      dec.forward_batch(engine_.compute, block_.rows.data(), block_.positions.data(),
+                        std::span<const DecoderSegment>(&seg, 1), ws_, block_.rows.data());
+      if (n_logits > 0) dec.logits(engine_.compute, block_.rows.data() + (n - n_logits) * H, n_logits, logits);
+    }
+  } catch (...) {
+    discard_block();  // some layers have the block and some not: no state to keep
+    throw;
   }
-  tokens_.insert(tokens_.end(), ids, ids + n);
-  keys_.insert(keys_.end(), keys, keys + n);
+  block_.next_layer = end;
+  if (end < L) return false;
+  block_.n = 0;
+  tokens_.insert(tokens_.end(), block_.ids.begin(), block_.ids.end());
+  keys_.insert(keys_.end(), block_.keys.begin(), block_.keys.end());
   if (has_mtp()) {
-    mtp_hidden_.insert(mtp_hidden_.end(), hidden_.begin(), hidden_.begin() + n * H);
-    mtp_embedding_.insert(mtp_embedding_.end(), embeddings, embeddings + n * H);
+    mtp_hidden_.insert(mtp_hidden_.end(), block_.rows.begin(), block_.rows.begin() + n * H);
+    mtp_embedding_.insert(mtp_embedding_.end(), block_.embeddings.begin(), block_.embeddings.begin() + n * H);
     for (int64_t t = 0; t < n; ++t)
-      for (int a = 0; a < 3; ++a) mtp_position_.push_back(positions[a * n + t]);
+      for (int a = 0; a < 3; ++a) mtp_position_.push_back(block_.positions[size_t(a * n + t)]);
   }
+  return true;
+}
+
+void Sequence::discard_block() {
+  if (block_.n == 0) return;
+  reset();
+}
+
+void Sequence::require_no_block(const char* what) const {
+  if (block_.n > 0) fail("Sequence::", what, ": a block is still part-way through the decoder");
 }
 
 void Sequence::feed_text(const int32_t* ids, int64_t n, DeltaRuleMode mode, int64_t n_logits, float* logits,
@@ -119,6 +162,7 @@ void Sequence::flush_mtp() {
 }
 
 void Sequence::mtp_draft(int32_t next, int k, std::vector<int32_t>& out) {
+  require_no_block("mtp_draft");
   out.clear();
   if (!has_mtp()) fail("Sequence::mtp_draft: the engine does not run the MTP head");
   if (length() == 0 || k <= 0) return;
@@ -146,6 +190,7 @@ void Sequence::mtp_draft(int32_t next, int k, std::vector<int32_t>& out) {
 }
 
 void Sequence::save_deltanet(DeltaNetSave& save) const {
+  require_no_block("save_deltanet");
   save.states.resize(state_.deltanet.size());
   for (size_t i = 0; i < state_.deltanet.size(); ++i) {
     // Assignment into existing vectors reuses their buffers: no allocation after the first save.
@@ -156,6 +201,7 @@ void Sequence::save_deltanet(DeltaNetSave& save) const {
 }
 
 void Sequence::rewind(const DeltaNetSave& save) {
+  require_no_block("rewind");
   if (save.length > length()) fail("Sequence::rewind: save is ahead of the sequence");
   for (size_t i = 0; i < state_.deltanet.size(); ++i) {
     std::copy(save.states[i].conv.begin(), save.states[i].conv.end(), state_.deltanet[i].conv.begin());
@@ -177,6 +223,7 @@ void Sequence::rewind(const DeltaNetSave& save) {
 }
 
 void Sequence::rewind(const DeltaNetSave& save, int64_t keep) {
+  require_no_block("rewind");
   if (keep == 0) return rewind(save);
   if (traced_from_ != save.length || keep < 0 || keep > traced_tokens_ || save.length + keep > length())
     fail("Sequence::rewind: ", keep, " tokens after the save were not fed in one traced block");
@@ -201,6 +248,7 @@ void Sequence::rewind(const DeltaNetSave& save, int64_t keep) {
 }
 
 std::unique_ptr<SnapshotData> Sequence::snapshot() const {
+  require_no_block("snapshot");
   auto s = std::make_unique<SnapshotData>();
   s->tokens = tokens_;
   s->keys = keys_;
@@ -266,9 +314,11 @@ void Sequence::restore(const SnapshotData& s) {
   rope_delta_ = s.rope_delta;
   state_.n_past = n;
   traced_from_ = -1;
+  block_.n = 0;
 }
 
 void Sequence::reset() {
+  block_.n = 0;
   state_.reset();
   tokens_.clear();
   keys_.clear();

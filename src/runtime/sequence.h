@@ -56,6 +56,18 @@ class Sequence {
   // rows (0..n) to `logits` ([n_logits, vocab]).
   void feed(const int32_t* ids, const uint64_t* keys, const float* embeddings, const int32_t* positions, int64_t n,
             DeltaRuleMode mode, int64_t n_logits, float* logits);
+  // The same a few layers at a time, so that a prompt block need not hold up the other
+  // conversations' decode steps batched with it: begin_block takes the block (copies; nothing
+  // runs), each advance_block runs its next `layers` layers (<= 0: all the rest) and, once past
+  // the last, finishes it as feed() does and returns true. The rows are those of one pass. While
+  // a block is part-way, the sequence is in between (some layers hold the block, some not): only
+  // advance_block and discard_block (which resets the sequence) may follow.
+  void begin_block(const int32_t* ids, const uint64_t* keys, const float* embeddings, const int32_t* positions,
+                   int64_t n, DeltaRuleMode mode);
+  bool advance_block(int layers, int64_t n_logits, float* logits);
+  bool block_pending() const { return block_.n > 0; }
+  int block_layers_done() const { return block_.next_layer; }
+  void discard_block();
   // Text tokens at decode positions (index + rope_delta on all axes). With `traced`, the block's
   // DeltaNet inputs are kept so that rewind(save, keep) can later keep part of it.
   void feed_text(const int32_t* ids, int64_t n, DeltaRuleMode mode, int64_t n_logits, float* logits,
@@ -97,7 +109,18 @@ class Sequence {
   std::vector<int32_t> tokens_;
   std::vector<uint64_t> keys_;
   int64_t rope_delta_ = 0;
-  std::vector<float> hidden_, emb_;
+  std::vector<float> emb_;
+  struct Block {
+    std::vector<int32_t> ids;
+    std::vector<uint64_t> keys;
+    std::vector<float> rows;        // [n, H] the residual stream entering next_layer (final-normed at the end)
+    std::vector<float> embeddings;  // [n, H] with the MTP head: its input rows
+    std::vector<int32_t> positions;  // [3, n]
+    int64_t n = 0;                  // 0: none part-way
+    DeltaRuleMode mode = DeltaRuleMode::kAuto;
+    int next_layer = 0;
+  } block_;
+  void require_no_block(const char* what) const;
   std::vector<int32_t> pos_;
   std::vector<uint64_t> key_buf_;
   int64_t traced_from_ = -1, traced_tokens_ = 0;  // the last fed block, when it was traced

@@ -51,6 +51,15 @@ struct Generation::Impl {
   // Prompt tokens the next prefill step takes at most (0: the engine's prefill block); set by
   // GenerationBatch for each round.
   int64_t prefill_limit = 0;
+  // Token-layers a prefill step runs at most (0: its whole block through every layer), set the
+  // same way: a block of n tokens advances by prefill_layer_budget / n layers (at least one) per
+  // step, part-way blocks going on in the next step.
+  int64_t prefill_layer_budget = 0;
+  int prefill_layers(int64_t n) const;  // for advance_block: 0 = all
+  int64_t block_in_flight = 0;          // tokens of the prompt block part-way through the layers
+  // A block part-way through the layers when the generation ends leaves the sequence in between:
+  // it is reset (the prefix cache still has its snapshots).
+  void drop_block_in_flight();
   void prefill_step();
   void decode_step();
   // Feeds `pending` alone and emits the next token.

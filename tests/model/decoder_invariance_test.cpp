@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/thread_pool.h"
 #include "decoder_harness.h"
 #include "kernels/kernels.h"
@@ -196,6 +197,135 @@ TEST(DecoderInvariance, BatchedSequencesGiveTheBitsOfSoloRuns) {
               << at << " sequence " << q << " keys " << l;
       }
     }
+}
+
+// A block may go through the decoder a few layers per call (the server spreads a prompt block
+// over several decode steps of the others): the pieces, in any row order and batched with other
+// sequences' rows, give the bits and states of one pass.
+TEST(DecoderInvariance, BlocksSplitOverLayersGiveTheBitsOfOnePass) {
+  const Model& m = tiny_model();
+  const TextConfig& cfg = m.config().text;
+  const int64_t H = cfg.hidden_size;
+  const int L = cfg.num_layers;
+  ASSERT_GE(L, 8);
+  struct Piece {
+    int q;
+    int64_t n;  // tokens of the block (a block's pieces all give its n)
+    int first, end;
+  };
+  const int n_seq = 3;
+  const std::vector<std::vector<Piece>> steps = {
+      {{0, 70, 0, 1}, {1, 1, 0, L}, {2, 20, 0, L}},
+      {{1, 1, 0, L}, {0, 70, 1, 4}, {2, 9, 0, 6}},
+      {{0, 70, 4, 5}, {2, 9, 6, L}, {1, 1, 0, L}},
+      {{2, 1, 0, L}, {0, 70, 5, L}, {1, 1, 0, L}},
+  };
+  std::vector<std::vector<int64_t>> ids;
+  for (int q = 0; q < n_seq; ++q) ids.push_back(random_ids(m, 80, 30 + uint32_t(q)));
+  auto inputs = [&](int q, int64_t from, int64_t n, std::vector<float>& emb, std::vector<int32_t>& pos) {
+    std::vector<int32_t> ids32(ids[size_t(q)].begin() + from, ids[size_t(q)].begin() + from + n);
+    emb.resize(size_t(n * H));
+    m.decoder().embed(ids32.data(), n, emb.data());
+    pos.resize(size_t(3 * n));
+    for (int a = 0; a < 3; ++a)
+      for (int64_t t = 0; t < n; ++t) pos[size_t(a * n + t)] = int32_t(from + t);
+  };
+  ThreadPool one(1), three(3);
+  for (const kernels::KernelTable* table : kernels::supported_tables()) {
+    const std::string at(table->name);
+    // Solo: each block in one pass, on one thread.
+    std::vector<std::vector<float>> solo(n_seq);
+    std::vector<DecoderState> solo_state;
+    {
+      const kernels::Compute c{table, &one};
+      for (int q = 0; q < n_seq; ++q) {
+        solo_state.push_back(DecoderState::create(cfg, DType::F16));
+        DecoderWorkspace ws;
+        int64_t fed = 0;
+        for (const auto& step : steps)
+          for (const Piece& p : step) {
+            if (p.q != q || p.end != L) continue;
+            std::vector<float> emb, hidden(size_t(p.n * H));
+            std::vector<int32_t> pos;
+            inputs(q, fed, p.n, emb, pos);
+            m.decoder().forward(c, emb.data(), pos.data(), p.n, solo_state.back(), ws, hidden.data());
+            solo[size_t(q)].insert(solo[size_t(q)].end(), hidden.begin(), hidden.end());
+            fed += p.n;
+          }
+      }
+    }
+    // Pieces: each step's in one batched call, on three threads; a block's rows between its
+    // pieces are the residual stream the last piece left.
+    const kernels::Compute c{table, &three};
+    std::vector<DecoderState> state;
+    for (int q = 0; q < n_seq; ++q) state.push_back(DecoderState::create(cfg, DType::F16));
+    std::vector<std::vector<float>> pieces(n_seq), rows(n_seq);
+    std::vector<std::vector<int32_t>> block_pos(n_seq);
+    std::vector<int64_t> fed(n_seq, 0);
+    DecoderWorkspace ws;
+    for (const auto& step : steps) {
+      std::vector<DecoderSegment> segs;
+      std::vector<float> in_all;
+      int64_t total = 0;
+      for (const Piece& p : step) {
+        if (p.first == 0) inputs(p.q, fed[size_t(p.q)], p.n, rows[size_t(p.q)], block_pos[size_t(p.q)]);
+        segs.push_back({&state[size_t(p.q)], p.n, DeltaRuleMode::kAuto, nullptr, p.first, p.end});
+        in_all.insert(in_all.end(), rows[size_t(p.q)].begin(), rows[size_t(p.q)].end());
+        total += p.n;
+      }
+      std::vector<int32_t> pos_all(size_t(3 * total));
+      int64_t row = 0;
+      for (const Piece& p : step) {
+        for (int a = 0; a < 3; ++a)
+          std::copy_n(block_pos[size_t(p.q)].begin() + a * p.n, p.n, pos_all.begin() + a * total + row);
+        row += p.n;
+      }
+      m.decoder().forward_batch(c, in_all.data(), pos_all.data(), segs, ws, in_all.data());  // in place
+      row = 0;
+      for (const Piece& p : step) {
+        std::copy_n(in_all.begin() + row * H, p.n * H, rows[size_t(p.q)].begin());
+        if (p.end == L) {
+          pieces[size_t(p.q)].insert(pieces[size_t(p.q)].end(), rows[size_t(p.q)].begin(), rows[size_t(p.q)].end());
+          fed[size_t(p.q)] += p.n;
+        }
+        row += p.n;
+      }
+    }
+    for (int q = 0; q < n_seq; ++q) {
+      EXPECT_TRUE(same_bits(pieces[size_t(q)], solo[size_t(q)])) << at << " sequence " << q;
+      EXPECT_EQ(state[size_t(q)].n_past, solo_state[size_t(q)].n_past) << at << " sequence " << q;
+      for (size_t l = 0; l < state[size_t(q)].deltanet.size(); ++l) {
+        EXPECT_TRUE(same_bits(state[size_t(q)].deltanet[l].recurrent, solo_state[size_t(q)].deltanet[l].recurrent))
+            << at << " sequence " << q << " DeltaNet state " << l;
+        EXPECT_TRUE(same_bits(state[size_t(q)].deltanet[l].conv, solo_state[size_t(q)].deltanet[l].conv))
+            << at << " sequence " << q << " conv state " << l;
+      }
+      for (size_t l = 0; l < state[size_t(q)].kv.size(); ++l)
+        for (bool keys : {true, false})
+          EXPECT_TRUE(same_bits(kv_as_heads_major(state[size_t(q)].kv[l], cfg.num_kv_heads, cfg.head_dim, keys),
+                                kv_as_heads_major(solo_state[size_t(q)].kv[l], cfg.num_kv_heads, cfg.head_dim, keys)))
+              << at << " sequence " << q << (keys ? " keys " : " values ") << l;
+    }
+  }
+}
+
+TEST(DecoderInvariance, ALayerRangeOutsideTheDecoderIsAnError) {
+  const Model& m = tiny_model();
+  const TextConfig& cfg = m.config().text;
+  DecoderState state = DecoderState::create(cfg);
+  DecoderWorkspace ws;
+  ThreadPool one(1);
+  const kernels::Compute c{kernels::supported_tables().front(), &one};
+  std::vector<float> emb(size_t(cfg.hidden_size)), out(emb.size());
+  const int32_t ids[1] = {1}, pos[3] = {0, 0, 0};
+  m.decoder().embed(ids, 1, emb.data());
+  for (auto [first, end] : {std::pair{0, 0}, std::pair{3, 2}, std::pair{0, cfg.num_layers + 1}, std::pair{-1, 2}}) {
+    const DecoderSegment seg{&state, 1, DeltaRuleMode::kAuto, nullptr, first, end};
+    EXPECT_THROW(m.decoder().forward_batch(c, emb.data(), pos, std::span<const DecoderSegment>(&seg, 1), ws, out.data()),
+                 qwen35::Error)
+        << first << ".." << end;
+  }
+  EXPECT_EQ(state.n_past, 0);
 }
 
 TEST(DecoderInvariance, ChunkedPrefillDoesNotDependOnThreadCount) {

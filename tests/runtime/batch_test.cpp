@@ -213,7 +213,9 @@ TEST(Batching, SmallerPrefillBlocksWhileOthersDecodeKeepTheSoloOutputs) {
 }
 
 // While another generation decodes, one prompt at a time advances decoding_prefill_block tokens
-// per round (rounded up to the delta rule's chunk), the first in line; alone, prefill_block. (Outputs stay those of solo runs: the test above.)
+// (rounded up to the delta rule's chunk) through decoding_prefill_layers layers per round (a
+// shorter block through proportionally more), the one part-way through the layers or else the
+// first in line; alone, prefill_block at once. (Outputs stay those of solo runs: the test above.)
 TEST(Batching, PromptsAdvanceInSmallBlocksWhileOthersDecode) {
   const Engine& engine = chunk_block_engine();
   EXPECT_EQ(decoding_prefill_limit(engine.impl().options), 64);
@@ -227,10 +229,10 @@ TEST(Batching, PromptsAdvanceInSmallBlocksWhileOthersDecode) {
   auto sa = engine.new_session(), sb = engine.new_session();
   Request ra, rb;
   ra.prompt = random_prompt(7, 6);
-  ra.params = greedy(40, SpecMode::kOff);
+  ra.params = greedy(60, SpecMode::kOff);
   ra.params.ignore_eos = true;
   rb.prompt = random_prompt(8, 300);
-  rb.params = greedy(4, SpecMode::kOff);
+  rb.params = greedy(8, SpecMode::kOff);
   Outcome c;
   auto sc = engine.new_session();
   Request rc = rb;
@@ -248,8 +250,75 @@ TEST(Batching, PromptsAdvanceInSmallBlocksWhileOthersDecode) {
     pending_b.push_back(gb->pending_prompt_tokens());
     pending_c.push_back(gc->pending_prompt_tokens());
   }
-  EXPECT_EQ(pending_b, (std::vector<int64_t>{108, 44, 0, 0, 0}));
-  EXPECT_EQ(pending_c, (std::vector<int64_t>{70, 70, 70, 6, 0}));
+  // The tiny model's 8 layers, 4 a round for a 64-token block (64 * 4 token-layers), 5 for
+  // b's last 44 tokens, all 8 for c's last 6.
+  ASSERT_EQ(engine.impl().options.decoding_prefill_layers, 4);
+  EXPECT_EQ(pending_b, (std::vector<int64_t>{172, 108, 108, 44, 44, 0, 0, 0, 0}));
+  EXPECT_EQ(pending_c, (std::vector<int64_t>{70, 70, 70, 70, 70, 70, 70, 6, 0}));
+}
+
+const Engine& one_layer_engine() {
+  static std::unique_ptr<Engine> e = [] {
+    EngineOptions o;
+    o.model_dir = tiny_model_dir();
+    o.threads = 2;
+    o.context_size = 2048;
+    o.prefill_block = 128;
+    o.decoding_prefill_block = 64;
+    o.decoding_prefill_layers = 1;  // a 64-token block through one layer a round
+    Status st;
+    auto engine = Engine::load(o, &st);
+    EXPECT_TRUE(engine) << st.message;
+    return engine;
+  }();
+  return *e;
+}
+
+TEST(Batching, PromptBlocksSpreadOverManyRoundsKeepTheSoloOutputs) {
+  expect_batched_equal_solo(one_layer_engine(), requests(3));
+}
+
+// A generation cancelled while its prompt block is part-way through the layers leaves its session
+// as a cold one: the next request on it gives exactly what a fresh session gives.
+TEST(Batching, CancelledPartWayThroughTheLayersLeavesTheSessionUsable) {
+  const Engine& engine = one_layer_engine();
+  Request ra, rb, rnext;
+  ra.prompt = random_prompt(21, 5);
+  ra.params = greedy(30, SpecMode::kOff);
+  ra.params.ignore_eos = true;
+  rb.prompt = random_prompt(22, 100);
+  rb.params = greedy(4, SpecMode::kOff);
+  rnext.prompt = rb.prompt;  // would extend what b had fed, were it kept
+  rnext.prompt.insert(rnext.prompt.end(), {11, 12, 13});
+  rnext.params = greedy(6, SpecMode::kOff);
+  Outcome cold;
+  {
+    auto s = engine.new_session();
+    auto g = start(*s, rnext, cold);
+    while (g->step()) {
+    }
+    finish(*g, cold);
+  }
+  auto sa = engine.new_session(), sb = engine.new_session();
+  Outcome a, b;
+  auto ga = start(*sa, ra, a), gb = start(*sb, rb, b);
+  while (ga->pending_prompt_tokens() > 0) ASSERT_TRUE(ga->step());
+  GenerationBatch batch(engine);
+  std::vector<GenerationBatch::Outcome> out;
+  // A 64-token block in 8 rounds (one layer each), then 3 layers of the next block (36 tokens).
+  for (int round = 0; round < 8 + 3; ++round) batch.step({ga.get(), gb.get()}, out);
+  ASSERT_EQ(gb->pending_prompt_tokens(), 100 - 64);
+  ASSERT_GT(gb->impl().block_in_flight, 0);
+  gb->cancel();
+  EXPECT_EQ(gb->result().stop_reason, StopReason::kCancelled);
+  EXPECT_TRUE(sb->tokens().empty());
+  gb.reset();
+  Outcome again;
+  auto gn = start(*sb, rnext, again);
+  while (gn->step()) {
+  }
+  finish(*gn, again);
+  EXPECT_TRUE(again == cold);
 }
 
 // A step that throws fails its own generation only; the others finish as they would alone.
