@@ -72,6 +72,15 @@ inline void store_rows(float* y, int64_t o, int64_t o_end, __m256 v) {
   _mm256_maskstore_ps(y + o, _mm256_cmpgt_epi32(_mm256_set1_epi32(int32_t(n)), lane), v);
 }
 
+// A block's bytes kPrefetchAhead further on, requested as the block starts: with the hardware
+// prefetchers alone, Q6_K decoding on 2 cores of an AMD EPYC (Zen 3) streamed 6.8-7.7 GB/s, with
+// 1-2 KiB ahead 9.6-10.9 (Q4_K and the 32-element formats unchanged, within the noise; the
+// prefetch past the matrix end does not fault).
+constexpr size_t kPrefetchAhead = 2048;
+inline void prefetch_ahead(const uint8_t* block, size_t bytes) {
+  for (size_t i = 0; i < bytes; i += 64) _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchAhead + i), _MM_HINT_T0);
+}
+
 // Token tiles: up to this many tokens share one unpacking of a block's weights.
 constexpr int kTokenTile = 4;
 
@@ -148,6 +157,7 @@ void legacy_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int
   for (int t = 0; t < TT; ++t) acc[t] = _mm256_setzero_ps();
   const __m256i ones16 = _mm256_set1_epi16(1);
   for (int64_t b = 0; b < nb; ++b) {
+    prefetch_ahead(g.group + size_t(b) * Lay::kBlock, Lay::kBlock);
     __m256i W[8];
     const int c = unpack_legacy<kVnni, L>(g.vec(Lay::kBlock, b, Lay::kQs), g.vec(Lay::kBlock, b, Lay::kQh), W);
     const __m256 dw = g.f16(Lay::kBlock, b, 0);
@@ -243,6 +253,7 @@ void k4_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_t
   __m256 acc[TT];
   for (int t = 0; t < TT; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
+    prefetch_ahead(g.group + size_t(b) * Lay::kBlock, Lay::kBlock);
     __m256i sc[8], mnp[4];
     k4_scales(g.vec(Lay::kBlock, b, Lay::kScales), sc, mnp);
     for (int s = 0; s < 8; ++s) sc[s] = k4_scale<kVnni>(sc[s]);
@@ -335,6 +346,7 @@ void q6k_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_
   for (int t = 0; t < TT; ++t) acc[t] = _mm256_setzero_ps();
   const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
   for (int64_t b = 0; b < nb; ++b) {
+    prefetch_ahead(g.group + size_t(b) * kQ6Block, kQ6Block);
     __m256i sc[16], scp[8];
     for (int s = 0; s < 16; ++s) {
       const __m256i sv = vload(g.vec(kQ6Block, b, kQ6Scales + 64 * size_t(s / 4)));
@@ -403,6 +415,7 @@ void k2_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_t
   for (int t = 0; t < TT; ++t) acc[t] = _mm256_setzero_ps();
   const __m256i mask = _mm256_set1_epi8(kQ3 ? 7 : 3);
   for (int64_t b = 0; b < nb; ++b) {
+    prefetch_ahead(g.group + size_t(b) * kBlock, kBlock);
     __m256i sc[16], pairs[8];  // pairs: Q3_K scale pairs (offset term), Q2_K min pairs
     if constexpr (kQ3) {
       q3k_scales(g.vec(kBlock, b, kQ3Scales), sc);
@@ -475,6 +488,7 @@ void iq4xs_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int6
   for (int t = 0; t < TT; ++t) acc[t] = _mm256_setzero_ps();
   const __m256i book = kVnni ? iq4_book_u8() : iq4_book();
   for (int64_t b = 0; b < nb; ++b) {
+    prefetch_ahead(g.group + size_t(b) * kXsBlock, kXsBlock);
     const __m256i sh = _mm256_cvtepu16_epi32(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(g.group + size_t(b) * kXsBlock + kXsScalesH + 16 * size_t(g.h))));
     const __m256i sl = vload(g.vec(kXsBlock, b, kXsScalesL));
