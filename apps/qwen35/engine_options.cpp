@@ -41,7 +41,7 @@ const char* kEngineOptionsHelp =
     "                        a multiple of 64, and only when --prefill-block is one, so that\n"
     "                        outputs keep their bits)\n"
     "  --decoding-prefill-layers N\n"
-    "                        and through N of the model's layers per step (default 4; a shorter\n"
+    "                        and through N of the model's layers per step (default 2; a shorter\n"
     "                        block through proportionally more), the rest in the next steps:\n"
     "                        the others wait for about N/layers of the block's prefill per token\n"
     "  --weights TYPE        convert float weights at load: q4_k_m, q8_0, q4_0, ..., bf16, f16, f32\n"
@@ -138,7 +138,7 @@ EngineOptions engine_options_from(const Args& args, bool bundled_fallback) {
   if (o.image_size % 32 != 0) fail("option --image-size must be a multiple of 32, got ", o.image_size);
   o.prefill_block = args.get_int_in("--prefill-block", 512, 1, 65536);
   o.decoding_prefill_block = args.get_int_in("--decoding-prefill-block", 64, 1, 65536);
-  o.decoding_prefill_layers = int(args.get_int_in("--decoding-prefill-layers", 4, 1, 4096));
+  o.decoding_prefill_layers = int(args.get_int_in("--decoding-prefill-layers", 2, 1, 4096));
   o.image_min_pixels = args.get_int_in("--image-min-pixels", 0, 0, int64_t(1) << 30);
   o.image_max_pixels = args.get_int_in("--image-max-pixels", 0, 0, int64_t(1) << 30);
   o.kv_type = args.get_or("--kv-type", "f16");

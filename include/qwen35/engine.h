@@ -207,7 +207,7 @@ struct EngineOptions {
   // others' gap holds about decoding_prefill_block * decoding_prefill_layers token-layers of
   // prefill; the block goes on in the next steps. The layers of a block compute the same bits
   // however they are spread over steps.
-  int decoding_prefill_layers = 4;
+  int decoding_prefill_layers = 2;
   int image_size = 0;            // > 0: resize images to this square size (multiple of 32) first
   int64_t image_min_pixels = 0;  // 0: from preprocessor_config.json
   int64_t image_max_pixels = 0;  // 0: from preprocessor_config.json
