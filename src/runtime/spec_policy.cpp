@@ -17,11 +17,11 @@ void ema(double& avg, double x) { avg = avg > 0 ? avg + kEma * (x - avg) : x; }
 }  // namespace
 
 void SpecCosts::record_block(int n, double ms) {
-  if (n >= 1 && n <= kMaxBlock && ms > 0) ema(block_[size_t(n)], ms);
+  if (!frozen_ && n >= 1 && n <= kMaxBlock && ms > 0) ema(block_[size_t(n)], ms);
 }
 
 void SpecCosts::record_mtp_step(double ms) {
-  if (ms > 0) ema(mtp_step_, ms);
+  if (!frozen_ && ms > 0) ema(mtp_step_, ms);
 }
 
 double SpecCosts::block_ms(int n) const {

@@ -33,8 +33,11 @@ class SpecCosts {
   double block_ms(int n) const;
   double mtp_step_ms() const;
   bool measured(int n) const { return n >= 1 && n <= kMaxBlock && block_[size_t(n)] > 0; }
+  // Later measurements are ignored (tests: a policy over fixed costs, whatever the machine's load).
+  void freeze() { frozen_ = true; }
 
  private:
+  bool frozen_ = false;
   std::array<double, kMaxBlock + 1> block_{};  // [n] EMA in ms; 0: not measured
   double mtp_step_ = 0;
 };

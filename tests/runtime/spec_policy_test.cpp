@@ -3,6 +3,7 @@
 
 #include <random>
 
+#include "runtime/session_impl.h"
 #include "runtime/spec_policy.h"
 #include "runtime_harness.h"
 
@@ -131,8 +132,10 @@ TEST(SpecPolicy, BacksOffAndProbes) {
   EXPECT_EQ(p.plan(8, 0).source, DraftSource::kMtp);
 }
 
-// On the random tiny model the head's drafts are nearly always wrong and a draft step costs about a
-// decode step (its LM head dominates): `auto` stops drafting soon, and the output stays plain greedy.
+// On the random tiny model the head's drafts are nearly always wrong: `auto` stops drafting soon,
+// and the output stays plain greedy. The session's step costs are fixed first (a decode step 10
+// ms, blocks on the prior's slope, a cheap 1 ms draft step, so only the failing drafts can stop
+// it): measured ones on a loaded machine moved the point where it stops.
 TEST(SpecPolicy, AutoBacksOffWhenDraftsFail) {
   const Engine& engine = tiny_engine();
   std::mt19937 rng(21);
@@ -140,9 +143,16 @@ TEST(SpecPolicy, AutoBacksOffWhenDraftsFail) {
   for (auto& t : prompt) t = int32_t(rng() % 150000);
   Status st;
   const GenerationResult plain = engine.new_session()->complete(prompt, greedy(60, SpecMode::kOff), nullptr, &st);
-  const GenerationResult autod = engine.new_session()->complete(prompt, greedy(60, SpecMode::kAuto), nullptr, &st);
+  auto session = engine.new_session();
+  SpecCosts& costs = session->impl().spec_costs;
+  for (int n = 1; n <= SpecCosts::kMaxBlock; ++n) costs.record_block(n, 10.0 * (1 + 0.15 * (n - 1)));
+  costs.record_mtp_step(1.0);
+  costs.freeze();
+  const GenerationResult autod = session->complete(prompt, greedy(60, SpecMode::kAuto), nullptr, &st);
   ASSERT_TRUE(st.ok());
   EXPECT_EQ(autod.tokens, plain.tokens);
+  EXPECT_EQ(costs.block_ms(1), 10.0);  // frozen
+  EXPECT_GT(autod.drafted(), 0);
   EXPECT_LT(autod.drafted(), 20) << autod.mtp_drafted << " drafted, " << autod.mtp_accepted << " accepted";
 }
 
