@@ -33,6 +33,17 @@ std::vector<int64_t> random_ids(const Model &m, int n, uint32_t seed) {
   return ids;
 }
 
+// Embeddings and text positions ([3, n]) of tokens [from, from + n) of ids.
+void text_inputs(const Model& m, const std::vector<int64_t>& ids, int64_t from, int64_t n, std::vector<float>& emb,
+                 std::vector<int32_t>& pos) {
+  std::vector<int32_t> ids32(ids.begin() + from, ids.begin() + from + n);
+  emb.resize(size_t(n * m.config().text.hidden_size));
+  m.decoder().embed(ids32.data(), n, emb.data());
+  pos.resize(size_t(3 * n));
+  for (int a = 0; a < 3; ++a)
+    for (int64_t t = 0; t < n; ++t) pos[size_t(a * n + t)] = int32_t(from + t);
+}
+
 RunResult run(const Model &m, const std::vector<int64_t> &ids, int64_t block,
               DeltaRuleMode mode, const kernels::KernelTable &table,
               ThreadPool &pool, DType kv = DType::F32) {
@@ -109,14 +120,8 @@ TEST(DecoderInvariance, BatchedSequencesGiveTheBitsOfSoloRuns) {
   std::vector<std::vector<int64_t>> ids;
   for (int q = 0; q < n_seq; ++q) ids.push_back(random_ids(m, 120, 10 + uint32_t(q)));
 
-  // Embeddings and text positions of tokens [from, from + n) of sequence q.
   auto inputs = [&](int q, int64_t from, int64_t n, std::vector<float>& emb, std::vector<int32_t>& pos) {
-    std::vector<int32_t> ids32(ids[size_t(q)].begin() + from, ids[size_t(q)].begin() + from + n);
-    emb.resize(size_t(n * H));
-    m.decoder().embed(ids32.data(), n, emb.data());
-    pos.resize(size_t(3 * n));
-    for (int a = 0; a < 3; ++a)
-      for (int64_t t = 0; t < n; ++t) pos[size_t(a * n + t)] = int32_t(from + t);
+    text_inputs(m, ids[size_t(q)], from, n, emb, pos);
   };
 
   ThreadPool one(1), three(3);
@@ -223,12 +228,7 @@ TEST(DecoderInvariance, BlocksSplitOverLayersGiveTheBitsOfOnePass) {
   std::vector<std::vector<int64_t>> ids;
   for (int q = 0; q < n_seq; ++q) ids.push_back(random_ids(m, 80, 30 + uint32_t(q)));
   auto inputs = [&](int q, int64_t from, int64_t n, std::vector<float>& emb, std::vector<int32_t>& pos) {
-    std::vector<int32_t> ids32(ids[size_t(q)].begin() + from, ids[size_t(q)].begin() + from + n);
-    emb.resize(size_t(n * H));
-    m.decoder().embed(ids32.data(), n, emb.data());
-    pos.resize(size_t(3 * n));
-    for (int a = 0; a < 3; ++a)
-      for (int64_t t = 0; t < n; ++t) pos[size_t(a * n + t)] = int32_t(from + t);
+    text_inputs(m, ids[size_t(q)], from, n, emb, pos);
   };
   ThreadPool one(1), three(3);
   for (const kernels::KernelTable* table : kernels::supported_tables()) {

@@ -25,36 +25,33 @@ std::vector<int32_t> random_prompt(uint32_t seed, int n) {
   return ids;
 }
 
+// The tiny model on 2 threads and a 2048-token context, with `tune` applied to the options.
+std::unique_ptr<Engine> load_tiny(void (*tune)(EngineOptions&)) {
+  EngineOptions o;
+  o.model_dir = tiny_model_dir();
+  o.threads = 2;
+  o.context_size = 2048;
+  tune(o);
+  Status st;
+  auto engine = Engine::load(o, &st);
+  EXPECT_TRUE(engine) << st.message;
+  return engine;
+}
+
 const Engine& small_block_engine() {
-  static std::unique_ptr<Engine> e = [] {
-    EngineOptions o;
-    o.model_dir = tiny_model_dir();
-    o.threads = 2;
-    o.context_size = 2048;
+  static std::unique_ptr<Engine> e = load_tiny([](EngineOptions& o) {
     o.prefill_block = 16;  // prompts take several steps, overlapping the others' decoding
-    Status st;
-    auto engine = Engine::load(o, &st);
-    EXPECT_TRUE(engine) << st.message;
-    return engine;
-  }();
+  });
   return *e;
 }
 
 // Prompts advance 128 tokens a step alone and 64 while others decode.
 const Engine& chunk_block_engine() {
-  static std::unique_ptr<Engine> e = [] {
-    EngineOptions o;
-    o.model_dir = tiny_model_dir();
-    o.threads = 2;
-    o.context_size = 2048;
+  static std::unique_ptr<Engine> e = load_tiny([](EngineOptions& o) {
     o.prefill_block = 128;
     o.decoding_prefill_block = 50;  // rounded up to the delta rule's chunk, 64
     o.decoding_prefill_layers = 4;  // half the tiny model's 8 layers a round
-    Status st;
-    auto engine = Engine::load(o, &st);
-    EXPECT_TRUE(engine) << st.message;
-    return engine;
-  }();
+  });
   return *e;
 }
 
@@ -260,19 +257,11 @@ TEST(Batching, PromptsAdvanceInSmallBlocksWhileOthersDecode) {
 }
 
 const Engine& one_layer_engine() {
-  static std::unique_ptr<Engine> e = [] {
-    EngineOptions o;
-    o.model_dir = tiny_model_dir();
-    o.threads = 2;
-    o.context_size = 2048;
+  static std::unique_ptr<Engine> e = load_tiny([](EngineOptions& o) {
     o.prefill_block = 128;
     o.decoding_prefill_block = 64;
     o.decoding_prefill_layers = 1;  // a 64-token block through one layer a round
-    Status st;
-    auto engine = Engine::load(o, &st);
-    EXPECT_TRUE(engine) << st.message;
-    return engine;
-  }();
+  });
   return *e;
 }
 
