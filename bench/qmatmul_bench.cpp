@@ -9,6 +9,9 @@
 // thread's CPU time (Google Benchmark's default), which a busy shared machine disturbs less than
 // wall time; with 2 threads they overstate by the second thread's share.
 //
+// qhot/<table> runs the same kernels on one matrix of 512 x 4096 (0.3-1.7 MB) that stays in the caches:
+// its GB/s is the kernel's compute ceiling, what it would stream if memory were free.
+//
 // q/ref is the scalar reference, which every table used for the formats it had no kernel for:
 // one thread, T = 1 and 64, one matrix (it is far from memory-bound).
 #include <benchmark/benchmark.h>
@@ -28,7 +31,7 @@ namespace {
 using namespace qwen35;
 using namespace qwen35::kernels;
 
-constexpr int64_t kRows = 12288, kCols = 4096;
+constexpr int64_t kRows = 12288, kHotRows = 512, kCols = 4096;
 const DType kTypes[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::Q5_K,   DType::IQ4_NL,
                         DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K, DType::IQ4_XS};
 
@@ -52,70 +55,73 @@ struct Matrices {
 };
 
 // Random blocks with small finite f16 scales, packed for the table.
-Matrices make(const KernelTable& table, DType t, size_t total_bytes) {
+Matrices make(const KernelTable& table, DType t, int64_t rows, size_t total_bytes) {
   Matrices out;
   std::mt19937 rng(1);
   const size_t row_bytes = dtype_bytes(t, kCols);
-  const size_t n = std::max<size_t>(1, total_bytes / (row_bytes * kRows));
-  std::vector<uint8_t> plain(row_bytes * kRows);
+  const size_t n = std::max<size_t>(1, total_bytes / (row_bytes * size_t(rows)));
+  std::vector<uint8_t> plain(row_bytes * size_t(rows));
   for (auto& b : plain) b = uint8_t(rng());
   const DTypeInfo& info = dtype_info(t);
   const uint16_t h = f32_to_f16(0.01f);
   for (size_t b = 0; b < plain.size() / info.block_bytes; ++b)
     for (size_t off : f16_fields(t)) std::memcpy(plain.data() + b * info.block_bytes + off, &h, 2);
-  WeightMatrix w{t, plain.data(), kRows, kCols, row_bytes};
+  WeightMatrix w{t, plain.data(), rows, kCols, row_bytes};
   for (size_t i = 0; i < n; ++i) {
     const PackedFormat& f = table.packing;
     if (f.layout && f.group_bytes(t, kCols)) {
       const size_t gb = f.group_bytes(t, kCols);
-      const int64_t groups = (kRows + f.group_rows - 1) / f.group_rows;
+      const int64_t groups = (rows + f.group_rows - 1) / f.group_rows;
       out.bytes.emplace_back(gb * size_t(groups));
       f.pack(w, 0, groups, out.bytes.back().data());
-      out.m.push_back(WeightMatrix{t, out.bytes.back().data(), kRows, kCols, 0, f.layout, gb});
+      out.m.push_back(WeightMatrix{t, out.bytes.back().data(), rows, kCols, 0, f.layout, gb});
     } else {
       out.bytes.emplace_back(plain.size());
       std::memcpy(out.bytes.back().data(), plain.data(), plain.size());
-      out.m.push_back(WeightMatrix{t, out.bytes.back().data(), kRows, kCols, row_bytes});
+      out.m.push_back(WeightMatrix{t, out.bytes.back().data(), rows, kCols, row_bytes});
     }
   }
   return out;
 }
 
-void run(benchmark::State& state, const KernelTable& table) {
+void run(benchmark::State& state, const KernelTable& table, bool hot) {
   const DType t = kTypes[state.range(0)];
+  const int64_t rows = hot ? kHotRows : kRows;
   const int64_t T = state.range(1);
   const int threads = int(state.range(2));
   static std::unique_ptr<Matrices> cache;
   static const KernelTable* cache_table = nullptr;
   static DType cache_type = DType::F32;
-  if (!cache || cache_table != &table || cache_type != t) {
+  static int64_t cache_rows = 0;
+  if (!cache || cache_table != &table || cache_type != t || cache_rows != rows) {
     cache.reset();
-    cache = std::make_unique<Matrices>(make(table, t, table.name == "ref" ? 0 : size_t(1500) << 20));
+    cache = std::make_unique<Matrices>(make(table, t, rows, table.name == "ref" || hot ? 0 : size_t(1500) << 20));
     cache_table = &table;
     cache_type = t;
+    cache_rows = rows;
   }
   ThreadPool pool(threads);
   Compute c{&table, &pool};
   std::mt19937 rng(2);
   std::normal_distribution<float> d(0, 1);
-  std::vector<float> x(size_t(T * kCols)), y(size_t(T * kRows));
+  std::vector<float> x(size_t(T * kCols)), y(size_t(T * rows));
   for (auto& v : x) v = d(rng);
   size_t i = 0;
   for (auto _ : state) {
     linear(c, x.data(), T, cache->m[i++ % cache->m.size()], y.data());
     benchmark::DoNotOptimize(y.data());
   }
-  const double bytes = double(dtype_bytes(t, kCols)) * kRows;
+  const double bytes = double(dtype_bytes(t, kCols)) * double(rows);
   state.counters["weight_GBps"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GOPS"] =
-      benchmark::Counter(2.0 * double(T) * kRows * kCols * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+      benchmark::Counter(2.0 * double(T) * double(rows) * kCols * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void register_all() {
   for (const KernelTable* table : supported_tables()) {
     const bool ref = table->name == "ref";
     auto* b = benchmark::RegisterBenchmark(("q/" + std::string(table->name)).c_str(),
-                                           [table](benchmark::State& s) { run(s, *table); });
+                                           [table](benchmark::State& s) { run(s, *table, false); });
     b->Unit(benchmark::kMillisecond)->ArgNames({"type", "T", "threads"});
     for (int ti = 0; ti < int(std::size(kTypes)); ++ti)
       for (int64_t T : {1, 4, 16, 64}) {
@@ -123,6 +129,12 @@ void register_all() {
         for (int threads : {1, 2})
           if (!ref || threads == 1) b->Args({ti, T, threads});
       }
+    if (ref) continue;
+    auto* h = benchmark::RegisterBenchmark(("qhot/" + std::string(table->name)).c_str(),
+                                           [table](benchmark::State& s) { run(s, *table, true); });
+    h->Unit(benchmark::kMicrosecond)->ArgNames({"type", "T", "threads"});
+    for (int ti = 0; ti < int(std::size(kTypes)); ++ti)
+      for (int64_t T : {1, 4}) h->Args({ti, T, 1});
   }
 }
 

@@ -72,13 +72,17 @@ inline void store_rows(float* y, int64_t o, int64_t o_end, __m256 v) {
   _mm256_maskstore_ps(y + o, _mm256_cmpgt_epi32(_mm256_set1_epi32(int32_t(n)), lane), v);
 }
 
-// A block's bytes kPrefetchAhead further on, requested as the block starts: with the hardware
-// prefetchers alone, Q6_K decoding on 2 cores of an AMD EPYC (Zen 3) streamed 6.8-7.7 GB/s, with
-// 1-2 KiB ahead 9.6-10.9 (Q4_K and the 32-element formats unchanged, within the noise; the
-// prefetch past the matrix end does not fault).
-constexpr size_t kPrefetchAhead = 2048;
-inline void prefetch_ahead(const uint8_t* block, size_t bytes) {
-  for (size_t i = 0; i < bytes; i += 64) _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchAhead + i), _MM_HINT_T0);
+// Software prefetch, spread over a block: each of a block's `parts` steps requests its share of
+// the lines of the block kPrefetchAhead(bytes) further on. With the hardware prefetchers alone,
+// Q6_K decoding on 2 cores of an AMD EPYC (Zen 3) streamed 6.8-7.7 GB/s; with the whole block
+// requested at once 2 KiB ahead, 9.6-10.9 (one thread: 5.4); spread over its steps, two blocks
+// ahead, one thread streams 8.0-8.4. The prefetch past the matrix end does not fault.
+constexpr size_t kPrefetchAhead(size_t bytes) { return bytes * (bytes >= 1024 ? 2 : (2048 + bytes - 1) / bytes); }
+inline void prefetch_part(const uint8_t* block, size_t bytes, int part, int parts) {
+  const size_t lines = (bytes + 63) / 64;
+  const size_t l0 = lines * size_t(part) / size_t(parts), l1 = lines * size_t(part + 1) / size_t(parts);
+  const uint8_t* ahead = block + kPrefetchAhead(bytes);
+  for (size_t l = l0; l < l1; ++l) _mm_prefetch(reinterpret_cast<const char*>(ahead + 64 * l), _MM_HINT_T0);
 }
 
 // Token tiles: up to this many tokens share one unpacking of a block's weights.
@@ -95,6 +99,12 @@ struct Half {
   __m256 f16(size_t block_bytes, int64_t b, size_t off) const {
     return load_f16x8(group + size_t(b) * block_bytes + off + 16 * size_t(h));
   }
+};
+// The halves h0 .. h0 + NH - 1 of a group, read block by block together: the second half's bytes
+// come from L1 in the lines the first half brought in.
+struct Rows {
+  const uint8_t* group;
+  int h0;
 };
 
 // ---- Legacy formats (blocks of 32; activations kQ8x32) ----------------------------------------
@@ -150,14 +160,17 @@ inline int unpack_legacy(const uint8_t* qs, const uint8_t* qh, __m256i W[8]) {
   }
 }
 
-template <bool kVnni, Legacy L, int TT>
-void legacy_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
+template <bool kVnni, Legacy L, int TT, int NH>
+void legacy_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   using Lay = LegacyLayout<L>;
-  __m256 acc[TT];
-  for (int t = 0; t < TT; ++t) acc[t] = _mm256_setzero_ps();
+  __m256 acc[NH][TT];
+  for (int hi = 0; hi < NH; ++hi)
+    for (int t = 0; t < TT; ++t) acc[hi][t] = _mm256_setzero_ps();
   const __m256i ones16 = _mm256_set1_epi16(1);
   for (int64_t b = 0; b < nb; ++b) {
-    prefetch_ahead(g.group + size_t(b) * Lay::kBlock, Lay::kBlock);
+    prefetch_part(rows.group + size_t(b) * Lay::kBlock, Lay::kBlock, 0, 1);
+    for (int hi = 0; hi < NH; ++hi) {
+    const Half g{rows.group, rows.h0 + hi};
     __m256i W[8];
     const int c = unpack_legacy<kVnni, L>(g.vec(Lay::kBlock, b, Lay::kQs), g.vec(Lay::kBlock, b, Lay::kQh), W);
     const __m256 dw = g.f16(Lay::kBlock, b, 0);
@@ -185,12 +198,14 @@ void legacy_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int
         isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, ones16));
       }
       const __m256 dav = _mm256_set1_ps(a.d(t0 + t)[b]);
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, dav), acc[t]);
+      acc[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, dav), acc[hi][t]);
       if constexpr (Lay::kMin)
-        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(float(s32)), _mm256_mul_ps(g.f16(Lay::kBlock, b, 32), dav), acc[t]);
+        acc[hi][t] = _mm256_fmadd_ps(_mm256_set1_ps(float(s32)), _mm256_mul_ps(g.f16(Lay::kBlock, b, 32), dav), acc[hi][t]);
+    }
     }
   }
-  for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
+  for (int hi = 0; hi < NH; ++hi)
+    for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o + 8 * hi, o_end, acc[hi][t]);
 }
 
 // ---- Q4_K / Q5_K (8 sub-blocks of 32 with 6-bit scales and mins; kQ8x256) ---------------------
@@ -247,19 +262,22 @@ inline __m256i k4_sub(__m256i I1, const __m256i W[8], const int8_t* qa, __m256i 
   }
 }
 
-template <bool kVnni, bool kFive, int TT>
-void k4_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
+template <bool kVnni, bool kFive, int TT, int NH>
+void k4_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   using Lay = K4Layout<kFive>;
-  __m256 acc[TT];
-  for (int t = 0; t < TT; ++t) acc[t] = _mm256_setzero_ps();
+  __m256 acc[NH][TT];
+  for (int hi = 0; hi < NH; ++hi)
+    for (int t = 0; t < TT; ++t) acc[hi][t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    prefetch_ahead(g.group + size_t(b) * Lay::kBlock, Lay::kBlock);
+    for (int hi = 0; hi < NH; ++hi) {
+    const Half g{rows.group, rows.h0 + hi};
     __m256i sc[8], mnp[4];
     k4_scales(g.vec(Lay::kBlock, b, Lay::kScales), sc, mnp);
     for (int s = 0; s < 8; ++s) sc[s] = k4_scale<kVnni>(sc[s]);
     __m256i I1[TT];
     for (int t = 0; t < TT; ++t) I1[t] = _mm256_setzero_si256();
     for (int c = 0; c < 4; ++c) {
+      prefetch_part(rows.group + size_t(b) * Lay::kBlock, Lay::kBlock, 4 * hi + c, 4 * NH);
       __m256i Wl[8], Wh[8];
       for (int m = 0; m < 8; ++m) {
         const __m256i p = vload(g.vec(Lay::kBlock, b, Lay::kQs + 64 * size_t(8 * c + m)));
@@ -283,11 +301,13 @@ void k4_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_t
       __m256i I2 = _mm256_setzero_si256();
       for (int q = 0; q < 4; ++q) I2 = dot_i16<kVnni>(I2, mnp[q], bcast32(h32 + 2 * q));
       const __m256 dav = _mm256_set1_ps(a.d(t0 + t)[b]);
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I1[t]), _mm256_mul_ps(d, dav), acc[t]);
-      acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(I2), _mm256_mul_ps(dmin, dav), acc[t]);
+      acc[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I1[t]), _mm256_mul_ps(d, dav), acc[hi][t]);
+      acc[hi][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(I2), _mm256_mul_ps(dmin, dav), acc[hi][t]);
+    }
     }
   }
-  for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
+  for (int hi = 0; hi < NH; ++hi)
+    for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o + 8 * hi, o_end, acc[hi][t]);
 }
 
 // ---- Sub-blocks of 16 with an offset: Q6_K (u - 32), Q3_K (u - 4), and Q2_K (mins) --------------
@@ -340,13 +360,15 @@ inline __m256i sub16(__m256i I1, const __m256i W[4], const int8_t* qa, __m256i s
 
 constexpr size_t kQ6Qh = 2048, kQ6Scales = 3072, kQ6D = 3328, kQ6Block = 3360;
 
-template <bool kVnni, int TT>
-void q6k_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
-  __m256 acc[TT];
-  for (int t = 0; t < TT; ++t) acc[t] = _mm256_setzero_ps();
+template <bool kVnni, int TT, int NH>
+void q6k_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
+  __m256 acc[NH][TT];
+  for (int hi = 0; hi < NH; ++hi)
+    for (int t = 0; t < TT; ++t) acc[hi][t] = _mm256_setzero_ps();
   const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
   for (int64_t b = 0; b < nb; ++b) {
-    prefetch_ahead(g.group + size_t(b) * kQ6Block, kQ6Block);
+    for (int hi = 0; hi < NH; ++hi) {
+    const Half g{rows.group, rows.h0 + hi};
     __m256i sc[16], scp[8];
     for (int s = 0; s < 16; ++s) {
       const __m256i sv = vload(g.vec(kQ6Block, b, kQ6Scales + 64 * size_t(s / 4)));
@@ -359,6 +381,7 @@ void q6k_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_
     // Half hh, quad m: elements 128hh + 32e + 4m + j for e = 0..3 (sub-blocks 8hh + 2e + m / 4).
     for (int hh = 0; hh < 2; ++hh)
       for (int q = 0; q < 2; ++q) {
+        prefetch_part(rows.group + size_t(b) * kQ6Block, kQ6Block, 4 * hi + 2 * hh + q, 4 * NH);
         __m256i W[4][4];  // [e][m - 4q]
         for (int mm = 0; mm < 4; ++mm) {
           const int m = 4 * q + mm;
@@ -381,10 +404,12 @@ void q6k_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_
     for (int t = 0; t < TT; ++t) {
       const __m256i off = pair_dot<kVnni>(scp, a.s16(t0 + t) + 16 * b);  // I1 -= 32 * sum sc * s16
       const __m256i i1 = _mm256_sub_epi32(I1[t], _mm256_slli_epi32(off, 5));
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(d, _mm256_set1_ps(a.d(t0 + t)[b])), acc[t]);
+      acc[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(d, _mm256_set1_ps(a.d(t0 + t)[b])), acc[hi][t]);
+    }
     }
   }
-  for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
+  for (int hi = 0; hi < NH; ++hi)
+    for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o + 8 * hi, o_end, acc[hi][t]);
 }
 
 constexpr size_t kQ2Dmin = 32, kQ2Scales = 64, kQ2Qs = 320, kQ2Block = 1344;
@@ -408,14 +433,16 @@ inline void q3k_scales(const uint8_t* p, __m256i sc[16]) {
 
 // Q2_K (kQ3 = false) and Q3_K: quad m of half hh at shift k holds elements 128hh + 32k + 4m + j,
 // so quads 0..3 and 4..7 of a shift are the sub-blocks 8hh + 2k and 8hh + 2k + 1.
-template <bool kVnni, bool kQ3, int TT>
-void k2_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
+template <bool kVnni, bool kQ3, int TT, int NH>
+void k2_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   constexpr size_t kBlock = kQ3 ? kQ3Block : kQ2Block;
-  __m256 acc[TT];
-  for (int t = 0; t < TT; ++t) acc[t] = _mm256_setzero_ps();
+  __m256 acc[NH][TT];
+  for (int hi = 0; hi < NH; ++hi)
+    for (int t = 0; t < TT; ++t) acc[hi][t] = _mm256_setzero_ps();
   const __m256i mask = _mm256_set1_epi8(kQ3 ? 7 : 3);
   for (int64_t b = 0; b < nb; ++b) {
-    prefetch_ahead(g.group + size_t(b) * kBlock, kBlock);
+    for (int hi = 0; hi < NH; ++hi) {
+    const Half g{rows.group, rows.h0 + hi};
     __m256i sc[16], pairs[8];  // pairs: Q3_K scale pairs (offset term), Q2_K min pairs
     if constexpr (kQ3) {
       q3k_scales(g.vec(kBlock, b, kQ3Scales), sc);
@@ -440,6 +467,7 @@ void k2_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_t
     // high bits at bits 2 and 6 (interleave16.h).
     for (int hh = 0; hh < 2; ++hh)
       for (int kp = 0; kp < 2; ++kp) {
+        prefetch_part(rows.group + size_t(b) * kBlock, kBlock, 4 * hi + 2 * hh + kp, 4 * NH);
         __m256i X[8];
         for (int m = 0; m < 8; ++m) {
           X[m] = _mm256_srli_epi16(vload(g.vec(kBlock, b, (kQ3 ? kQ3Qs : kQ2Qs) + 64 * size_t(8 * hh + m))), 2 * kp);
@@ -468,33 +496,38 @@ void k2_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_t
       const __m256 dav = _mm256_set1_ps(a.d(t0 + t)[b]);
       if constexpr (kQ3) {
         const __m256i i1 = _mm256_sub_epi32(I1[t], _mm256_slli_epi32(i2, 2));  // I1 -= 4 * sum sc * s16
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(d, dav), acc[t]);
+        acc[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(d, dav), acc[hi][t]);
       } else {
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I1[t]), _mm256_mul_ps(d, dav), acc[t]);
-        acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(i2), _mm256_mul_ps(g.f16(kBlock, b, kQ2Dmin), dav), acc[t]);
+        acc[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I1[t]), _mm256_mul_ps(d, dav), acc[hi][t]);
+        acc[hi][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(i2), _mm256_mul_ps(g.f16(kBlock, b, kQ2Dmin), dav), acc[hi][t]);
       }
     }
+    }
   }
-  for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
+  for (int hi = 0; hi < NH; ++hi)
+    for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o + 8 * hi, o_end, acc[hi][t]);
 }
 
 // ---- IQ4_XS (8 sub-blocks of 32 with signed 6-bit scales, the IQ4 code book; kQ8x256) -----------
 
 constexpr size_t kXsScalesH = 32, kXsScalesL = 64, kXsQs = 128, kXsBlock = 2176;
 
-template <bool kVnni, int TT>
-void iq4xs_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
-  __m256 acc[TT];
-  for (int t = 0; t < TT; ++t) acc[t] = _mm256_setzero_ps();
+template <bool kVnni, int TT, int NH>
+void iq4xs_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
+  __m256 acc[NH][TT];
+  for (int hi = 0; hi < NH; ++hi)
+    for (int t = 0; t < TT; ++t) acc[hi][t] = _mm256_setzero_ps();
   const __m256i book = kVnni ? iq4_book_u8() : iq4_book();
   for (int64_t b = 0; b < nb; ++b) {
-    prefetch_ahead(g.group + size_t(b) * kXsBlock, kXsBlock);
+    for (int hi = 0; hi < NH; ++hi) {
+    const Half g{rows.group, rows.h0 + hi};
     const __m256i sh = _mm256_cvtepu16_epi32(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(g.group + size_t(b) * kXsBlock + kXsScalesH + 16 * size_t(g.h))));
     const __m256i sl = vload(g.vec(kXsBlock, b, kXsScalesL));
     __m256i I1[TT];
     for (int t = 0; t < TT; ++t) I1[t] = _mm256_setzero_si256();
     for (int s = 0; s < 8; ++s) {
+      prefetch_part(rows.group + size_t(b) * kXsBlock, kXsBlock, 8 * hi + s, 8 * NH);
       const __m256i sc = _mm256_sub_epi32(
           _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(sl, 4 * s), _mm256_set1_epi32(15)),
                           _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(sh, 2 * s), _mm256_set1_epi32(3)), 4)),
@@ -527,60 +560,69 @@ void iq4xs_half(const ActRows& a, int64_t t0, Half g, int64_t nb, float* y, int6
     }
     const __m256 d = g.f16(kXsBlock, b, 0);
     for (int t = 0; t < TT; ++t)
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I1[t]), _mm256_mul_ps(d, _mm256_set1_ps(a.d(t0 + t)[b])), acc[t]);
+      acc[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I1[t]), _mm256_mul_ps(d, _mm256_set1_ps(a.d(t0 + t)[b])), acc[hi][t]);
+    }
   }
-  for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
+  for (int hi = 0; hi < NH; ++hi)
+    for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o + 8 * hi, o_end, acc[hi][t]);
 }
 
 // ---- Dispatch over halves and token tiles ------------------------------------------------------
 
-// kernel.operator()<TT>(t0, half, nb, o, o_end) for each 8-row half of the range and token tile.
+// kernel.operator()<TT, NH>(t0, rows, nb, o, o_end) for each group (or lone 8-row half) of the
+// range and token tile.
 template <class Kernel>
 void run_halves(const ActRows& a, const WeightMatrix& w, int64_t block_elems, int64_t o_begin, int64_t o_end,
                 const Kernel& kernel) {
   const int64_t nb = w.cols / block_elems;
   o_end = imin(o_end, w.rows);
-  for (int64_t o = o_begin; o < o_end; o += 8) {
-    const Half g{static_cast<const uint8_t*>(w.data) + size_t(o / 16) * w.group_bytes, int((o / 8) % 2)};
-    int64_t t0 = 0;
-    for (; t0 + kTokenTile <= a.T; t0 += kTokenTile) kernel.template operator()<kTokenTile>(t0, g, nb, o, o_end);
-    switch (a.T - t0) {
-      case 3: kernel.template operator()<3>(t0, g, nb, o, o_end); break;
-      case 2: kernel.template operator()<2>(t0, g, nb, o, o_end); break;
-      case 1: kernel.template operator()<1>(t0, g, nb, o, o_end); break;
-      default: break;
-    }
+  for (int64_t o = o_begin; o < o_end;) {
+    const Rows g{static_cast<const uint8_t*>(w.data) + size_t(o / 16) * w.group_bytes, int((o / 8) % 2)};
+    const bool both = g.h0 == 0 && o + 8 < o_end;
+    auto tiles = [&]<int NH>() {
+      int64_t t0 = 0;
+      for (; t0 + kTokenTile <= a.T; t0 += kTokenTile) kernel.template operator()<kTokenTile, NH>(t0, g, nb, o, o_end);
+      switch (a.T - t0) {
+        case 3: kernel.template operator()<3, NH>(t0, g, nb, o, o_end); break;
+        case 2: kernel.template operator()<2, NH>(t0, g, nb, o, o_end); break;
+        case 1: kernel.template operator()<1, NH>(t0, g, nb, o, o_end); break;
+        default: break;
+      }
+    };
+    if (both) tiles.template operator()<2>();
+    else tiles.template operator()<1>();
+    o += both ? 16 : 8;
   }
 }
 
 template <bool V, Legacy L>
 void qmatmul_legacy(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
-  run_halves(a, w, 32, o_begin, o_end, [&]<int TT>(int64_t t0, Half g, int64_t nb, int64_t o, int64_t oe) {
-    legacy_half<V, L, TT>(a, t0, g, nb, y, ys, o, oe);
+  run_halves(a, w, 32, o_begin, o_end, [&]<int TT, int NH>(int64_t t0, Rows g, int64_t nb, int64_t o, int64_t oe) {
+    legacy_rows<V, L, TT, NH>(a, t0, g, nb, y, ys, o, oe);
   });
 }
 template <bool V, bool kFive>
 void qmatmul_k4(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
-  run_halves(a, w, 256, o_begin, o_end, [&]<int TT>(int64_t t0, Half g, int64_t nb, int64_t o, int64_t oe) {
-    k4_half<V, kFive, TT>(a, t0, g, nb, y, ys, o, oe);
+  run_halves(a, w, 256, o_begin, o_end, [&]<int TT, int NH>(int64_t t0, Rows g, int64_t nb, int64_t o, int64_t oe) {
+    k4_rows<V, kFive, TT, NH>(a, t0, g, nb, y, ys, o, oe);
   });
 }
 template <bool V>
 void qmatmul_q6k(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
-  run_halves(a, w, 256, o_begin, o_end, [&]<int TT>(int64_t t0, Half g, int64_t nb, int64_t o, int64_t oe) {
-    q6k_half<V, TT>(a, t0, g, nb, y, ys, o, oe);
+  run_halves(a, w, 256, o_begin, o_end, [&]<int TT, int NH>(int64_t t0, Rows g, int64_t nb, int64_t o, int64_t oe) {
+    q6k_rows<V, TT, NH>(a, t0, g, nb, y, ys, o, oe);
   });
 }
 template <bool V, bool kQ3>
 void qmatmul_k2(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
-  run_halves(a, w, 256, o_begin, o_end, [&]<int TT>(int64_t t0, Half g, int64_t nb, int64_t o, int64_t oe) {
-    k2_half<V, kQ3, TT>(a, t0, g, nb, y, ys, o, oe);
+  run_halves(a, w, 256, o_begin, o_end, [&]<int TT, int NH>(int64_t t0, Rows g, int64_t nb, int64_t o, int64_t oe) {
+    k2_rows<V, kQ3, TT, NH>(a, t0, g, nb, y, ys, o, oe);
   });
 }
 template <bool V>
 void qmatmul_iq4xs(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
-  run_halves(a, w, 256, o_begin, o_end, [&]<int TT>(int64_t t0, Half g, int64_t nb, int64_t o, int64_t oe) {
-    iq4xs_half<V, TT>(a, t0, g, nb, y, ys, o, oe);
+  run_halves(a, w, 256, o_begin, o_end, [&]<int TT, int NH>(int64_t t0, Rows g, int64_t nb, int64_t o, int64_t oe) {
+    iq4xs_rows<V, TT, NH>(a, t0, g, nb, y, ys, o, oe);
   });
 }
 
