@@ -63,6 +63,16 @@ inline __m256i both_halves(__m256i v) {
   return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(v, 16));
 }
 inline __m256i low_half(__m256i v) { return _mm256_and_si256(v, _mm256_set1_epi32(0xffff)); }
+// A vpshufb control that gives every 32-bit lane the bytes {b0, b1, b2, b3} of that same lane (-1:
+// zero), so one shuffle spreads a lane's byte into its 16-bit halves.
+inline __m256i lane_bytes(int b0, int b1, int b2, int b3) {
+  auto at = [](int b, int lane) { return b < 0 ? 0x80u : uint32_t(4 * lane + b); };
+  __m256i r = _mm256_setzero_si256();
+  alignas(32) uint32_t c[8];
+  for (int k = 0; k < 8; ++k) c[k] = at(b0, k % 4) | at(b1, k % 4) << 8 | at(b2, k % 4) << 16 | at(b3, k % 4) << 24;
+  r = _mm256_load_si256(reinterpret_cast<const __m256i*>(c));
+  return r;
+}
 
 // Rows [o, o + 8) of y for one token: the valid lanes.
 inline void store_rows(float* y, int64_t o, int64_t o_end, __m256 v) {
@@ -87,6 +97,25 @@ inline void prefetch_part(const uint8_t* block, size_t bytes, int part, int part
 
 // Token tiles: up to this many tokens share one unpacking of a block's weights.
 constexpr int kTokenTile = 4;
+
+// The tile's activation rows, looked up once per call rather than in every block.
+template <int TT>
+struct TokenTile {
+  const int8_t* q[TT];
+  const float* d[TT];
+  const int32_t* s32[TT];
+  const int16_t* s16[TT];
+  const int16_t* h32[TT];
+  TokenTile(const ActRows& a, int64_t t0) {
+    for (int t = 0; t < TT; ++t) {
+      q[t] = a.q(t0 + t);
+      d[t] = a.d(t0 + t);
+      s32[t] = a.s32(t0 + t);
+      s16[t] = a.s16(t0 + t);
+      h32[t] = a.h32(t0 + t);
+    }
+  }
+};
 
 // Where a kernel reads: block b of a group, half h (vector k of a field at off + 64k + 32h, f16
 // entry arrays at off + 16h).
@@ -163,6 +192,7 @@ inline int unpack_legacy(const uint8_t* qs, const uint8_t* qh, __m256i W[8]) {
 template <bool kVnni, Legacy L, int TT, int NH>
 void legacy_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   using Lay = LegacyLayout<L>;
+  const TokenTile<TT> tk(a, t0);
   __m256 acc[NH][TT];
   for (int hi = 0; hi < NH; ++hi)
     for (int t = 0; t < TT; ++t) acc[hi][t] = _mm256_setzero_ps();
@@ -175,8 +205,8 @@ void legacy_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, 
     const int c = unpack_legacy<kVnni, L>(g.vec(Lay::kBlock, b, Lay::kQs), g.vec(Lay::kBlock, b, Lay::kQh), W);
     const __m256 dw = g.f16(Lay::kBlock, b, 0);
     for (int t = 0; t < TT; ++t) {
-      const int8_t* qa = a.q(t0 + t) + 32 * b;
-      const int32_t s32 = a.s32(t0 + t)[b];
+      const int8_t* qa = tk.q[t] + 32 * b;
+      const int32_t s32 = tk.s32[t][b];
       __m256i isum = _mm256_set1_epi32(-c * s32);
       if constexpr (kVnni) {
         for (int k = 0; k < 8; ++k) isum = _mm256_dpbusd_avx_epi32(isum, W[k], bcast32(qa + 4 * k));
@@ -197,7 +227,7 @@ void legacy_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, 
         for (int k = 1; k < 8; ++k) p = _mm256_add_epi16(p, pairs16(W[k], bcast32(qa + 4 * k)));
         isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, ones16));
       }
-      const __m256 dav = _mm256_set1_ps(a.d(t0 + t)[b]);
+      const __m256 dav = _mm256_set1_ps(tk.d[t][b]);
       acc[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, dav), acc[hi][t]);
       if constexpr (Lay::kMin)
         acc[hi][t] = _mm256_fmadd_ps(_mm256_set1_ps(float(s32)), _mm256_mul_ps(g.f16(Lay::kBlock, b, 32), dav), acc[hi][t]);
@@ -234,6 +264,26 @@ inline void k4_scales(const uint8_t* p, __m256i sc[8], __m256i mn_pairs[4]) {
   for (int q = 0; q < 4; ++q) mn_pairs[q] = _mm256_or_si256(mn[2 * q], _mm256_slli_epi32(mn[2 * q + 1], 16));
 }
 
+// The same scales for vpmaddwd (each in both int16 halves of its lane) and the same min pairs, worked
+// out bytewise: byte i of lo / hi is scale (min) i / i + 4 of the lane's row.
+inline void k4_scales_both_halves(const uint8_t* p, __m256i sc[8], __m256i mn_pairs[4]) {
+  const __m256i u0 = vload(p), u1 = vload(p + 64), u2 = vload(p + 128);
+  const __m256i m6 = _mm256_set1_epi8(63), m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+  const __m256i s_lo = _mm256_and_si256(u0, m6), m_lo = _mm256_and_si256(u1, m6);
+  const __m256i s_hi = _mm256_or_si256(_mm256_and_si256(u2, m4), _mm256_and_si256(_mm256_srli_epi16(u0, 2), m30));
+  const __m256i m_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(u2, 4), m4), _mm256_and_si256(_mm256_srli_epi16(u1, 2), m30));
+  for (int i = 0; i < 4; ++i) {
+    const __m256i ctl = lane_bytes(i, -1, i, -1);
+    sc[i] = _mm256_shuffle_epi8(s_lo, ctl);
+    sc[i + 4] = _mm256_shuffle_epi8(s_hi, ctl);
+  }
+  const __m256i p01 = lane_bytes(0, -1, 1, -1), p23 = lane_bytes(2, -1, 3, -1);
+  mn_pairs[0] = _mm256_shuffle_epi8(m_lo, p01);
+  mn_pairs[1] = _mm256_shuffle_epi8(m_lo, p23);
+  mn_pairs[2] = _mm256_shuffle_epi8(m_hi, p01);
+  mn_pairs[3] = _mm256_shuffle_epi8(m_hi, p23);
+}
+
 // The scale operand of k4_sub for the scales sc: as is for vpmulld (VNNI), else in both int16 halves.
 template <bool kVnni>
 inline __m256i k4_scale(__m256i sc) {
@@ -265,6 +315,7 @@ inline __m256i k4_sub(__m256i I1, const __m256i W[8], const int8_t* qa, __m256i 
 template <bool kVnni, bool kFive, int TT, int NH>
 void k4_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   using Lay = K4Layout<kFive>;
+  const TokenTile<TT> tk(a, t0);
   __m256 acc[NH][TT];
   for (int hi = 0; hi < NH; ++hi)
     for (int t = 0; t < TT; ++t) acc[hi][t] = _mm256_setzero_ps();
@@ -272,35 +323,38 @@ void k4_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int6
     for (int hi = 0; hi < NH; ++hi) {
     const Half g{rows.group, rows.h0 + hi};
     __m256i sc[8], mnp[4];
-    k4_scales(g.vec(Lay::kBlock, b, Lay::kScales), sc, mnp);
-    for (int s = 0; s < 8; ++s) sc[s] = k4_scale<kVnni>(sc[s]);
+    if constexpr (kVnni) {
+      k4_scales(g.vec(Lay::kBlock, b, Lay::kScales), sc, mnp);
+      for (int s = 0; s < 8; ++s) sc[s] = k4_scale<kVnni>(sc[s]);
+    } else {
+      k4_scales_both_halves(g.vec(Lay::kBlock, b, Lay::kScales), sc, mnp);
+    }
     __m256i I1[TT];
     for (int t = 0; t < TT; ++t) I1[t] = _mm256_setzero_si256();
+    // One sub-block's 8 weight vectors at a time (sixteen would not fit the 16 registers beside
+    // the token tile's sums).
     for (int c = 0; c < 4; ++c) {
       prefetch_part(rows.group + size_t(b) * Lay::kBlock, Lay::kBlock, 4 * hi + c, 4 * NH);
-      __m256i Wl[8], Wh[8];
-      for (int m = 0; m < 8; ++m) {
-        const __m256i p = vload(g.vec(Lay::kBlock, b, Lay::kQs + 64 * size_t(8 * c + m)));
-        Wl[m] = lo_nib(p);
-        Wh[m] = hi_nib(p);
-        if constexpr (kFive) {
-          const __m256i qh = vload(g.vec(Lay::kBlock, b, Lay::kQh + 64 * size_t(m)));
-          Wl[m] = _mm256_or_si256(Wl[m], bits_to(qh, 1 << (2 * c), 16));
-          Wh[m] = _mm256_or_si256(Wh[m], bits_to(qh, 1 << (2 * c + 1), 16));
+      for (int part = 0; part < 2; ++part) {
+        __m256i W[8];
+        for (int m = 0; m < 8; ++m) {
+          const __m256i p = vload(g.vec(Lay::kBlock, b, Lay::kQs + 64 * size_t(8 * c + m)));
+          W[m] = part ? hi_nib(p) : lo_nib(p);
+          if constexpr (kFive) {
+            const __m256i qh = vload(g.vec(Lay::kBlock, b, Lay::kQh + 64 * size_t(m)));
+            W[m] = _mm256_or_si256(W[m], bits_to(qh, 1 << (2 * c + part), 16));
+          }
         }
-      }
-      for (int t = 0; t < TT; ++t) {
-        const int8_t* qa = a.q(t0 + t) + 256 * b + 64 * c;
-        I1[t] = k4_sub<kVnni, kFive>(I1[t], Wl, qa, sc[2 * c]);
-        I1[t] = k4_sub<kVnni, kFive>(I1[t], Wh, qa + 32, sc[2 * c + 1]);
+        for (int t = 0; t < TT; ++t)
+          I1[t] = k4_sub<kVnni, kFive>(I1[t], W, tk.q[t] + 256 * b + 64 * c + 32 * part, sc[2 * c + part]);
       }
     }
     const __m256 d = g.f16(Lay::kBlock, b, 0), dmin = g.f16(Lay::kBlock, b, Lay::kDmin);
     for (int t = 0; t < TT; ++t) {
-      const int16_t* h32 = a.h32(t0 + t) + 8 * b;
+      const int16_t* h32 = tk.h32[t] + 8 * b;
       __m256i I2 = _mm256_setzero_si256();
       for (int q = 0; q < 4; ++q) I2 = dot_i16<kVnni>(I2, mnp[q], bcast32(h32 + 2 * q));
-      const __m256 dav = _mm256_set1_ps(a.d(t0 + t)[b]);
+      const __m256 dav = _mm256_set1_ps(tk.d[t][b]);
       acc[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I1[t]), _mm256_mul_ps(d, dav), acc[hi][t]);
       acc[hi][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(I2), _mm256_mul_ps(dmin, dav), acc[hi][t]);
     }
@@ -362,6 +416,7 @@ constexpr size_t kQ6Qh = 2048, kQ6Scales = 3072, kQ6D = 3328, kQ6Block = 3360;
 
 template <bool kVnni, int TT, int NH>
 void q6k_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
+  const TokenTile<TT> tk(a, t0);
   __m256 acc[NH][TT];
   for (int hi = 0; hi < NH; ++hi)
     for (int t = 0; t < TT; ++t) acc[hi][t] = _mm256_setzero_ps();
@@ -370,41 +425,52 @@ void q6k_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int
     for (int hi = 0; hi < NH; ++hi) {
     const Half g{rows.group, rows.h0 + hi};
     __m256i sc[16], scp[8];
-    for (int s = 0; s < 16; ++s) {
-      const __m256i sv = vload(g.vec(kQ6Block, b, kQ6Scales + 64 * size_t(s / 4)));
-      sc[s] = _mm256_srai_epi32(_mm256_slli_epi32(sv, 8 * (3 - s % 4)), 24);
+    if constexpr (kVnni) {
+      for (int s = 0; s < 16; ++s) {
+        const __m256i sv = vload(g.vec(kQ6Block, b, kQ6Scales + 64 * size_t(s / 4)));
+        sc[s] = _mm256_srai_epi32(_mm256_slli_epi32(sv, 8 * (3 - s % 4)), 24);
+      }
+      scale_pairs(sc, scp);
+      for (int s = 0; s < 16; ++s) sc[s] = sub16_scale<kVnni, 63>(sc[s]);
+    } else {
+      // Byte i of scale vector v is the signed scale of sub-block 4v + i: shuffled into the high
+      // byte of both 16-bit halves (of the low and the high half for a pair), then shifted down
+      // with its sign, the same bits as sub16_scale and scale_pairs give.
+      for (int v = 0; v < 4; ++v) {
+        const __m256i sv = vload(g.vec(kQ6Block, b, kQ6Scales + 64 * size_t(v)));
+        for (int i = 0; i < 4; ++i) sc[4 * v + i] = _mm256_srai_epi16(_mm256_shuffle_epi8(sv, lane_bytes(-1, i, -1, i)), 8);
+        scp[2 * v] = _mm256_srai_epi16(_mm256_shuffle_epi8(sv, lane_bytes(-1, 0, -1, 1)), 8);
+        scp[2 * v + 1] = _mm256_srai_epi16(_mm256_shuffle_epi8(sv, lane_bytes(-1, 2, -1, 3)), 8);
+      }
     }
-    scale_pairs(sc, scp);
-    for (int s = 0; s < 16; ++s) sc[s] = sub16_scale<kVnni, 63>(sc[s]);
     __m256i I1[TT];
     for (int t = 0; t < TT; ++t) I1[t] = _mm256_setzero_si256();
     // Half hh, quad m: elements 128hh + 32e + 4m + j for e = 0..3 (sub-blocks 8hh + 2e + m / 4).
     for (int hh = 0; hh < 2; ++hh)
       for (int q = 0; q < 2; ++q) {
         prefetch_part(rows.group + size_t(b) * kQ6Block, kQ6Block, 4 * hi + 2 * hh + q, 4 * NH);
-        __m256i W[4][4];  // [e][m - 4q]
-        for (int mm = 0; mm < 4; ++mm) {
-          const int m = 4 * q + mm;
-          const __m256i A = vload(g.vec(kQ6Block, b, 64 * size_t(16 * hh + m)));
-          const __m256i B = vload(g.vec(kQ6Block, b, 64 * size_t(16 * hh + 8 + m)));
-          const __m256i H = vload(g.vec(kQ6Block, b, kQ6Qh + 64 * size_t(8 * hh + m)));
-          W[0][mm] = _mm256_or_si256(_mm256_and_si256(A, m4), _mm256_and_si256(_mm256_slli_epi16(H, 4), m30));
-          W[1][mm] = _mm256_or_si256(_mm256_and_si256(B, m4), _mm256_and_si256(_mm256_slli_epi16(H, 2), m30));
-          W[2][mm] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(A, 4), m4), _mm256_and_si256(H, m30));
-          W[3][mm] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(B, 4), m4),
-                                     _mm256_and_si256(_mm256_srli_epi16(H, 2), m30));
-        }
+        // One e at a time, its 4 vectors from the ql and qh lines (in L1 after the first e).
+#pragma GCC unroll 4
         for (int e = 0; e < 4; ++e) {
+          __m256i W[4];  // [m - 4q]
+          for (int mm = 0; mm < 4; ++mm) {
+            const int m = 4 * q + mm;
+            const __m256i L = vload(g.vec(kQ6Block, b, 64 * size_t(16 * hh + 8 * (e % 2) + m)));  // A, B, A, B
+            const __m256i H = vload(g.vec(kQ6Block, b, kQ6Qh + 64 * size_t(8 * hh + m)));
+            const __m256i lo = _mm256_and_si256(e < 2 ? L : _mm256_srli_epi16(L, 4), m4);
+            const __m256i hb = e == 0 ? _mm256_slli_epi16(H, 4) : e == 1 ? _mm256_slli_epi16(H, 2) : e == 2 ? H : _mm256_srli_epi16(H, 2);
+            W[mm] = _mm256_or_si256(lo, _mm256_and_si256(hb, m30));
+          }
           const int s = 8 * hh + 2 * e + q;
           for (int t = 0; t < TT; ++t)
-            I1[t] = sub16<kVnni, 63>(I1[t], W[e], a.q(t0 + t) + 256 * b + 16 * s, sc[s]);
+            I1[t] = sub16<kVnni, 63>(I1[t], W, tk.q[t] + 256 * b + 16 * s, sc[s]);
         }
       }
     const __m256 d = g.f16(kQ6Block, b, kQ6D);
     for (int t = 0; t < TT; ++t) {
-      const __m256i off = pair_dot<kVnni>(scp, a.s16(t0 + t) + 16 * b);  // I1 -= 32 * sum sc * s16
+      const __m256i off = pair_dot<kVnni>(scp, tk.s16[t] + 16 * b);  // I1 -= 32 * sum sc * s16
       const __m256i i1 = _mm256_sub_epi32(I1[t], _mm256_slli_epi32(off, 5));
-      acc[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(d, _mm256_set1_ps(a.d(t0 + t)[b])), acc[hi][t]);
+      acc[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(d, _mm256_set1_ps(tk.d[t][b])), acc[hi][t]);
     }
     }
   }
@@ -436,6 +502,7 @@ inline void q3k_scales(const uint8_t* p, __m256i sc[16]) {
 template <bool kVnni, bool kQ3, int TT, int NH>
 void k2_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   constexpr size_t kBlock = kQ3 ? kQ3Block : kQ2Block;
+  const TokenTile<TT> tk(a, t0);
   __m256 acc[NH][TT];
   for (int hi = 0; hi < NH; ++hi)
     for (int t = 0; t < TT; ++t) acc[hi][t] = _mm256_setzero_ps();
@@ -484,7 +551,7 @@ void k2_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int6
           for (int m = 0; m < 8; ++m) W[m] = _mm256_and_si256(e ? _mm256_srli_epi16(X[m], 4) : X[m], mask);
           const int s0 = 8 * hh + 2 * k;
           for (int t = 0; t < TT; ++t) {
-            const int8_t* qa = a.q(t0 + t) + 256 * b + 16 * s0;
+            const int8_t* qa = tk.q[t] + 256 * b + 16 * s0;
             I1[t] = sub16<kVnni, kQ3 ? 7 : 3>(I1[t], W, qa, sc[s0]);
             I1[t] = sub16<kVnni, kQ3 ? 7 : 3>(I1[t], W + 4, qa + 16, sc[s0 + 1]);
           }
@@ -492,8 +559,8 @@ void k2_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int6
       }
     const __m256 d = g.f16(kBlock, b, kQ3 ? kQ3D : 0);
     for (int t = 0; t < TT; ++t) {
-      const __m256i i2 = pair_dot<kVnni>(pairs, a.s16(t0 + t) + 16 * b);
-      const __m256 dav = _mm256_set1_ps(a.d(t0 + t)[b]);
+      const __m256i i2 = pair_dot<kVnni>(pairs, tk.s16[t] + 16 * b);
+      const __m256 dav = _mm256_set1_ps(tk.d[t][b]);
       if constexpr (kQ3) {
         const __m256i i1 = _mm256_sub_epi32(I1[t], _mm256_slli_epi32(i2, 2));  // I1 -= 4 * sum sc * s16
         acc[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(d, dav), acc[hi][t]);
@@ -514,6 +581,7 @@ constexpr size_t kXsScalesH = 32, kXsScalesL = 64, kXsQs = 128, kXsBlock = 2176;
 
 template <bool kVnni, int TT, int NH>
 void iq4xs_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
+  const TokenTile<TT> tk(a, t0);
   __m256 acc[NH][TT];
   for (int hi = 0; hi < NH; ++hi)
     for (int t = 0; t < TT; ++t) acc[hi][t] = _mm256_setzero_ps();
@@ -541,8 +609,8 @@ void iq4xs_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, i
       if constexpr (kVnni) {
         // Code book + 128: sum(w * a) = sum(w_u8 * a) - 128 * sum(a); the part needs 32 bits.
         for (int t = 0; t < TT; ++t) {
-          const int8_t* qa = a.q(t0 + t) + 256 * b + 32 * s;
-          __m256i part = _mm256_set1_epi32(-128 * int32_t(a.h32(t0 + t)[8 * b + s]));
+          const int8_t* qa = tk.q[t] + 256 * b + 32 * s;
+          __m256i part = _mm256_set1_epi32(-128 * int32_t(tk.h32[t][8 * b + s]));
           for (int k = 0; k < 8; ++k) part = _mm256_dpbusd_avx_epi32(part, W[k], bcast32(qa + 4 * k));
           I1[t] = _mm256_add_epi32(I1[t], _mm256_mullo_epi32(part, sc));
         }
@@ -552,7 +620,7 @@ void iq4xs_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, i
         __m256i A[8];
         for (int k = 0; k < 8; ++k) A[k] = _mm256_abs_epi8(W[k]);
         for (int t = 0; t < TT; ++t) {
-          const int8_t* qa = a.q(t0 + t) + 256 * b + 32 * s;
+          const int8_t* qa = tk.q[t] + 256 * b + 32 * s;
           for (int k = 0; k < 8; ++k)
             I1[t] = _mm256_add_epi32(I1[t], _mm256_madd_epi16(pairs16_signed(A[k], W[k], bcast32(qa + 4 * k)), sc2));
         }
@@ -560,7 +628,7 @@ void iq4xs_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, i
     }
     const __m256 d = g.f16(kXsBlock, b, 0);
     for (int t = 0; t < TT; ++t)
-      acc[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I1[t]), _mm256_mul_ps(d, _mm256_set1_ps(a.d(t0 + t)[b])), acc[hi][t]);
+      acc[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I1[t]), _mm256_mul_ps(d, _mm256_set1_ps(tk.d[t][b])), acc[hi][t]);
     }
   }
   for (int hi = 0; hi < NH; ++hi)
