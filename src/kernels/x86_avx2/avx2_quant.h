@@ -129,8 +129,7 @@ struct Half {
     return load_f16x8(group + size_t(b) * block_bytes + off + 16 * size_t(h));
   }
 };
-// The halves h0 .. h0 + NH - 1 of a group, read block by block together: the second half's bytes
-// come from L1 in the lines the first half brought in.
+// The halves h0 .. h0 + NH - 1 of a group, read block by block together.
 struct Rows {
   const uint8_t* group;
   int h0;
@@ -646,7 +645,10 @@ void run_halves(const ActRows& a, const WeightMatrix& w, int64_t block_elems, in
   o_end = imin(o_end, w.rows);
   for (int64_t o = o_begin; o < o_end;) {
     const Rows g{static_cast<const uint8_t*>(w.data) + size_t(o / 16) * w.group_bytes, int((o / 8) % 2)};
-    const bool both = g.h0 == 0 && o + 8 < o_end;
+    // Both halves together when the group is read once (a single token tile): the second half
+    // then finds its lines in L1. With more tiles the group stays in L2 between them anyway, and
+    // one half's sums leave more registers to the tile.
+    const bool both = g.h0 == 0 && o + 8 < o_end && a.T <= kTokenTile;
     auto tiles = [&]<int NH>() {
       int64_t t0 = 0;
       for (; t0 + kTokenTile <= a.T; t0 += kTokenTile) kernel.template operator()<kTokenTile, NH>(t0, g, nb, o, o_end);
