@@ -67,11 +67,9 @@ inline __m256i low_half(__m256i v) { return _mm256_and_si256(v, _mm256_set1_epi3
 // zero), so one shuffle spreads a lane's byte into its 16-bit halves.
 inline __m256i lane_bytes(int b0, int b1, int b2, int b3) {
   auto at = [](int b, int lane) { return b < 0 ? 0x80u : uint32_t(4 * lane + b); };
-  __m256i r = _mm256_setzero_si256();
   alignas(32) uint32_t c[8];
   for (int k = 0; k < 8; ++k) c[k] = at(b0, k % 4) | at(b1, k % 4) << 8 | at(b2, k % 4) << 16 | at(b3, k % 4) << 24;
-  r = _mm256_load_si256(reinterpret_cast<const __m256i*>(c));
-  return r;
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(c));
 }
 
 // Rows [o, o + 8) of y for one token: the valid lanes.
@@ -129,6 +127,20 @@ struct Half {
     return load_f16x8(group + size_t(b) * block_bytes + off + 16 * size_t(h));
   }
 };
+// The float sums of a token tile for each of NH halves (8 rows each) from o on, zeroed.
+template <int TT, int NH>
+struct TileSums {
+  __m256 v[NH][TT];
+  TileSums() {
+    for (auto& half : v)
+      for (__m256& x : half) x = _mm256_setzero_ps();
+  }
+  void store(float* y, int64_t ys, int64_t t0, int64_t o, int64_t o_end) const {
+    for (int hi = 0; hi < NH; ++hi)
+      for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o + 8 * hi, o_end, v[hi][t]);
+  }
+};
+
 // The halves h0 .. h0 + NH - 1 of a group, read block by block together.
 struct Rows {
   const uint8_t* group;
@@ -192,49 +204,46 @@ template <bool kVnni, Legacy L, int TT, int NH>
 void legacy_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   using Lay = LegacyLayout<L>;
   const TokenTile<TT> tk(a, t0);
-  __m256 acc[NH][TT];
-  for (int hi = 0; hi < NH; ++hi)
-    for (int t = 0; t < TT; ++t) acc[hi][t] = _mm256_setzero_ps();
+  TileSums<TT, NH> acc;
   const __m256i ones16 = _mm256_set1_epi16(1);
   for (int64_t b = 0; b < nb; ++b) {
     prefetch_part(rows.group + size_t(b) * Lay::kBlock, Lay::kBlock, 0, 1);
     for (int hi = 0; hi < NH; ++hi) {
-    const Half g{rows.group, rows.h0 + hi};
-    __m256i W[8];
-    const int c = unpack_legacy<kVnni, L>(g.vec(Lay::kBlock, b, Lay::kQs), g.vec(Lay::kBlock, b, Lay::kQh), W);
-    const __m256 dw = g.f16(Lay::kBlock, b, 0);
-    for (int t = 0; t < TT; ++t) {
-      const int8_t* qa = tk.q[t] + 32 * b;
-      const int32_t s32 = tk.s32[t][b];
-      __m256i isum = _mm256_set1_epi32(-c * s32);
-      if constexpr (kVnni) {
-        for (int k = 0; k < 8; ++k) isum = _mm256_dpbusd_avx_epi32(isum, W[k], bcast32(qa + 4 * k));
-      } else if constexpr (Lay::kSigned) {
-        // |w| <= 128: each pair sum <= 2 * 128 * 127, widened one vector at a time.
-        for (int k = 0; k < 8; ++k)
-          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(pairs16_signed(_mm256_abs_epi8(W[k]), W[k], bcast32(qa + 4 * k)), ones16));
-      } else if constexpr (Lay::kFive) {
-        // w <= 31: 4 pair sums <= 4 * 2 * 31 * 127 = 31496 in int16.
-        for (int half = 0; half < 2; ++half) {
-          __m256i p = pairs16(W[4 * half], bcast32(qa + 16 * half));
-          for (int k = 1; k < 4; ++k) p = _mm256_add_epi16(p, pairs16(W[4 * half + k], bcast32(qa + 16 * half + 4 * k)));
+      const Half g{rows.group, rows.h0 + hi};
+      __m256i W[8];
+      const int c = unpack_legacy<kVnni, L>(g.vec(Lay::kBlock, b, Lay::kQs), g.vec(Lay::kBlock, b, Lay::kQh), W);
+      const __m256 dw = g.f16(Lay::kBlock, b, 0);
+      for (int t = 0; t < TT; ++t) {
+        const int8_t* qa = tk.q[t] + 32 * b;
+        const int32_t s32 = tk.s32[t][b];
+        __m256i isum = _mm256_set1_epi32(-c * s32);
+        if constexpr (kVnni) {
+          for (int k = 0; k < 8; ++k) isum = _mm256_dpbusd_avx_epi32(isum, W[k], bcast32(qa + 4 * k));
+        } else if constexpr (Lay::kSigned) {
+          // |w| <= 128: each pair sum <= 2 * 128 * 127, widened one vector at a time.
+          for (int k = 0; k < 8; ++k)
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(pairs16_signed(_mm256_abs_epi8(W[k]), W[k], bcast32(qa + 4 * k)), ones16));
+        } else if constexpr (Lay::kFive) {
+          // w <= 31: 4 pair sums <= 4 * 2 * 31 * 127 = 31496 in int16.
+          for (int half = 0; half < 2; ++half) {
+            __m256i p = pairs16(W[4 * half], bcast32(qa + 16 * half));
+            for (int k = 1; k < 4; ++k) p = _mm256_add_epi16(p, pairs16(W[4 * half + k], bcast32(qa + 16 * half + 4 * k)));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, ones16));
+          }
+        } else {
+          // w <= 15: 8 pair sums <= 8 * 2 * 15 * 127 = 30480 in int16.
+          __m256i p = pairs16(W[0], bcast32(qa));
+          for (int k = 1; k < 8; ++k) p = _mm256_add_epi16(p, pairs16(W[k], bcast32(qa + 4 * k)));
           isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, ones16));
         }
-      } else {
-        // w <= 15: 8 pair sums <= 8 * 2 * 15 * 127 = 30480 in int16.
-        __m256i p = pairs16(W[0], bcast32(qa));
-        for (int k = 1; k < 8; ++k) p = _mm256_add_epi16(p, pairs16(W[k], bcast32(qa + 4 * k)));
-        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, ones16));
+        const __m256 dav = _mm256_set1_ps(tk.d[t][b]);
+        acc.v[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, dav), acc.v[hi][t]);
+        if constexpr (Lay::kMin)
+          acc.v[hi][t] = _mm256_fmadd_ps(_mm256_set1_ps(float(s32)), _mm256_mul_ps(g.f16(Lay::kBlock, b, 32), dav), acc.v[hi][t]);
       }
-      const __m256 dav = _mm256_set1_ps(tk.d[t][b]);
-      acc[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, dav), acc[hi][t]);
-      if constexpr (Lay::kMin)
-        acc[hi][t] = _mm256_fmadd_ps(_mm256_set1_ps(float(s32)), _mm256_mul_ps(g.f16(Lay::kBlock, b, 32), dav), acc[hi][t]);
-    }
     }
   }
-  for (int hi = 0; hi < NH; ++hi)
-    for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o + 8 * hi, o_end, acc[hi][t]);
+  acc.store(y, ys, t0, o, o_end);
 }
 
 // ---- Q4_K / Q5_K (8 sub-blocks of 32 with 6-bit scales and mins; kQ8x256) ---------------------
@@ -270,7 +279,8 @@ inline void k4_scales_both_halves(const uint8_t* p, __m256i sc[8], __m256i mn_pa
   const __m256i m6 = _mm256_set1_epi8(63), m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
   const __m256i s_lo = _mm256_and_si256(u0, m6), m_lo = _mm256_and_si256(u1, m6);
   const __m256i s_hi = _mm256_or_si256(_mm256_and_si256(u2, m4), _mm256_and_si256(_mm256_srli_epi16(u0, 2), m30));
-  const __m256i m_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(u2, 4), m4), _mm256_and_si256(_mm256_srli_epi16(u1, 2), m30));
+  const __m256i m_hi =
+      _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(u2, 4), m4), _mm256_and_si256(_mm256_srli_epi16(u1, 2), m30));
   for (int i = 0; i < 4; ++i) {
     const __m256i ctl = lane_bytes(i, -1, i, -1);
     sc[i] = _mm256_shuffle_epi8(s_lo, ctl);
@@ -315,52 +325,49 @@ template <bool kVnni, bool kFive, int TT, int NH>
 void k4_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   using Lay = K4Layout<kFive>;
   const TokenTile<TT> tk(a, t0);
-  __m256 acc[NH][TT];
-  for (int hi = 0; hi < NH; ++hi)
-    for (int t = 0; t < TT; ++t) acc[hi][t] = _mm256_setzero_ps();
+  TileSums<TT, NH> acc;
   for (int64_t b = 0; b < nb; ++b) {
     for (int hi = 0; hi < NH; ++hi) {
-    const Half g{rows.group, rows.h0 + hi};
-    __m256i sc[8], mnp[4];
-    if constexpr (kVnni) {
-      k4_scales(g.vec(Lay::kBlock, b, Lay::kScales), sc, mnp);
-      for (int s = 0; s < 8; ++s) sc[s] = k4_scale<kVnni>(sc[s]);
-    } else {
-      k4_scales_both_halves(g.vec(Lay::kBlock, b, Lay::kScales), sc, mnp);
-    }
-    __m256i I1[TT];
-    for (int t = 0; t < TT; ++t) I1[t] = _mm256_setzero_si256();
-    // One sub-block's 8 weight vectors at a time (sixteen would not fit the 16 registers beside
-    // the token tile's sums).
-    for (int c = 0; c < 4; ++c) {
-      prefetch_part(rows.group + size_t(b) * Lay::kBlock, Lay::kBlock, 4 * hi + c, 4 * NH);
-      for (int part = 0; part < 2; ++part) {
-        __m256i W[8];
-        for (int m = 0; m < 8; ++m) {
-          const __m256i p = vload(g.vec(Lay::kBlock, b, Lay::kQs + 64 * size_t(8 * c + m)));
-          W[m] = part ? hi_nib(p) : lo_nib(p);
-          if constexpr (kFive) {
-            const __m256i qh = vload(g.vec(Lay::kBlock, b, Lay::kQh + 64 * size_t(m)));
-            W[m] = _mm256_or_si256(W[m], bits_to(qh, 1 << (2 * c + part), 16));
+      const Half g{rows.group, rows.h0 + hi};
+      __m256i sc[8], mnp[4];
+      if constexpr (kVnni) {
+        k4_scales(g.vec(Lay::kBlock, b, Lay::kScales), sc, mnp);
+        for (int s = 0; s < 8; ++s) sc[s] = k4_scale<kVnni>(sc[s]);
+      } else {
+        k4_scales_both_halves(g.vec(Lay::kBlock, b, Lay::kScales), sc, mnp);
+      }
+      __m256i I1[TT];
+      for (int t = 0; t < TT; ++t) I1[t] = _mm256_setzero_si256();
+      // One sub-block's 8 weight vectors at a time (sixteen would not fit the 16 registers beside
+      // the token tile's sums).
+      for (int c = 0; c < 4; ++c) {
+        prefetch_part(rows.group + size_t(b) * Lay::kBlock, Lay::kBlock, 4 * hi + c, 4 * NH);
+        for (int part = 0; part < 2; ++part) {
+          __m256i W[8];
+          for (int m = 0; m < 8; ++m) {
+            const __m256i p = vload(g.vec(Lay::kBlock, b, Lay::kQs + 64 * size_t(8 * c + m)));
+            W[m] = part ? hi_nib(p) : lo_nib(p);
+            if constexpr (kFive) {
+              const __m256i qh = vload(g.vec(Lay::kBlock, b, Lay::kQh + 64 * size_t(m)));
+              W[m] = _mm256_or_si256(W[m], bits_to(qh, 1 << (2 * c + part), 16));
+            }
           }
+          for (int t = 0; t < TT; ++t)
+            I1[t] = k4_sub<kVnni, kFive>(I1[t], W, tk.q[t] + 256 * b + 64 * c + 32 * part, sc[2 * c + part]);
         }
-        for (int t = 0; t < TT; ++t)
-          I1[t] = k4_sub<kVnni, kFive>(I1[t], W, tk.q[t] + 256 * b + 64 * c + 32 * part, sc[2 * c + part]);
+      }
+      const __m256 d = g.f16(Lay::kBlock, b, 0), dmin = g.f16(Lay::kBlock, b, Lay::kDmin);
+      for (int t = 0; t < TT; ++t) {
+        const int16_t* h32 = tk.h32[t] + 8 * b;
+        __m256i I2 = _mm256_setzero_si256();
+        for (int q = 0; q < 4; ++q) I2 = dot_i16<kVnni>(I2, mnp[q], bcast32(h32 + 2 * q));
+        const __m256 dav = _mm256_set1_ps(tk.d[t][b]);
+        acc.v[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I1[t]), _mm256_mul_ps(d, dav), acc.v[hi][t]);
+        acc.v[hi][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(I2), _mm256_mul_ps(dmin, dav), acc.v[hi][t]);
       }
     }
-    const __m256 d = g.f16(Lay::kBlock, b, 0), dmin = g.f16(Lay::kBlock, b, Lay::kDmin);
-    for (int t = 0; t < TT; ++t) {
-      const int16_t* h32 = tk.h32[t] + 8 * b;
-      __m256i I2 = _mm256_setzero_si256();
-      for (int q = 0; q < 4; ++q) I2 = dot_i16<kVnni>(I2, mnp[q], bcast32(h32 + 2 * q));
-      const __m256 dav = _mm256_set1_ps(tk.d[t][b]);
-      acc[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I1[t]), _mm256_mul_ps(d, dav), acc[hi][t]);
-      acc[hi][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(I2), _mm256_mul_ps(dmin, dav), acc[hi][t]);
-    }
-    }
   }
-  for (int hi = 0; hi < NH; ++hi)
-    for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o + 8 * hi, o_end, acc[hi][t]);
+  acc.store(y, ys, t0, o, o_end);
 }
 
 // ---- Sub-blocks of 16 with an offset: Q6_K (u - 32), Q3_K (u - 4), and Q2_K (mins) --------------
@@ -416,65 +423,66 @@ constexpr size_t kQ6Qh = 2048, kQ6Scales = 3072, kQ6D = 3328, kQ6Block = 3360;
 template <bool kVnni, int TT, int NH>
 void q6k_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   const TokenTile<TT> tk(a, t0);
-  __m256 acc[NH][TT];
-  for (int hi = 0; hi < NH; ++hi)
-    for (int t = 0; t < TT; ++t) acc[hi][t] = _mm256_setzero_ps();
+  TileSums<TT, NH> acc;
   const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
   for (int64_t b = 0; b < nb; ++b) {
     for (int hi = 0; hi < NH; ++hi) {
-    const Half g{rows.group, rows.h0 + hi};
-    __m256i sc[16], scp[8];
-    if constexpr (kVnni) {
-      for (int s = 0; s < 16; ++s) {
-        const __m256i sv = vload(g.vec(kQ6Block, b, kQ6Scales + 64 * size_t(s / 4)));
-        sc[s] = _mm256_srai_epi32(_mm256_slli_epi32(sv, 8 * (3 - s % 4)), 24);
-      }
-      scale_pairs(sc, scp);
-      for (int s = 0; s < 16; ++s) sc[s] = sub16_scale<kVnni, 63>(sc[s]);
-    } else {
-      // Byte i of scale vector v is the signed scale of sub-block 4v + i: shuffled into the high
-      // byte of both 16-bit halves (of the low and the high half for a pair), then shifted down
-      // with its sign, the same bits as sub16_scale and scale_pairs give.
-      for (int v = 0; v < 4; ++v) {
-        const __m256i sv = vload(g.vec(kQ6Block, b, kQ6Scales + 64 * size_t(v)));
-        for (int i = 0; i < 4; ++i) sc[4 * v + i] = _mm256_srai_epi16(_mm256_shuffle_epi8(sv, lane_bytes(-1, i, -1, i)), 8);
-        scp[2 * v] = _mm256_srai_epi16(_mm256_shuffle_epi8(sv, lane_bytes(-1, 0, -1, 1)), 8);
-        scp[2 * v + 1] = _mm256_srai_epi16(_mm256_shuffle_epi8(sv, lane_bytes(-1, 2, -1, 3)), 8);
-      }
-    }
-    __m256i I1[TT];
-    for (int t = 0; t < TT; ++t) I1[t] = _mm256_setzero_si256();
-    // Half hh, quad m: elements 128hh + 32e + 4m + j for e = 0..3 (sub-blocks 8hh + 2e + m / 4).
-    for (int hh = 0; hh < 2; ++hh)
-      for (int q = 0; q < 2; ++q) {
-        prefetch_part(rows.group + size_t(b) * kQ6Block, kQ6Block, 4 * hi + 2 * hh + q, 4 * NH);
-        // One e at a time, its 4 vectors from the ql and qh lines (in L1 after the first e).
-#pragma GCC unroll 4
-        for (int e = 0; e < 4; ++e) {
-          __m256i W[4];  // [m - 4q]
-          for (int mm = 0; mm < 4; ++mm) {
-            const int m = 4 * q + mm;
-            const __m256i L = vload(g.vec(kQ6Block, b, 64 * size_t(16 * hh + 8 * (e % 2) + m)));  // A, B, A, B
-            const __m256i H = vload(g.vec(kQ6Block, b, kQ6Qh + 64 * size_t(8 * hh + m)));
-            const __m256i lo = _mm256_and_si256(e < 2 ? L : _mm256_srli_epi16(L, 4), m4);
-            const __m256i hb = e == 0 ? _mm256_slli_epi16(H, 4) : e == 1 ? _mm256_slli_epi16(H, 2) : e == 2 ? H : _mm256_srli_epi16(H, 2);
-            W[mm] = _mm256_or_si256(lo, _mm256_and_si256(hb, m30));
-          }
-          const int s = 8 * hh + 2 * e + q;
-          for (int t = 0; t < TT; ++t)
-            I1[t] = sub16<kVnni, 63>(I1[t], W, tk.q[t] + 256 * b + 16 * s, sc[s]);
+      const Half g{rows.group, rows.h0 + hi};
+      __m256i sc[16], scp[8];
+      if constexpr (kVnni) {
+        for (int s = 0; s < 16; ++s) {
+          const __m256i sv = vload(g.vec(kQ6Block, b, kQ6Scales + 64 * size_t(s / 4)));
+          sc[s] = _mm256_srai_epi32(_mm256_slli_epi32(sv, 8 * (3 - s % 4)), 24);
+        }
+        scale_pairs(sc, scp);
+        for (int s = 0; s < 16; ++s) sc[s] = sub16_scale<kVnni, 63>(sc[s]);
+      } else {
+        // Byte i of scale vector v is the signed scale of sub-block 4v + i: shuffled into the high
+        // byte of both 16-bit halves (of the low and the high half for a pair), then shifted down
+        // with its sign, the same bits as sub16_scale and scale_pairs give.
+        for (int v = 0; v < 4; ++v) {
+          const __m256i sv = vload(g.vec(kQ6Block, b, kQ6Scales + 64 * size_t(v)));
+          for (int i = 0; i < 4; ++i)
+            sc[4 * v + i] = _mm256_srai_epi16(_mm256_shuffle_epi8(sv, lane_bytes(-1, i, -1, i)), 8);
+          scp[2 * v] = _mm256_srai_epi16(_mm256_shuffle_epi8(sv, lane_bytes(-1, 0, -1, 1)), 8);
+          scp[2 * v + 1] = _mm256_srai_epi16(_mm256_shuffle_epi8(sv, lane_bytes(-1, 2, -1, 3)), 8);
         }
       }
-    const __m256 d = g.f16(kQ6Block, b, kQ6D);
-    for (int t = 0; t < TT; ++t) {
-      const __m256i off = pair_dot<kVnni>(scp, tk.s16[t] + 16 * b);  // I1 -= 32 * sum sc * s16
-      const __m256i i1 = _mm256_sub_epi32(I1[t], _mm256_slli_epi32(off, 5));
-      acc[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(d, _mm256_set1_ps(tk.d[t][b])), acc[hi][t]);
-    }
+      __m256i I1[TT];
+      for (int t = 0; t < TT; ++t) I1[t] = _mm256_setzero_si256();
+      // Half hh, quad m: elements 128hh + 32e + 4m + j for e = 0..3 (sub-blocks 8hh + 2e + m / 4).
+      for (int hh = 0; hh < 2; ++hh)
+        for (int q = 0; q < 2; ++q) {
+          prefetch_part(rows.group + size_t(b) * kQ6Block, kQ6Block, 4 * hi + 2 * hh + q, 4 * NH);
+          // One e at a time, its 4 vectors from the ql and qh lines (in L1 after the first e).
+  #pragma GCC unroll 4
+          for (int e = 0; e < 4; ++e) {
+            __m256i W[4];  // [m - 4q]
+            for (int mm = 0; mm < 4; ++mm) {
+              const int m = 4 * q + mm;
+              const __m256i L = vload(g.vec(kQ6Block, b, 64 * size_t(16 * hh + 8 * (e % 2) + m)));  // A, B, A, B
+              const __m256i H = vload(g.vec(kQ6Block, b, kQ6Qh + 64 * size_t(8 * hh + m)));
+              const __m256i lo = _mm256_and_si256(e < 2 ? L : _mm256_srli_epi16(L, 4), m4);
+              const __m256i hb = e == 0   ? _mm256_slli_epi16(H, 4)
+                                 : e == 1 ? _mm256_slli_epi16(H, 2)
+                                 : e == 2 ? H
+                                          : _mm256_srli_epi16(H, 2);
+              W[mm] = _mm256_or_si256(lo, _mm256_and_si256(hb, m30));
+            }
+            const int s = 8 * hh + 2 * e + q;
+            for (int t = 0; t < TT; ++t)
+              I1[t] = sub16<kVnni, 63>(I1[t], W, tk.q[t] + 256 * b + 16 * s, sc[s]);
+          }
+        }
+      const __m256 d = g.f16(kQ6Block, b, kQ6D);
+      for (int t = 0; t < TT; ++t) {
+        const __m256i off = pair_dot<kVnni>(scp, tk.s16[t] + 16 * b);  // I1 -= 32 * sum sc * s16
+        const __m256i i1 = _mm256_sub_epi32(I1[t], _mm256_slli_epi32(off, 5));
+        acc.v[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(d, _mm256_set1_ps(tk.d[t][b])), acc.v[hi][t]);
+      }
     }
   }
-  for (int hi = 0; hi < NH; ++hi)
-    for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o + 8 * hi, o_end, acc[hi][t]);
+  acc.store(y, ys, t0, o, o_end);
 }
 
 constexpr size_t kQ2Dmin = 32, kQ2Scales = 64, kQ2Qs = 320, kQ2Block = 1344;
@@ -502,76 +510,73 @@ template <bool kVnni, bool kQ3, int TT, int NH>
 void k2_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   constexpr size_t kBlock = kQ3 ? kQ3Block : kQ2Block;
   const TokenTile<TT> tk(a, t0);
-  __m256 acc[NH][TT];
-  for (int hi = 0; hi < NH; ++hi)
-    for (int t = 0; t < TT; ++t) acc[hi][t] = _mm256_setzero_ps();
+  TileSums<TT, NH> acc;
   const __m256i mask = _mm256_set1_epi8(kQ3 ? 7 : 3);
   for (int64_t b = 0; b < nb; ++b) {
     for (int hi = 0; hi < NH; ++hi) {
-    const Half g{rows.group, rows.h0 + hi};
-    __m256i sc[16], pairs[8];  // pairs: Q3_K scale pairs (offset term), Q2_K min pairs
-    if constexpr (kQ3) {
-      q3k_scales(g.vec(kBlock, b, kQ3Scales), sc);
-      scale_pairs(sc, pairs);
-    } else {
-      // Byte i of scale vector v is sub-block 4v + i: scale in the low nibble, min in the high one.
-      __m256i mn[16];
-      for (int v = 0; v < 4; ++v) {
-        const __m256i sv = vload(g.vec(kBlock, b, kQ2Scales + 64 * size_t(v)));
-        for (int i = 0; i < 4; ++i) {
-          sc[4 * v + i] = _mm256_and_si256(_mm256_srli_epi32(sv, 8 * i), _mm256_set1_epi32(15));
-          mn[4 * v + i] = _mm256_and_si256(_mm256_srli_epi32(sv, 8 * i + 4), _mm256_set1_epi32(15));
-        }
-      }
-      scale_pairs(mn, pairs);
-    }
-    for (int s = 0; s < 16; ++s) sc[s] = sub16_scale<kVnni, kQ3 ? 7 : 3>(sc[s]);
-    __m256i I1[TT];
-    for (int t = 0; t < TT; ++t) I1[t] = _mm256_setzero_si256();
-    // Unsigned quants: Q2_K's as stored, Q3_K's + 4 (its high bit set means +4). Shifts kp and
-    // kp + 2 come from one vector X per quad: 2-bit fields at bits 0-1 and 4-5 of each byte, Q3_K's
-    // high bits at bits 2 and 6 (interleave16.h).
-    for (int hh = 0; hh < 2; ++hh)
-      for (int kp = 0; kp < 2; ++kp) {
-        prefetch_part(rows.group + size_t(b) * kBlock, kBlock, 4 * hi + 2 * hh + kp, 4 * NH);
-        __m256i X[8];
-        for (int m = 0; m < 8; ++m) {
-          X[m] = _mm256_srli_epi16(vload(g.vec(kBlock, b, (kQ3 ? kQ3Qs : kQ2Qs) + 64 * size_t(8 * hh + m))), 2 * kp);
-          if constexpr (kQ3) {
-            const int left = 2 * hh - kp;
-            const __m256i hm = vload(g.vec(kBlock, b, 64 * size_t(m)));
-            const __m256i hb = left > 0 ? _mm256_slli_epi16(hm, left) : left < 0 ? _mm256_srli_epi16(hm, -left) : hm;
-            X[m] = _mm256_or_si256(_mm256_and_si256(X[m], _mm256_set1_epi8(0x33)), _mm256_and_si256(hb, _mm256_set1_epi8(0x44)));
-          }
-        }
-        for (int e = 0; e < 2; ++e) {
-          const int k = kp + 2 * e;
-          __m256i W[8];
-          for (int m = 0; m < 8; ++m) W[m] = _mm256_and_si256(e ? _mm256_srli_epi16(X[m], 4) : X[m], mask);
-          const int s0 = 8 * hh + 2 * k;
-          for (int t = 0; t < TT; ++t) {
-            const int8_t* qa = tk.q[t] + 256 * b + 16 * s0;
-            I1[t] = sub16<kVnni, kQ3 ? 7 : 3>(I1[t], W, qa, sc[s0]);
-            I1[t] = sub16<kVnni, kQ3 ? 7 : 3>(I1[t], W + 4, qa + 16, sc[s0 + 1]);
-          }
-        }
-      }
-    const __m256 d = g.f16(kBlock, b, kQ3 ? kQ3D : 0);
-    for (int t = 0; t < TT; ++t) {
-      const __m256i i2 = pair_dot<kVnni>(pairs, tk.s16[t] + 16 * b);
-      const __m256 dav = _mm256_set1_ps(tk.d[t][b]);
+      const Half g{rows.group, rows.h0 + hi};
+      __m256i sc[16], pairs[8];  // pairs: Q3_K scale pairs (offset term), Q2_K min pairs
       if constexpr (kQ3) {
-        const __m256i i1 = _mm256_sub_epi32(I1[t], _mm256_slli_epi32(i2, 2));  // I1 -= 4 * sum sc * s16
-        acc[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(d, dav), acc[hi][t]);
+        q3k_scales(g.vec(kBlock, b, kQ3Scales), sc);
+        scale_pairs(sc, pairs);
       } else {
-        acc[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I1[t]), _mm256_mul_ps(d, dav), acc[hi][t]);
-        acc[hi][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(i2), _mm256_mul_ps(g.f16(kBlock, b, kQ2Dmin), dav), acc[hi][t]);
+        // Byte i of scale vector v is sub-block 4v + i: scale in the low nibble, min in the high one.
+        __m256i mn[16];
+        for (int v = 0; v < 4; ++v) {
+          const __m256i sv = vload(g.vec(kBlock, b, kQ2Scales + 64 * size_t(v)));
+          for (int i = 0; i < 4; ++i) {
+            sc[4 * v + i] = _mm256_and_si256(_mm256_srli_epi32(sv, 8 * i), _mm256_set1_epi32(15));
+            mn[4 * v + i] = _mm256_and_si256(_mm256_srli_epi32(sv, 8 * i + 4), _mm256_set1_epi32(15));
+          }
+        }
+        scale_pairs(mn, pairs);
       }
-    }
+      for (int s = 0; s < 16; ++s) sc[s] = sub16_scale<kVnni, kQ3 ? 7 : 3>(sc[s]);
+      __m256i I1[TT];
+      for (int t = 0; t < TT; ++t) I1[t] = _mm256_setzero_si256();
+      // Unsigned quants: Q2_K's as stored, Q3_K's + 4 (its high bit set means +4). Shifts kp and
+      // kp + 2 come from one vector X per quad: 2-bit fields at bits 0-1 and 4-5 of each byte, Q3_K's
+      // high bits at bits 2 and 6 (interleave16.h).
+      for (int hh = 0; hh < 2; ++hh)
+        for (int kp = 0; kp < 2; ++kp) {
+          prefetch_part(rows.group + size_t(b) * kBlock, kBlock, 4 * hi + 2 * hh + kp, 4 * NH);
+          __m256i X[8];
+          for (int m = 0; m < 8; ++m) {
+            X[m] = _mm256_srli_epi16(vload(g.vec(kBlock, b, (kQ3 ? kQ3Qs : kQ2Qs) + 64 * size_t(8 * hh + m))), 2 * kp);
+            if constexpr (kQ3) {
+              const int left = 2 * hh - kp;
+              const __m256i hm = vload(g.vec(kBlock, b, 64 * size_t(m)));
+              const __m256i hb = left > 0 ? _mm256_slli_epi16(hm, left) : left < 0 ? _mm256_srli_epi16(hm, -left) : hm;
+              X[m] = _mm256_or_si256(_mm256_and_si256(X[m], _mm256_set1_epi8(0x33)), _mm256_and_si256(hb, _mm256_set1_epi8(0x44)));
+            }
+          }
+          for (int e = 0; e < 2; ++e) {
+            const int k = kp + 2 * e;
+            __m256i W[8];
+            for (int m = 0; m < 8; ++m) W[m] = _mm256_and_si256(e ? _mm256_srli_epi16(X[m], 4) : X[m], mask);
+            const int s0 = 8 * hh + 2 * k;
+            for (int t = 0; t < TT; ++t) {
+              const int8_t* qa = tk.q[t] + 256 * b + 16 * s0;
+              I1[t] = sub16<kVnni, kQ3 ? 7 : 3>(I1[t], W, qa, sc[s0]);
+              I1[t] = sub16<kVnni, kQ3 ? 7 : 3>(I1[t], W + 4, qa + 16, sc[s0 + 1]);
+            }
+          }
+        }
+      const __m256 d = g.f16(kBlock, b, kQ3 ? kQ3D : 0);
+      for (int t = 0; t < TT; ++t) {
+        const __m256i i2 = pair_dot<kVnni>(pairs, tk.s16[t] + 16 * b);
+        const __m256 dav = _mm256_set1_ps(tk.d[t][b]);
+        if constexpr (kQ3) {
+          const __m256i i1 = _mm256_sub_epi32(I1[t], _mm256_slli_epi32(i2, 2));  // I1 -= 4 * sum sc * s16
+          acc.v[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(d, dav), acc.v[hi][t]);
+        } else {
+          acc.v[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I1[t]), _mm256_mul_ps(d, dav), acc.v[hi][t]);
+          acc.v[hi][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(i2), _mm256_mul_ps(g.f16(kBlock, b, kQ2Dmin), dav), acc.v[hi][t]);
+        }
+      }
     }
   }
-  for (int hi = 0; hi < NH; ++hi)
-    for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o + 8 * hi, o_end, acc[hi][t]);
+  acc.store(y, ys, t0, o, o_end);
 }
 
 // ---- IQ4_XS (8 sub-blocks of 32 with signed 6-bit scales, the IQ4 code book; kQ8x256) -----------
@@ -581,57 +586,54 @@ constexpr size_t kXsScalesH = 32, kXsScalesL = 64, kXsQs = 128, kXsBlock = 2176;
 template <bool kVnni, int TT, int NH>
 void iq4xs_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   const TokenTile<TT> tk(a, t0);
-  __m256 acc[NH][TT];
-  for (int hi = 0; hi < NH; ++hi)
-    for (int t = 0; t < TT; ++t) acc[hi][t] = _mm256_setzero_ps();
+  TileSums<TT, NH> acc;
   const __m256i book = kVnni ? iq4_book_u8() : iq4_book();
   for (int64_t b = 0; b < nb; ++b) {
     for (int hi = 0; hi < NH; ++hi) {
-    const Half g{rows.group, rows.h0 + hi};
-    const __m256i sh = _mm256_cvtepu16_epi32(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(g.group + size_t(b) * kXsBlock + kXsScalesH + 16 * size_t(g.h))));
-    const __m256i sl = vload(g.vec(kXsBlock, b, kXsScalesL));
-    __m256i I1[TT];
-    for (int t = 0; t < TT; ++t) I1[t] = _mm256_setzero_si256();
-    for (int s = 0; s < 8; ++s) {
-      prefetch_part(rows.group + size_t(b) * kXsBlock, kXsBlock, 8 * hi + s, 8 * NH);
-      const __m256i sc = _mm256_sub_epi32(
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(sl, 4 * s), _mm256_set1_epi32(15)),
-                          _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(sh, 2 * s), _mm256_set1_epi32(3)), 4)),
-          _mm256_set1_epi32(32));
-      __m256i W[8];
-      for (int v = 0; v < 4; ++v) {
-        const __m256i p = vload(g.vec(kXsBlock, b, kXsQs + 64 * size_t(4 * s + v)));
-        W[v] = _mm256_shuffle_epi8(book, lo_nib(p));
-        W[v + 4] = _mm256_shuffle_epi8(book, hi_nib(p));
-      }
-      if constexpr (kVnni) {
-        // Code book + 128: sum(w * a) = sum(w_u8 * a) - 128 * sum(a); the part needs 32 bits.
-        for (int t = 0; t < TT; ++t) {
-          const int8_t* qa = tk.q[t] + 256 * b + 32 * s;
-          __m256i part = _mm256_set1_epi32(-128 * int32_t(tk.h32[t][8 * b + s]));
-          for (int k = 0; k < 8; ++k) part = _mm256_dpbusd_avx_epi32(part, W[k], bcast32(qa + 4 * k));
-          I1[t] = _mm256_add_epi32(I1[t], _mm256_mullo_epi32(part, sc));
+      const Half g{rows.group, rows.h0 + hi};
+      const __m256i sh = _mm256_cvtepu16_epi32(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(g.group + size_t(b) * kXsBlock + kXsScalesH + 16 * size_t(g.h))));
+      const __m256i sl = vload(g.vec(kXsBlock, b, kXsScalesL));
+      __m256i I1[TT];
+      for (int t = 0; t < TT; ++t) I1[t] = _mm256_setzero_si256();
+      for (int s = 0; s < 8; ++s) {
+        prefetch_part(rows.group + size_t(b) * kXsBlock, kXsBlock, 8 * hi + s, 8 * NH);
+        const __m256i sc = _mm256_sub_epi32(
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(sl, 4 * s), _mm256_set1_epi32(15)),
+                            _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(sh, 2 * s), _mm256_set1_epi32(3)), 4)),
+            _mm256_set1_epi32(32));
+        __m256i W[8];
+        for (int v = 0; v < 4; ++v) {
+          const __m256i p = vload(g.vec(kXsBlock, b, kXsQs + 64 * size_t(4 * s + v)));
+          W[v] = _mm256_shuffle_epi8(book, lo_nib(p));
+          W[v + 4] = _mm256_shuffle_epi8(book, hi_nib(p));
         }
-      } else {
-        // Signed values (|w| <= 127), one pair sum per vpmaddwd with the scale in both halves.
-        const __m256i sc2 = both_halves(sc);
-        __m256i A[8];
-        for (int k = 0; k < 8; ++k) A[k] = _mm256_abs_epi8(W[k]);
-        for (int t = 0; t < TT; ++t) {
-          const int8_t* qa = tk.q[t] + 256 * b + 32 * s;
-          for (int k = 0; k < 8; ++k)
-            I1[t] = _mm256_add_epi32(I1[t], _mm256_madd_epi16(pairs16_signed(A[k], W[k], bcast32(qa + 4 * k)), sc2));
+        if constexpr (kVnni) {
+          // Code book + 128: sum(w * a) = sum(w_u8 * a) - 128 * sum(a); the part needs 32 bits.
+          for (int t = 0; t < TT; ++t) {
+            const int8_t* qa = tk.q[t] + 256 * b + 32 * s;
+            __m256i part = _mm256_set1_epi32(-128 * int32_t(tk.h32[t][8 * b + s]));
+            for (int k = 0; k < 8; ++k) part = _mm256_dpbusd_avx_epi32(part, W[k], bcast32(qa + 4 * k));
+            I1[t] = _mm256_add_epi32(I1[t], _mm256_mullo_epi32(part, sc));
+          }
+        } else {
+          // Signed values (|w| <= 127), one pair sum per vpmaddwd with the scale in both halves.
+          const __m256i sc2 = both_halves(sc);
+          __m256i A[8];
+          for (int k = 0; k < 8; ++k) A[k] = _mm256_abs_epi8(W[k]);
+          for (int t = 0; t < TT; ++t) {
+            const int8_t* qa = tk.q[t] + 256 * b + 32 * s;
+            for (int k = 0; k < 8; ++k)
+              I1[t] = _mm256_add_epi32(I1[t], _mm256_madd_epi16(pairs16_signed(A[k], W[k], bcast32(qa + 4 * k)), sc2));
+          }
         }
       }
-    }
-    const __m256 d = g.f16(kXsBlock, b, 0);
-    for (int t = 0; t < TT; ++t)
-      acc[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I1[t]), _mm256_mul_ps(d, _mm256_set1_ps(tk.d[t][b])), acc[hi][t]);
+      const __m256 d = g.f16(kXsBlock, b, 0);
+      for (int t = 0; t < TT; ++t)
+        acc.v[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I1[t]), _mm256_mul_ps(d, _mm256_set1_ps(tk.d[t][b])), acc.v[hi][t]);
     }
   }
-  for (int hi = 0; hi < NH; ++hi)
-    for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o + 8 * hi, o_end, acc[hi][t]);
+  acc.store(y, ys, t0, o, o_end);
 }
 
 // ---- Dispatch over halves and token tiles ------------------------------------------------------
