@@ -9,11 +9,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "core/error.h"
 #include "server/api_error.h"
@@ -88,19 +90,33 @@ Server& server() {
   return *s;
 }
 
-}  // namespace
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const int port = server().transport->port();
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+// libFuzzer's timeout alarm interrupts system calls (connect above all, slow with tens of
+// thousands of TIME_WAIT sockets at a thousand runs a second): those are retried, not failures.
+int connect_to_server(int port) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(uint16_t(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) __builtin_trap();
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) __builtin_trap();
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) return fd;
+    const int err = errno;
+    close(fd);
+    if (err != EINTR && err != EADDRNOTAVAIL && err != EAGAIN) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(err == EINTR ? 0 : 10));
+  }
+  __builtin_trap();  // the server stopped accepting
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const int fd = connect_to_server(server().transport->port());
   size_t sent = 0;
   while (sent < size) {
     const ssize_t n = send(fd, data + sent, size - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // the server answered and closed early (a limit)
     sent += size_t(n);
   }
@@ -114,6 +130,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     pollfd p{fd, POLLIN, 0};
     if (poll(&p, 1, int(left.count())) <= 0) continue;
     const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
   }
   close(fd);
