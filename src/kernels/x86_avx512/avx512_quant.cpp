@@ -41,7 +41,8 @@ inline __m512i vload(const uint8_t* p) { return _mm512_loadu_si512(p); }
 // threads: Q4_0 +12%, Q6_K +21% over none; T = 4: Q6_K +50%; 0.5 and 1.5 KiB less, L2-only
 // hints no better); a Zen 5 core streams ~36 GB/s, and there 8 KiB did (one thread, T = 4,
 // against 1 KiB: Q4_0 17.7 -> 34.3 GB/s, Q4_K 21.1 -> 31.0, Q6_K 22.3 -> 26.0; T = 1 +3-18%;
-// 4 and 16 KiB less, L2-only hints less). A prefetch past the matrix end does not fault.
+// 4 KiB measured less, as did L2-only hints at 8, 16 and 32 KiB). A prefetch past the matrix
+// end does not fault.
 size_t prefetch_distance = 1024;
 inline void prefetch_ahead(const uint8_t* block, size_t bytes) {
   const uint8_t* ahead = block + prefetch_distance;
