@@ -561,8 +561,6 @@ void iq4xs_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb,
 
 // ---- Dispatch over groups and token tiles ----------------------------------------------------
 
-using GroupFn = void (*)(const ActRows&, int64_t, const uint8_t*, int64_t, float*, int64_t, int64_t, int64_t);
-
 // The last a.T - t0 <= kTile tokens as one tile (none when t0 == a.T).
 template <int kTile, template <int> class G>
 void remainder_tile(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o,
