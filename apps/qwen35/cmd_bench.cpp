@@ -28,19 +28,22 @@ namespace qwen35::app {
 namespace {
 
 const char* kHelp =
-    "usage: qwen35 bench -m MODEL [-p 512] [-n 128] [-d 0] [-t 1,2] [-r 5] [--json] [--weights TYPE]\n\n"
+    "usage: qwen35 bench -m MODEL [-p 512] [-n 128] [-d 0] [-t 1,2] [-np 1,4] [-r 5] [--json] [--weights TYPE]\n\n"
     "Measures prompt processing (pp: -p tokens in prefill blocks, logits of the last) and token\n"
     "generation (tg: -n single-token steps with full logits) on random token ids, after -d tokens\n"
     "of context, for each thread count of -t, -r times each (after a warm-up: one prompt run, or 8 generated tokens), like\n"
     "llama-bench. Prints tok/s (min / median / max), the weight bytes one decode step reads, the\n"
     "bandwidth that is, the machine's measured read bandwidth and the share of it reached, peak\n"
-    "resident memory, and synchronisation points per token. --json: one object per test with\n"
+    "resident memory, and synchronisation points per token. With -np, tg also runs with that many\n"
+    "sequences decoding at once, batched as the server batches conversations (aggregate tok/s;\n"
+    "llama-batched-bench's S_TG). --json: one object per test with\n"
     "llama-bench's field names (n_prompt, n_gen, n_depth, n_threads, avg_ts, stddev_ts, samples_ts).\n\n"
     "options:\n"
     "  -p N                  prompt tokens (0: no pp test; default 512)\n"
     "  -n N                  generated tokens (0: no tg test; default 128)\n"
     "  -d N                  context depth before each test (default 0)\n"
     "  -t LIST               thread counts, comma separated (default: all cores)\n"
+    "  -np LIST              sequences decoding at once in tg, comma separated (default 1)\n"
     "  -r N                  repetitions (default 5)\n"
     "  --json                JSON output\n";
 
@@ -109,11 +112,21 @@ std::vector<int> parse_threads(const std::string& list) {
   return out;
 }
 
+std::vector<int> parse_parallel(const std::string& list) {
+  std::vector<int> out;
+  for (int32_t v : parse_id_list(list)) {
+    if (v <= 0 || v > 64) fail("-np: sequence counts must be between 1 and 64, got ", v);
+    out.push_back(int(v));
+  }
+  if (out.empty()) fail("-np: no sequence count given");
+  return out;
+}
+
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
   std::set<std::string> with_value = engine_option_names();
-  for (const char* o : {"-p", "-n", "-d", "-t", "-r"}) with_value.insert(o);
+  for (const char* o : {"-p", "-n", "-d", "-t", "-r", "-np"}) with_value.insert(o);
   const Args args(argc, argv, with_value, {"--json", "--help", "-h"});
   if (args.has("--help") || args.has("-h")) {
     std::printf("%s%s", kHelp, kEngineOptionsHelp);
@@ -127,6 +140,7 @@ int cmd_bench(int argc, char** argv) {
   EngineOptions options = engine_options_from(args, false);
   const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
   const std::vector<int> threads = args.has("-t") ? parse_threads(args.require("-t")) : std::vector<int>{cores};
+  const std::vector<int> parallel = args.has("-np") ? parse_parallel(args.require("-np")) : std::vector<int>{1};
   options.threads = *std::max_element(threads.begin(), threads.end());
   options.context_size = std::max<int64_t>(options.context_size, depth + std::max(n_prompt, n_gen) + 16);
   // Measured first, in a child process: its gigabyte of buffer then counts in neither the peak RSS
@@ -147,26 +161,34 @@ int cmd_bench(int argc, char** argv) {
     const int t = threads[ti];
     const double read_bw = read_bw_of[ti];
     bench_set_threads(*engine, t);
-    for (int kind = 0; kind < 2; ++kind) {
+    // Tests: pp, then tg once per sequence count.
+    std::vector<std::pair<int, int>> tests;  // (kind, sequences)
+    tests.push_back({0, 1});
+    for (int np : parallel) tests.push_back({1, np});
+    for (const auto& [kind, np] : tests) {
       const int64_t n = kind == 0 ? n_prompt : n_gen;
       if (n == 0) continue;
       auto run = [&](uint64_t seed, int64_t tokens) {
-        return kind == 0 ? bench_prompt(*engine, tokens, depth, seed) : bench_generate(*engine, tokens, depth, seed);
+        return kind == 0 ? bench_prompt(*engine, tokens, depth, seed)
+                         : bench_generate_parallel(*engine, tokens, depth, np, seed);
       };
       // Warm-up (page cache, first touch of the buffers, threads): a short run of the same kind
       // touches every weight and buffer size the timed runs use.
       run(1, kind == 0 ? n : std::min<int64_t>(n, 8));
       std::vector<double> ts, ns;
-      uint64_t syncs = 0;
+      uint64_t syncs = 0, passes = 0;
       for (int64_t r = 0; r < reps; ++r) {
         const BenchRun br = run(uint64_t(r) + 2, n);
         ts.push_back(double(br.tokens) / br.seconds);
         ns.push_back(br.seconds * 1e9);
         syncs = br.sync_points / uint64_t(std::max<int64_t>(1, br.tokens));
+        passes = br.steps;
       }
       const Stats s = stats(ts), sn = stats(ns);
-      const double gbps = kind == 1 ? s.median * double(step_bytes) / 1e9 : 0;
-      const std::string test = (kind == 0 ? "pp" : "tg") + std::to_string(n) + (depth ? " @ d" + std::to_string(depth) : "");
+      // Weights stream once per step, whatever the number of sequences in it.
+      const double gbps = kind == 1 ? s.median / double(np) * double(step_bytes) / 1e9 : 0;
+      const std::string test = (kind == 0 ? "pp" : "tg") + std::to_string(n) + (np > 1 ? " x" + std::to_string(np) : "") +
+                               (depth ? " @ d" + std::to_string(depth) : "");
       nlohmann::json o = {{"model_filename", info.path},
                           {"model_type", "qwen35 " + (info.weights.empty() ? std::string("native") : info.weights)},
                           {"model_size", info.weight_bytes},
@@ -177,6 +199,8 @@ int cmd_bench(int argc, char** argv) {
                           {"n_prompt", kind == 0 ? n : 0},
                           {"n_gen", kind == 1 ? n : 0},
                           {"n_depth", depth},
+                          {"n_parallel", kind == 1 ? np : 1},
+                          {"passes_per_run", kind == 1 ? passes : 0},
                           {"test_time", iso_time()},
                           {"avg_ns", int64_t(sn.mean)},
                           {"stddev_ns", int64_t(sn.stddev)},

@@ -12,6 +12,7 @@ struct BenchRun {
   double seconds = 0;       // wall time of the measured part
   int64_t tokens = 0;       // tokens processed in it
   uint64_t sync_points = 0; // parallel loops that used more than one thread
+  uint64_t steps = 0;       // model passes (batched ones count once)
 };
 
 // Processes `depth` random tokens (not timed), then `n` more in prefill blocks (timed), with the
@@ -20,6 +21,10 @@ BenchRun bench_prompt(const Engine& engine, int64_t n, int64_t depth, uint64_t s
 // Processes `depth` random tokens (not timed), then `n` single-token steps with full logits
 // (timed), as llama-bench's tg test does.
 BenchRun bench_generate(const Engine& engine, int64_t n, int64_t depth, uint64_t seed);
+
+// The same for `streams` sequences decoding at once, as the server batches conversations: each
+// makes n steps, every step of all of them one batched pass (tokens: n * streams).
+BenchRun bench_generate_parallel(const Engine& engine, int64_t n, int64_t depth, int streams, uint64_t seed);
 
 // The machine's read bandwidth in GB/s with `threads` threads streaming a buffer much larger than
 // the caches (best of a few passes), read with the engine's kernels.

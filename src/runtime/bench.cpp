@@ -3,12 +3,16 @@
 #include <algorithm>
 #include <atomic>
 #include <barrier>
+#include <exception>
+#include <memory>
+#include <mutex>
 #include <cstring>
 #include <chrono>
 #include <thread>
 #include <vector>
 
 #include "core/page_buffer.h"
+#include "runtime/batch_gate.h"
 #include "runtime/sequence.h"
 
 namespace qwen35 {
@@ -66,6 +70,53 @@ BenchRun bench_generate(const Engine& engine, int64_t n, int64_t depth, uint64_t
   r.seconds = now() - t0;
   r.sync_points = e.pool->sync_count() - s0;
   r.tokens = n;
+  r.steps = uint64_t(n);
+  return r;
+}
+
+BenchRun bench_generate_parallel(const Engine& engine, int64_t n, int64_t depth, int streams, uint64_t seed) {
+  if (streams <= 1) return bench_generate(engine, n, depth, seed);
+  const EngineImpl& e = engine.impl();
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  std::vector<std::vector<float>> logits(size_t(streams), std::vector<float>(size_t(e.text_config().vocab_size)));
+  std::vector<std::vector<int32_t>> ids;
+  for (int s = 0; s < streams; ++s) {
+    seqs.push_back(std::make_unique<Sequence>(e));
+    feed_blocks(e, *seqs.back(), random_ids(e, depth, seed), logits[size_t(s)]);
+    ids.push_back(random_ids(e, n, seed));
+  }
+  // The server's path: each sequence steps on a thread of its own and the gate runs their steps
+  // as one batched pass.
+  BatchGate gate(e);
+  gate.begin_round(streams);
+  std::barrier start(streams + 1);
+  std::vector<std::thread> ts;
+  std::exception_ptr error;
+  std::mutex error_mu;
+  for (int s = 0; s < streams; ++s)
+    ts.emplace_back([&, s] {
+      BatchGate::set_current(&gate);
+      start.arrive_and_wait();
+      try {
+        for (int64_t i = 0; i < n; ++i)
+          seqs[size_t(s)]->feed_text(&ids[size_t(s)][size_t(i)], 1, DeltaRuleMode::kAuto, 1, logits[size_t(s)].data());
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (!error) error = std::current_exception();
+      }
+      BatchGate::set_current(nullptr);
+      gate.leave();
+    });
+  BenchRun r;
+  const uint64_t s0 = e.pool->sync_count();
+  start.arrive_and_wait();
+  const double t0 = now();
+  for (std::thread& t : ts) t.join();
+  r.seconds = now() - t0;
+  if (error) std::rethrow_exception(error);
+  r.sync_points = e.pool->sync_count() - s0;
+  r.tokens = n * streams;
+  r.steps = gate.batches();
   return r;
 }
 

@@ -1,0 +1,58 @@
+// `qwen35 bench`: llama-bench's fields, and -np's batched decode (one model pass per step for
+// all the sequences, as the server batches conversations).
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "support/test_data.h"
+
+namespace qwen35::test {
+namespace {
+
+struct RunOutput {
+  int status;
+  std::string out;
+};
+
+RunOutput run(const std::string& args) {
+  const std::string cmd = "timeout 120 " + cli_binary() + " " + args + " 2>/dev/null < /dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  const int st = pclose(p);
+  return {WEXITSTATUS(st), out};
+}
+
+TEST(CliBench, ParallelSequencesDecodeInOnePassPerStep) {
+  const RunOutput r = run("bench -m " + tiny_model_dir() + " -p 8 -n 5 -np 1,3 -r 2 -t 1 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 3u) << r.out;  // pp8, tg5, tg5 x3
+  EXPECT_EQ(j[0]["n_prompt"], 8);
+  EXPECT_EQ(j[0]["n_parallel"], 1);
+  for (int i = 1; i < 3; ++i) {
+    EXPECT_EQ(j[i]["n_gen"], 5);
+    EXPECT_EQ(j[i]["n_parallel"], i == 1 ? 1 : 3);
+    EXPECT_EQ(j[i]["samples_ts"].size(), 2u);
+    EXPECT_GT(j[i]["avg_ts"].get<double>(), 0.0);
+    // Every step is one batched pass: 5 passes whatever the number of sequences.
+    EXPECT_EQ(j[i]["passes_per_run"], 5) << j[i].dump();
+  }
+}
+
+TEST(CliBench, BadSequenceCountsAreRefusedByName) {
+  for (const char* bad : {"-np 0", "-np 65", "-np 1,x", "-np ''"}) {
+    const RunOutput r = run("bench -m " + tiny_model_dir() + " -p 0 -n 1 " + bad + " 2>&1");
+    EXPECT_EQ(r.status, 1) << bad << "\n" << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace qwen35::test
