@@ -15,7 +15,7 @@ namespace qwen35::app {
 
 const std::set<std::string>& engine_option_names() {
   static const std::set<std::string> names = {"-m",          "--model",         "--threads",         "--ctx",
-                                                "--image-size", "--prefill-block", "--decoding-prefill-block", "--decoding-prefill-layers", "--image-min-pixels", "--image-max-pixels",
+                                                "--image-size", "--prefill-block", "--decoding-prefill-block", "--decoding-prefill-layers", "--decoding-prefill-share", "--image-min-pixels", "--image-max-pixels",
                                                 "--image-max-tokens", "--mmproj",    "--mtp",
                                                 "--weights",    "--kv-type",       "--weights-cache", "--spec",
                                                 "--draft-max",  "--draft-vocab"};
@@ -41,9 +41,14 @@ const char* kEngineOptionsHelp =
     "                        a multiple of 64, and only when --prefill-block is one, so that\n"
     "                        outputs keep their bits)\n"
     "  --decoding-prefill-layers N\n"
-    "                        and through N of the model's layers per step (default 2; a shorter\n"
-    "                        block through proportionally more), the rest in the next steps:\n"
-    "                        the others wait for about N/layers of the block's prefill per token\n"
+    "                        and through N of the model's layers per step (a shorter block\n"
+    "                        through proportionally more), the rest in the next steps: the\n"
+    "                        others wait for about N/layers of the block's prefill per token.\n"
+    "                        Default 0, paced: as many layers as keep such a step within\n"
+    "                        1 + --decoding-prefill-share times a step of decoding alone\n"
+    "  --decoding-prefill-share F\n"
+    "                        the paced steps' extra time, as a share of a decoding step\n"
+    "                        (default 0.5; 0.01-16)\n"
     "  --weights TYPE        convert float weights at load: q4_k_m, q8_0, q4_0, ..., bf16, f16, f32\n"
     "                        (default: the checkpoint's own types, or q4_k_m when they would not\n"
     "                        fit comfortably in memory)\n"
@@ -138,7 +143,8 @@ EngineOptions engine_options_from(const Args& args, bool bundled_fallback) {
   if (o.image_size % 32 != 0) fail("option --image-size must be a multiple of 32, got ", o.image_size);
   o.prefill_block = args.get_int_in("--prefill-block", 512, 1, 65536);
   o.decoding_prefill_block = args.get_int_in("--decoding-prefill-block", 64, 1, 65536);
-  o.decoding_prefill_layers = int(args.get_int_in("--decoding-prefill-layers", 2, 1, 4096));
+  o.decoding_prefill_layers = int(args.get_int_in("--decoding-prefill-layers", 0, 0, 4096));
+  o.decoding_prefill_share = args.get_double_in("--decoding-prefill-share", 0.5, 0.01, 16);
   o.image_min_pixels = args.get_int_in("--image-min-pixels", 0, 0, int64_t(1) << 30);
   o.image_max_pixels = args.get_int_in("--image-max-pixels", 0, 0, int64_t(1) << 30);
   o.kv_type = args.get_or("--kv-type", "f16");

@@ -206,8 +206,10 @@ struct EngineOptions {
   // And through this many layers per step (a shorter block through proportionally more), so the
   // others' gap holds about decoding_prefill_block * decoding_prefill_layers token-layers of
   // prefill; the block goes on in the next steps. The layers of a block compute the same bits
-  // however they are spread over steps.
-  int decoding_prefill_layers = 2;
+  // however they are spread over steps. 0: paced (PrefillPacer), as many token-layers as keep
+  // such a step within (1 + decoding_prefill_share) times a step of decoding alone, measured.
+  int decoding_prefill_layers = 0;
+  double decoding_prefill_share = 0.5;
   int image_size = 0;            // > 0: resize images to this square size (multiple of 32) first
   int64_t image_min_pixels = 0;  // 0: from preprocessor_config.json
   int64_t image_max_pixels = 0;  // 0: from preprocessor_config.json

@@ -104,7 +104,9 @@ void Generation::Impl::prefill_step() {
                     DeltaRuleMode::kAuto);
     block_in_flight = n;
   }
+  const int first_layer = seq.block_layers_done();
   const bool through = seq.advance_block(prefill_layers(n), last ? 1 : 0, logits.data());
+  prefill_token_layers += n * ((through ? engine.text_config().num_layers : seq.block_layers_done()) - first_layer);
   result.timings.prefill_ms += ms_since(t0);
   if (!through) return;
   block_in_flight = 0;

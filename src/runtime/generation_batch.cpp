@@ -1,9 +1,11 @@
 #include <algorithm>
+#include <chrono>
 #include <thread>
 
 #include "qwen35/engine.h"
 #include "kernels/kernels.h"
 #include "runtime/batch_gate.h"
+#include "runtime/prefill_pacer.h"
 #include "runtime/session_impl.h"
 
 namespace qwen35 {
@@ -14,10 +16,38 @@ int64_t decoding_prefill_limit(const EngineOptions& o) {
   return std::min(o.prefill_block, (o.decoding_prefill_block + chunk - 1) / chunk * chunk);
 }
 
+namespace {
+// The pacer's range: one layer of a decoding prefill block a round at least, the whole block
+// through every layer at most; it starts at two layers.
+PrefillPacer make_pacer(const EngineImpl& e) {
+  const int64_t limit = decoding_prefill_limit(e.options);
+  return PrefillPacer(limit, limit * e.text_config().num_layers, 2 * limit, e.options.decoding_prefill_share);
+}
+// One step of each of `stepped` on a thread of its own, their model passes batched by the gate.
+template <typename Step>
+void step_together(BatchGate& gate, const std::vector<size_t>& stepped, Step& one) {
+  gate.begin_round(int(stepped.size()));
+  // A thread per step and round: a few tens of microseconds against a decode step of many
+  // milliseconds, and no idle threads between requests.
+  std::vector<std::thread> threads;
+  threads.reserve(stepped.size());
+  for (size_t i : stepped)
+    threads.emplace_back([&, i] {
+      BatchGate::set_current(&gate);
+      one(i);
+      BatchGate::set_current(nullptr);
+      gate.leave();
+    });
+  for (std::thread& t : threads) t.join();
+}
+
+}  // namespace
+
 struct GenerationBatch::Impl {
-  explicit Impl(const Engine& e) : engine(e.impl()), gate(e.impl()) {}
+  explicit Impl(const Engine& e) : engine(e.impl()), gate(e.impl()), pacer(make_pacer(e.impl())) {}
   const EngineImpl& engine;
   BatchGate gate;
+  PrefillPacer pacer;  // used when options.decoding_prefill_layers is 0
 };
 
 GenerationBatch::GenerationBatch(const Engine& engine) : impl_(std::make_unique<Impl>(engine)) {}
@@ -32,7 +62,8 @@ void GenerationBatch::step(const std::vector<Generation*>& gens, std::vector<Out
   for (Generation* g : gens) decoding |= !g->done() && g->pending_prompt_tokens() == 0;
   const EngineOptions& o = impl_->engine.options;
   const int64_t limit = decoding ? decoding_prefill_limit(o) : 0;
-  const int64_t budget = decoding ? limit * o.decoding_prefill_layers : 0;
+  const bool paced = o.decoding_prefill_layers <= 0;
+  const int64_t budget = !decoding ? 0 : paced ? impl_->pacer.budget() : limit * o.decoding_prefill_layers;
   auto prompt = [&](size_t i) { return !gens[i]->done() && gens[i]->pending_prompt_tokens() > 0; };
   size_t chosen = gens.size();
   for (size_t i = 0; i < gens.size() && chosen == gens.size(); ++i)
@@ -56,21 +87,23 @@ void GenerationBatch::step(const std::vector<Generation*>& gens, std::vector<Out
       outcomes[i].error = std::current_exception();
     }
   };
-  if (stepped.size() == 1) return one(stepped[0]);  // nothing to batch with: the plain path
-  BatchGate& gate = impl_->gate;
-  gate.begin_round(int(stepped.size()));
-  // A thread per step and round: a few tens of microseconds against a decode step of many
-  // milliseconds, and no idle threads between requests.
-  std::vector<std::thread> threads;
-  threads.reserve(stepped.size());
-  for (size_t i : stepped)
-    threads.emplace_back([&, i] {
-      BatchGate::set_current(&gate);
-      one(i);
-      BatchGate::set_current(nullptr);
-      gate.leave();
-    });
-  for (std::thread& t : threads) t.join();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  if (stepped.size() == 1) {  // nothing to batch with: the plain path
+    one(stepped[0]);
+    // A decode step alone is the pacer's plain round too (a burst of prompts may leave it no other).
+    if (paced && decoding && stepped[0] != chosen) impl_->pacer.decode_round(seconds());
+    return;
+  }
+  int64_t token_layers = 0;
+  for (size_t i : stepped) token_layers -= gens[i]->impl().prefill_token_layers;
+  step_together(impl_->gate, stepped, one);
+  if (!paced || !decoding) return;
+  for (size_t i : stepped) token_layers += gens[i]->impl().prefill_token_layers;
+  bool prompt_stepped = false;
+  for (size_t i : stepped) prompt_stepped |= i == chosen;
+  if (!prompt_stepped) impl_->pacer.decode_round(seconds());
+  else impl_->pacer.prefill_round(seconds(), token_layers);  // a vision slice (no token-layers) is ignored
 }
 
 uint64_t GenerationBatch::batches() const { return impl_->gate.batches(); }

@@ -57,6 +57,7 @@ struct Generation::Impl {
   int64_t prefill_layer_budget = 0;
   int prefill_layers(int64_t n) const;  // for advance_block: 0 = all
   int64_t block_in_flight = 0;          // tokens of the prompt block part-way through the layers
+  int64_t prefill_token_layers = 0;     // tokens times layers prefilled so far (for PrefillPacer)
   // A block part-way through the layers when the generation ends leaves the sequence in between:
   // it is reset (the prefix cache still has its snapshots).
   void drop_block_in_flight();

@@ -57,6 +57,9 @@ TEST(CliBounds, OutOfRangeValuesAreRefusedByName) {
     expect_refused(cmd + " --ctx -1", "--ctx");
     expect_refused(cmd + " --ctx 1e9", "--ctx");
     expect_refused(cmd + " --prefill-block 0", "--prefill-block");
+    expect_refused(cmd + " --decoding-prefill-layers -1", "--decoding-prefill-layers");
+    expect_refused(cmd + " --decoding-prefill-share 0", "--decoding-prefill-share");
+    expect_refused(cmd + " --decoding-prefill-share nan", "--decoding-prefill-share");
     expect_refused(cmd + " --image-size 33", "--image-size");
     expect_refused(cmd + " --image-max-tokens -2", "--image-max-tokens");
     expect_refused(cmd + " --reasoning-budget -2", "--reasoning-budget");

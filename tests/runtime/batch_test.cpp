@@ -251,7 +251,7 @@ TEST(Batching, PromptsAdvanceInSmallBlocksWhileOthersDecode) {
   // The tiny model's 8 layers, 4 a round for a 64-token block (64 * 4 token-layers), 5 for
   // b's last 44 tokens, all 8 for c's last 6.
   ASSERT_EQ(engine.impl().options.decoding_prefill_layers, 4);
-  EXPECT_EQ(EngineOptions{}.decoding_prefill_layers, 2);  // the default
+  EXPECT_EQ(EngineOptions{}.decoding_prefill_layers, 0);  // the default: paced (PrefillPacer)
   EXPECT_EQ(pending_b, (std::vector<int64_t>{172, 108, 108, 44, 44, 0, 0, 0, 0}));
   EXPECT_EQ(pending_c, (std::vector<int64_t>{70, 70, 70, 70, 70, 70, 70, 6, 0}));
 }
