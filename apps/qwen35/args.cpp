@@ -91,7 +91,9 @@ double Args::get_double_in(const std::string& name, double fallback, double min,
   return v;
 }
 
-std::vector<int32_t> parse_id_list(const std::string& text) {
+std::vector<int32_t> parse_id_list(const std::string& text) { return parse_int_list(text, "--ids", "token id"); }
+
+std::vector<int32_t> parse_int_list(const std::string& text, const std::string& option, const std::string& what) {
   std::vector<int32_t> ids;
   size_t i = 0;
   while (i < text.size()) {
@@ -101,11 +103,11 @@ std::vector<int32_t> parse_id_list(const std::string& text) {
     char* end = nullptr;
     errno = 0;
     long long v = std::strtoll(part.c_str(), &end, 10);
-    if (part.empty() || *end || errno || v < 0 || v > INT32_MAX) fail("bad token id '", part, "' in --ids");
+    if (part.empty() || *end || errno || v < 0 || v > INT32_MAX) fail("bad ", what, " '", part, "' in ", option);
     ids.push_back(int32_t(v));
     i = j + 1;
   }
-  if (ids.empty()) fail("--ids is empty");
+  if (ids.empty()) fail(option, " is empty");
   return ids;
 }
 

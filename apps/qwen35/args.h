@@ -40,7 +40,9 @@ class Args {
   std::vector<std::string> positionals_;
 };
 
-// "1,2,3" -> {1, 2, 3}; throws on anything that is not a comma-separated integer list.
-std::vector<int32_t> parse_id_list(const std::string& text);
+// "1,2,3" -> {1, 2, 3}; throws on anything that is not a comma-separated list of integers >= 0,
+// naming the option and what its values are ("bad token id 'x' in --ids").
+std::vector<int32_t> parse_int_list(const std::string& text, const std::string& option, const std::string& what);
+std::vector<int32_t> parse_id_list(const std::string& text);  // --ids
 
 }  // namespace qwen35::app

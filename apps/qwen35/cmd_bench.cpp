@@ -102,23 +102,13 @@ std::string iso_time() {
   return buf;
 }
 
-std::vector<int> parse_threads(const std::string& list) {
+// "-t 1,2", "-np 1,4": counts in [1, max].
+std::vector<int> parse_counts(const std::string& list, const char* option, const char* what, int max) {
   std::vector<int> out;
-  for (int32_t v : parse_id_list(list)) {
-    if (v <= 0 || v > 1024) fail("-t: thread counts must be between 1 and 1024, got ", v);
+  for (int32_t v : parse_int_list(list, option, what)) {
+    if (v <= 0 || v > max) fail(option, ": ", what, "s must be between 1 and ", max, ", got ", v);
     out.push_back(int(v));
   }
-  if (out.empty()) fail("-t: no thread count given");
-  return out;
-}
-
-std::vector<int> parse_parallel(const std::string& list) {
-  std::vector<int> out;
-  for (int32_t v : parse_id_list(list)) {
-    if (v <= 0 || v > 64) fail("-np: sequence counts must be between 1 and 64, got ", v);
-    out.push_back(int(v));
-  }
-  if (out.empty()) fail("-np: no sequence count given");
   return out;
 }
 
@@ -139,8 +129,8 @@ int cmd_bench(int argc, char** argv) {
   const bool json = args.has("--json");
   EngineOptions options = engine_options_from(args, false);
   const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-  const std::vector<int> threads = args.has("-t") ? parse_threads(args.require("-t")) : std::vector<int>{cores};
-  const std::vector<int> parallel = args.has("-np") ? parse_parallel(args.require("-np")) : std::vector<int>{1};
+  const std::vector<int> threads = args.has("-t") ? parse_counts(args.require("-t"), "-t", "thread count", 1024) : std::vector<int>{cores};
+  const std::vector<int> parallel = args.has("-np") ? parse_counts(args.require("-np"), "-np", "sequence count", 64) : std::vector<int>{1};
   options.threads = *std::max_element(threads.begin(), threads.end());
   options.context_size = std::max<int64_t>(options.context_size, depth + std::max(n_prompt, n_gen) + 16);
   // Measured first, in a child process: its gigabyte of buffer then counts in neither the peak RSS

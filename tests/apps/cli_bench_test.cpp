@@ -2,33 +2,17 @@
 // all the sequences, as the server batches conversations).
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "support/cli_run.h"
 #include "support/test_data.h"
 
 namespace qwen35::test {
 namespace {
 
-struct RunOutput {
-  int status;
-  std::string out;
-};
-
-RunOutput run(const std::string& args) {
-  const std::string cmd = "timeout 120 " + cli_binary() + " " + args + " 2>/dev/null < /dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  const int st = pclose(p);
-  return {WEXITSTATUS(st), out};
-}
+RunOutput run(const std::string& args) { return run_cli(args, 120, /*merge_stderr=*/false); }
 
 TEST(CliBench, ParallelSequencesDecodeInOnePassPerStep) {
   const RunOutput r = run("bench -m " + tiny_model_dir() + " -p 8 -n 5 -np 1,3 -r 2 -t 1 --json");
@@ -49,8 +33,9 @@ TEST(CliBench, ParallelSequencesDecodeInOnePassPerStep) {
 
 TEST(CliBench, BadSequenceCountsAreRefusedByName) {
   for (const char* bad : {"-np 0", "-np 65", "-np 1,x", "-np ''"}) {
-    const RunOutput r = run("bench -m " + tiny_model_dir() + " -p 0 -n 1 " + bad + " 2>&1");
+    const RunOutput r = run_cli("bench -m " + tiny_model_dir() + " -p 0 -n 1 " + bad, 120);
     EXPECT_EQ(r.status, 1) << bad << "\n" << r.out;
+    EXPECT_NE(r.out.find("-np"), std::string::npos) << bad << "\n" << r.out;
   }
 }
 

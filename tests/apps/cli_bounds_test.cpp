@@ -2,31 +2,15 @@
 // reads its input files with a cap (issue 11, finding 9).
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <string>
 
+#include "support/cli_run.h"
 #include "support/test_data.h"
 
 namespace qwen35::test {
 namespace {
 
-struct RunOutput {
-  int status;
-  std::string out;
-};
-
-RunOutput run(const std::string& args) {
-  const std::string cmd = "timeout 60 " + cli_binary() + " " + args + " 2>&1 < /dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  const int st = pclose(p);
-  return {WEXITSTATUS(st), out};
-}
+RunOutput run(const std::string& args) { return run_cli(args, 60); }
 
 void expect_refused(const std::string& args, const std::string& option) {
   const RunOutput r = run(args);

@@ -11,26 +11,13 @@
 #include <nlohmann/json.hpp>
 
 #include "support/logit_checks.h"
+#include "support/cli_run.h"
 #include "support/test_data.h"
 
 namespace qwen35::test {
 namespace {
 
-struct RunOutput {
-  int status;
-  std::string out;
-};
-
-RunOutput run(const std::string& args) {
-  const std::string cmd = cli_binary() + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  const int st = pclose(p);
-  return {WEXITSTATUS(st), out};
-}
+RunOutput run(const std::string& args) { return run_cli(args); }
 
 std::string join(const std::vector<int64_t>& ids) {
   std::ostringstream os;
