@@ -43,11 +43,12 @@ const char* kEngineOptionsHelp =
     "  --decoding-prefill-layers N\n"
     "                        and through N of the model's layers per step (a shorter block\n"
     "                        through proportionally more), the rest in the next steps: the\n"
-    "                        others wait for about N/layers of the block's prefill per token.\n"
-    "                        Default 0, paced: as many layers as keep such a step within\n"
+    "                        others wait for about N/layers of the block's prefill per token\n"
+    "                        (default 2). 0: paced, as many layers as keep such a step within\n"
     "                        1 + --decoding-prefill-share times a step of decoding alone\n"
     "  --decoding-prefill-share F\n"
-    "                        the paced steps' extra time, as a share of a decoding step\n"
+    "                        with --decoding-prefill-layers 0: the paced steps' extra time, as a\n"
+    "                        share of a step of decoding alone\n"
     "                        (default 0.5; 0.01-16)\n"
     "  --weights TYPE        convert float weights at load: q4_k_m, q8_0, q4_0, ..., bf16, f16, f32\n"
     "                        (default: the checkpoint's own types, or q4_k_m when they would not\n"
@@ -143,7 +144,7 @@ EngineOptions engine_options_from(const Args& args, bool bundled_fallback) {
   if (o.image_size % 32 != 0) fail("option --image-size must be a multiple of 32, got ", o.image_size);
   o.prefill_block = args.get_int_in("--prefill-block", 512, 1, 65536);
   o.decoding_prefill_block = args.get_int_in("--decoding-prefill-block", 64, 1, 65536);
-  o.decoding_prefill_layers = int(args.get_int_in("--decoding-prefill-layers", 0, 0, 4096));
+  o.decoding_prefill_layers = int(args.get_int_in("--decoding-prefill-layers", 2, 0, 4096));
   o.decoding_prefill_share = args.get_double_in("--decoding-prefill-share", 0.5, 0.01, 16);
   o.image_min_pixels = args.get_int_in("--image-min-pixels", 0, 0, int64_t(1) << 30);
   o.image_max_pixels = args.get_int_in("--image-max-pixels", 0, 0, int64_t(1) << 30);

@@ -207,8 +207,10 @@ struct EngineOptions {
   // others' gap holds about decoding_prefill_block * decoding_prefill_layers token-layers of
   // prefill; the block goes on in the next steps. The layers of a block compute the same bits
   // however they are spread over steps. 0: paced (PrefillPacer), as many token-layers as keep
-  // such a step within (1 + decoding_prefill_share) times a step of decoding alone, measured.
-  int decoding_prefill_layers = 0;
+  // such a step within (1 + decoding_prefill_share) times a step of decoding alone, measured
+  // (level with 2 on the Zen 5 machine, bench/README.md; not the default for want of a machine
+  // where it measured better).
+  int decoding_prefill_layers = 2;
   double decoding_prefill_share = 0.5;
   int image_size = 0;            // > 0: resize images to this square size (multiple of 32) first
   int64_t image_min_pixels = 0;  // 0: from preprocessor_config.json

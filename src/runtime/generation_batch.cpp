@@ -92,7 +92,7 @@ void GenerationBatch::step(const std::vector<Generation*>& gens, std::vector<Out
   if (stepped.size() == 1) {  // nothing to batch with: the plain path
     one(stepped[0]);
     // A decode step alone is the pacer's plain round too (a burst of prompts may leave it no other).
-    if (paced && decoding && stepped[0] != chosen) impl_->pacer.decode_round(seconds());
+    if (paced && decoding && stepped[0] != chosen) impl_->pacer.decode_round(seconds(), 1);
     return;
   }
   int64_t token_layers = 0;
@@ -102,8 +102,9 @@ void GenerationBatch::step(const std::vector<Generation*>& gens, std::vector<Out
   for (size_t i : stepped) token_layers += gens[i]->impl().prefill_token_layers;
   bool prompt_stepped = false;
   for (size_t i : stepped) prompt_stepped |= i == chosen;
-  if (!prompt_stepped) impl_->pacer.decode_round(seconds());
-  else impl_->pacer.prefill_round(seconds(), token_layers);  // a vision slice (no token-layers) is ignored
+  const int streams = int(stepped.size()) - (prompt_stepped ? 1 : 0);
+  if (!prompt_stepped) impl_->pacer.decode_round(seconds(), streams);
+  else impl_->pacer.prefill_round(seconds(), token_layers, streams);  // a vision slice (no token-layers) is ignored
 }
 
 uint64_t GenerationBatch::batches() const { return impl_->gate.batches(); }

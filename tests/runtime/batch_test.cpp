@@ -251,7 +251,7 @@ TEST(Batching, PromptsAdvanceInSmallBlocksWhileOthersDecode) {
   // The tiny model's 8 layers, 4 a round for a 64-token block (64 * 4 token-layers), 5 for
   // b's last 44 tokens, all 8 for c's last 6.
   ASSERT_EQ(engine.impl().options.decoding_prefill_layers, 4);
-  EXPECT_EQ(EngineOptions{}.decoding_prefill_layers, 0);  // the default: paced (PrefillPacer)
+  EXPECT_EQ(EngineOptions{}.decoding_prefill_layers, 2);  // the default
   EXPECT_EQ(pending_b, (std::vector<int64_t>{172, 108, 108, 44, 44, 0, 0, 0, 0}));
   EXPECT_EQ(pending_c, (std::vector<int64_t>{70, 70, 70, 70, 70, 70, 70, 6, 0}));
 }
@@ -267,6 +267,22 @@ const Engine& one_layer_engine() {
 
 TEST(Batching, PromptBlocksSpreadOverManyRoundsKeepTheSoloOutputs) {
   expect_batched_equal_solo(one_layer_engine(), requests(3));
+}
+
+// Paced prefill (PrefillPacer): the layers a round carries follow the measured round times, so
+// they differ from run to run; the outputs do not.
+const Engine& paced_engine() {
+  static std::unique_ptr<Engine> e = load_tiny([](EngineOptions& o) {
+    o.prefill_block = 128;
+    o.decoding_prefill_block = 64;
+    o.decoding_prefill_layers = 0;
+    o.decoding_prefill_share = 0.05;  // a small share: the budget moves over its range
+  });
+  return *e;
+}
+
+TEST(Batching, PacedPrefillKeepsTheSoloOutputs) {
+  expect_batched_equal_solo(paced_engine(), requests(5));
 }
 
 // A generation cancelled while its prompt block is part-way through the layers leaves its session
