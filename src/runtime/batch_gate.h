@@ -50,6 +50,22 @@ class BatchGate {
   // Blocks until the batch holding this pass has run; rethrows that batch's error.
   void forward(const Feed& feed);
 
+  // A participant's step on its own thread: while one lives, the thread's passes go through
+  // `gate`; its end is the participant's leave().
+  class Participant {
+   public:
+    explicit Participant(BatchGate& gate) : gate_(gate) { set_current(&gate); }
+    ~Participant() {
+      set_current(nullptr);
+      gate_.leave();
+    }
+    Participant(const Participant&) = delete;
+    Participant& operator=(const Participant&) = delete;
+
+   private:
+    BatchGate& gate_;
+  };
+
   // While one lives, its thread's participant does work outside the model passes that may take
   // long (the vision tower): the others' batches do not wait for it.
   class Outside {

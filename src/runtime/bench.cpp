@@ -95,7 +95,7 @@ BenchRun bench_generate_parallel(const Engine& engine, int64_t n, int64_t depth,
   std::mutex error_mu;
   for (int s = 0; s < streams; ++s)
     ts.emplace_back([&, s] {
-      BatchGate::set_current(&gate);
+      const BatchGate::Participant participant(gate);
       start.arrive_and_wait();
       try {
         for (int64_t i = 0; i < n; ++i)
@@ -104,8 +104,6 @@ BenchRun bench_generate_parallel(const Engine& engine, int64_t n, int64_t depth,
         std::lock_guard<std::mutex> lock(error_mu);
         if (!error) error = std::current_exception();
       }
-      BatchGate::set_current(nullptr);
-      gate.leave();
     });
   BenchRun r;
   const uint64_t s0 = e.pool->sync_count();

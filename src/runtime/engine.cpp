@@ -145,7 +145,7 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     if (e.context_size > max_pos) fail("context size ", e.context_size, " exceeds the model's maximum of ", max_pos);
     if (options.prefill_block <= 0) fail("prefill block must be positive");
     if (options.decoding_prefill_block <= 0) fail("prefill block while decoding must be positive");
-    if (options.decoding_prefill_layers < 0) fail("prefill layers while decoding must be positive (0: paced)");
+    if (options.decoding_prefill_layers < 0) fail("prefill layers while decoding must not be negative (0: paced)");
     if (!(options.decoding_prefill_share > 0 && options.decoding_prefill_share <= 16))
       fail("prefill share while decoding must be in (0, 16], got ", options.decoding_prefill_share);
     if (options.kv_type == "f16") e.kv_dtype = DType::F16;

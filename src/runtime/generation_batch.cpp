@@ -33,10 +33,8 @@ void step_together(BatchGate& gate, const std::vector<size_t>& stepped, Step& on
   threads.reserve(stepped.size());
   for (size_t i : stepped)
     threads.emplace_back([&, i] {
-      BatchGate::set_current(&gate);
+      const BatchGate::Participant participant(gate);
       one(i);
-      BatchGate::set_current(nullptr);
-      gate.leave();
     });
   for (std::thread& t : threads) t.join();
 }
@@ -95,13 +93,12 @@ void GenerationBatch::step(const std::vector<Generation*>& gens, std::vector<Out
     if (paced && decoding && stepped[0] != chosen) impl_->pacer.decode_round(seconds(), 1);
     return;
   }
+  if (!paced || !decoding) return step_together(impl_->gate, stepped, one);
   int64_t token_layers = 0;
   for (size_t i : stepped) token_layers -= gens[i]->impl().prefill_token_layers;
   step_together(impl_->gate, stepped, one);
-  if (!paced || !decoding) return;
   for (size_t i : stepped) token_layers += gens[i]->impl().prefill_token_layers;
-  bool prompt_stepped = false;
-  for (size_t i : stepped) prompt_stepped |= i == chosen;
+  const bool prompt_stepped = chosen < gens.size();  // the chosen prompt always steps
   const int streams = int(stepped.size()) - (prompt_stepped ? 1 : 0);
   if (!prompt_stepped) impl_->pacer.decode_round(seconds(), streams);
   else impl_->pacer.prefill_round(seconds(), token_layers, streams);  // a vision slice (no token-layers) is ignored
