@@ -3,7 +3,9 @@
 for a fixed number of tokens (ignore_eos), against `qwen35 serve` or llama.cpp's `llama-server`
 (started by the caller with the same model, threads and parallel slots). Reports, per client
 count: aggregate generated tok/s (all tokens / wall time from the first request to the last
-token), time to first token and inter-token latency p50/p99, as JSON lines and a table.
+token), steady tok/s (from the last client's first token to the last token), all-streaming tok/s
+(from the last client's first token to the first client's last: every client streams), time to
+first token and inter-token latency p50/p99, as JSON lines and a table.
 
   bench/load_bench.py --url http://127.0.0.1:8000 --clients 1,2,4,8 --tokens 64 [--label qwen35]
 
@@ -93,12 +95,18 @@ def run(url, model, clients, tokens, words):
     # from the last first token to the last token.
     last_first = max(r["stamps"][0] for r in results if r["stamps"])
     steady = sum(sum(1 for s in r["stamps"] if s > last_first) for r in results)
+    # The steady window runs on while the clients that started first drain one by one; this one
+    # closes when the first client is done, so every client streams through all of it: the
+    # decode rate of `clients` concurrent streams.
+    first_last = min(r["stamps"][-1] for r in results if r["stamps"])
+    together = sum(sum(1 for s in r["stamps"] if last_first < s <= first_last) for r in results)
     return {
         "clients": clients,
         "tokens_per_client": tokens,
         "generated_tokens": n,
         "aggregate_tps": n / (end - start),
         "steady_aggregate_tps": steady / (end - last_first) if end > last_first else None,
+        "all_streaming_tps": together / (first_last - last_first) if first_last > last_first else None,
         "ttft_p50_s": percentile(ttft, 0.5),
         "ttft_p99_s": percentile(ttft, 0.99),
         "itl_p50_ms": 1000 * percentile(itl, 0.5),
@@ -126,11 +134,12 @@ def main():
         if args.json:
             with open(args.json, "a") as f:
                 f.write(json.dumps(r) + "\n")
-    print("| server | clients | aggregate tok/s | steady tok/s | TTFT p50 / p99 s | ITL p50 / p99 ms |")
-    print("|---|---|---|---|---|---|")
+    print("| server | clients | aggregate tok/s | steady tok/s | all-streaming tok/s | TTFT p50 / p99 s | ITL p50 / p99 ms |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
         steady = "-" if r["steady_aggregate_tps"] is None else f"{r['steady_aggregate_tps']:.2f}"
-        print(f"| {r['label']} | {r['clients']} | {r['aggregate_tps']:.2f} | {steady} | "
+        together = "-" if r["all_streaming_tps"] is None else f"{r['all_streaming_tps']:.2f}"
+        print(f"| {r['label']} | {r['clients']} | {r['aggregate_tps']:.2f} | {steady} | {together} | "
               f"{r['ttft_p50_s']:.2f} / {r['ttft_p99_s']:.2f} | {r['itl_p50_ms']:.0f} / {r['itl_p99_ms']:.0f} |")
 
 
