@@ -91,22 +91,23 @@ def run(url, model, clients, tokens, words):
     n = sum(len(r["stamps"]) for r in results)
     ttft = [r["stamps"][0] - r["start"] for r in results if r["stamps"]]
     itl = [b - a for r in results for a, b in zip(r["stamps"], r["stamps"][1:])]
-    # Decode throughput once every client streams: tokens after each one's first, over the time
-    # from the last first token to the last token.
+    def rate(lo, hi):  # tokens stamped in (lo, hi] over hi - lo
+        if hi <= lo:
+            return None
+        return sum(sum(1 for s in r["stamps"] if lo < s <= hi) for r in results) / (hi - lo)
+
+    # Steady: from the last client's first token to the last token. It runs on while the clients
+    # that started first drain one by one; the all-streaming window closes when the first client
+    # is done, so every client streams through all of it: the rate of `clients` concurrent streams.
     last_first = max(r["stamps"][0] for r in results if r["stamps"])
-    steady = sum(sum(1 for s in r["stamps"] if s > last_first) for r in results)
-    # The steady window runs on while the clients that started first drain one by one; this one
-    # closes when the first client is done, so every client streams through all of it: the
-    # decode rate of `clients` concurrent streams.
     first_last = min(r["stamps"][-1] for r in results if r["stamps"])
-    together = sum(sum(1 for s in r["stamps"] if last_first < s <= first_last) for r in results)
     return {
         "clients": clients,
         "tokens_per_client": tokens,
         "generated_tokens": n,
         "aggregate_tps": n / (end - start),
-        "steady_aggregate_tps": steady / (end - last_first) if end > last_first else None,
-        "all_streaming_tps": together / (first_last - last_first) if first_last > last_first else None,
+        "steady_aggregate_tps": rate(last_first, end),
+        "all_streaming_tps": rate(last_first, first_last),
         "ttft_p50_s": percentile(ttft, 0.5),
         "ttft_p99_s": percentile(ttft, 0.99),
         "itl_p50_ms": 1000 * percentile(itl, 0.5),
@@ -136,10 +137,12 @@ def main():
                 f.write(json.dumps(r) + "\n")
     print("| server | clients | aggregate tok/s | steady tok/s | all-streaming tok/s | TTFT p50 / p99 s | ITL p50 / p99 ms |")
     print("|---|---|---|---|---|---|---|")
+    def cell(x):
+        return "-" if x is None else f"{x:.2f}"
+
     for r in rows:
-        steady = "-" if r["steady_aggregate_tps"] is None else f"{r['steady_aggregate_tps']:.2f}"
-        together = "-" if r["all_streaming_tps"] is None else f"{r['all_streaming_tps']:.2f}"
-        print(f"| {r['label']} | {r['clients']} | {r['aggregate_tps']:.2f} | {steady} | {together} | "
+        print(f"| {r['label']} | {r['clients']} | {r['aggregate_tps']:.2f} | {cell(r['steady_aggregate_tps'])} | "
+              f"{cell(r['all_streaming_tps'])} | "
               f"{r['ttft_p50_s']:.2f} / {r['ttft_p99_s']:.2f} | {r['itl_p50_ms']:.0f} / {r['itl_p99_ms']:.0f} |")
 
 
