@@ -64,9 +64,18 @@ const ActRows& Activations::quantized(const Compute& c, ActFormat fmt) {
 }
 
 namespace {
-// Four per thread measured best at 9B decode (4.84 tok/s against 4.71 with sixteen, interleaved
-// runs on the 2-core machine): finer chunks cost more claims and break the streams into shorter runs.
-constexpr size_t kChunksPerThread = 4;
+// Chunk boundaries as fractions of a pass's cost. Each chunk is a share of what is left (guided
+// scheduling): the first chunks are long streams, the last ones short, so the thread that
+// finishes first waits for a small chunk of the other's rather than half of one of the equal
+// chunks used before (four per thread, an eighth of the pass at two threads). Sapphire Rapids VM,
+// 2 threads, 3 interleaved runs each: four-stream decode +3-6%, one-token decode -1 to +8%.
+std::vector<double> guided_fractions(int threads) {
+  std::vector<double> f{0.0};
+  if (threads <= 1) return f;
+  const double keep = 1.0 - 1.0 / (2.0 * threads), last = 1.0 / (16.0 * threads);
+  for (double left = keep; left > last; left *= keep) f.push_back(1.0 - left);
+  return f;
+}
 }  // namespace
 
 void linear_fused(const Compute& c, Activations& x, std::span<const LinearOut> outs) {
@@ -94,19 +103,24 @@ void linear_fused(const Compute& c, Activations& x, std::span<const LinearOut> o
       items.push_back(it);
     }
   }
-  // Chunks of about equal cost, several per thread and claimed dynamically: whichever thread
-  // finishes first takes the next, so a slow core is helped by the other.
-  const size_t n_chunks = std::min(items.size(), size_t(c.pool->limit()) * kChunksPerThread);
-  std::vector<size_t> starts(n_chunks + 1, items.size());
+  // Chunks claimed dynamically in order: whichever thread finishes first takes the next, so a
+  // slow core is helped by the other. Chunk k starts at the first item whose preceding cost
+  // reaches fractions[k] of the total.
+  const std::vector<double> fractions = guided_fractions(c.pool->limit());
+  std::vector<size_t> starts{0};
   {
     double acc = 0;
-    size_t k = 0;
+    size_t k = 1;
     for (size_t j = 0; j < items.size(); ++j) {
-      while (k < n_chunks && acc >= total * double(k) / double(n_chunks)) starts[k++] = j;
+      if (k < fractions.size() && acc >= total * fractions[k]) {
+        if (starts.back() != j) starts.push_back(j);
+        while (k < fractions.size() && acc >= total * fractions[k]) ++k;
+      }
       acc += items[j].cost;
     }
-    while (k < n_chunks) starts[k++] = items.size();
+    starts.push_back(items.size());
   }
+  const size_t n_chunks = starts.size() - 1;
   c.pool->parallel_for(n_chunks, 1, [&](size_t b, size_t e) {
     for (size_t j = starts[b]; j < starts[e]; ++j) {
       const Item& it = items[j];
