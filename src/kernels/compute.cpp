@@ -112,10 +112,9 @@ void linear_fused(const Compute& c, Activations& x, std::span<const LinearOut> o
     double acc = 0;
     size_t k = 1;
     for (size_t j = 0; j < items.size(); ++j) {
-      if (k < fractions.size() && acc >= total * fractions[k]) {
-        if (starts.back() != j) starts.push_back(j);
-        while (k < fractions.size() && acc >= total * fractions[k]) ++k;
-      }
+      const size_t k0 = k;
+      while (k < fractions.size() && acc >= total * fractions[k]) ++k;
+      if (k != k0 && starts.back() != j) starts.push_back(j);
       acc += items[j].cost;
     }
     starts.push_back(items.size());

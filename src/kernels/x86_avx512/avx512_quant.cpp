@@ -286,7 +286,7 @@ inline void k4_sub_block(const int8_t* const q[TT], int64_t b, const uint8_t* pb
       // int16 and sc's high half is zero, so two vpdpwssd add half * sc exactly, in place of a
       // vpmulld (port 0 only) per token. Sapphire Rapids VM, T = 4: +5-12% from the caches, +4-9%
       // four-stream decode. One token keeps the vpmulld: it is memory-bound, and this form
-      // measured 2-5% slower there (more uops in flight per block leave fewer loads in flight).
+      // measured 2-6% slower there (more uops in flight per block leave fewer loads in flight).
       __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), W[0], bcast32(qa));
       __m512i hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), W[4], bcast32(qa + 16));
 #pragma GCC unroll 3
@@ -296,7 +296,7 @@ inline void k4_sub_block(const int8_t* const q[TT], int64_t b, const uint8_t* pb
       }
       I1[t] = _mm512_add_epi32(I1[t], _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(_mm512_setzero_si512(), lo, sc), hi, sc));
     } else {
-      // Five-bit quants: a half can reach 16 * 31 * 127, past int16.
+      // One token (above), and five-bit quants: a half can reach 16 * 31 * 127, past int16.
       __m512i part = _mm512_dpbusd_epi32(_mm512_setzero_si512(), W[0], bcast32(qa));
 #pragma GCC unroll 7
       for (int m = 1; m < 8; ++m) part = _mm512_dpbusd_epi32(part, W[m], bcast32(qa + 4 * m));
