@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -192,7 +193,19 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
     cache_key = weight_cache_key(sources, options.weights, std::string(table.name));
     if (load_weight_cache(weight_cache_path(options.weights_cache_dir, cache_key), cache_key, cached, m->weight_cache_)) {
       from_cache = true;
-      if (options.on_notice) options.on_notice("weight cache: mapped " + m->weight_cache_->path());
+      if (options.on_notice) {
+        const FolioReport& f = m->weight_cache_->folios();
+        auto mib = [](size_t b) { return std::to_string(b >> 20); };
+        std::string note = "weight cache: mapped " + m->weight_cache_->path();
+        if (f.known) note += " (" + mib(f.mappable - f.small_after) + " of " + mib(f.mappable) + " MiB in 2 MiB pages)";
+        options.on_notice(note);
+        if (f.dropped > 0) {
+          char secs[32];
+          std::snprintf(secs, sizeof secs, "%.1f", f.seconds);
+          options.on_notice("weight cache: " + mib(f.small_before) + " MiB were held in small pages, which stream slower; read " +
+                            mib(f.dropped) + " MiB of the file again in " + secs + " s");
+        }
+      }
       // A widened vision MLP (vision_prep) comes back widened: its fc1 bias follows with zeros.
       for (VisionBlockWeights& b : vision_weights.blocks)
         if (int64_t(b.fc1.b.size()) < b.fc1.w.rows) b.fc1.b.resize(size_t(b.fc1.w.rows), 0.0f);

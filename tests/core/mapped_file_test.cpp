@@ -1,0 +1,110 @@
+// Huge-page file mappings: a file the page cache holds in small folios is read again in 2 MiB
+// ones when mapped, one already held in 2 MiB folios is left as it is, and either way the mapping
+// shows the file's bytes.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/mapped_file.h"
+#include "core/page_buffer.h"
+
+namespace qwen35 {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr size_t kFileBytes = size_t(40) << 20;  // 20 huge pages, two probe pieces
+
+uint8_t byte_at(size_t i) { return uint8_t((i * 2654435761u) >> 13); }
+
+// Writes the test bytes in pieces of `piece` bytes and flushes them to disk: the page cache keeps
+// a file in folios the size of the writes that filled it (2 MiB writes at 2 MiB offsets give 2 MiB
+// folios where the file system has large folios), and only clean pages can be evicted.
+void write_file(const std::string& path, size_t piece) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  std::vector<uint8_t> buf(piece);
+  for (size_t at = 0; at < kFileBytes; at += piece) {
+    for (size_t i = 0; i < piece; ++i) buf[i] = byte_at(at + i);
+    ASSERT_EQ(::write(fd, buf.data(), piece), ssize_t(piece));
+  }
+  ASSERT_EQ(::fsync(fd), 0);
+  ::close(fd);
+}
+
+bool same_bytes(const MappedFile& f) {
+  if (f.size() != kFileBytes) return false;
+  for (size_t i = 0; i < kFileBytes; ++i)
+    if (f.data()[i] != byte_at(i)) return false;
+  return true;
+}
+
+struct TempDir {
+  TempDir() : path(fs::temp_directory_path() / ("qwen35-mapped-file-" + std::to_string(::getpid()))) {
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  fs::path path;
+};
+
+TEST(MappedFile, SmallFoliosAreReadAgainInHugeOnes) {
+  TempDir dir;
+  const std::string whole = (dir.path / "whole").string(), small = (dir.path / "small").string();
+  write_file(whole, kHugePageBytes);
+  write_file(small, 4096);
+
+  const MappedFile w(whole, /*huge_pages=*/true);
+  ASSERT_TRUE(same_bytes(w));
+  const FolioReport& wf = w.folios();
+  if (!wf.known || wf.small_before == wf.mappable)
+    GTEST_SKIP() << "this kernel or file system maps no file pages by 2 MiB entries here (" << dir.path << ")";
+  EXPECT_EQ(wf.mappable, kFileBytes);
+  EXPECT_EQ(wf.dropped, 0u) << "a file held in 2 MiB folios is not read again";
+  EXPECT_LE(wf.small_after * 50, wf.mappable);
+
+  const MappedFile s(small, /*huge_pages=*/true);
+  ASSERT_TRUE(same_bytes(s));
+  const FolioReport& sf = s.folios();
+  ASSERT_TRUE(sf.known);
+  EXPECT_GT(sf.small_before * 2, sf.mappable) << "4 KiB writes should have left small folios";
+  EXPECT_GT(sf.dropped, 0u);
+  EXPECT_LE(sf.dropped, sf.mappable);
+  // Fragmented memory can deny a few 2 MiB folios; most must come back whole.
+  EXPECT_LT(sf.small_after * 4, sf.small_before) << sf.small_after << " of " << sf.mappable << " bytes still small";
+
+  // Mapped again: the file is in 2 MiB folios now, so nothing is read twice.
+  const MappedFile again(small, /*huge_pages=*/true);
+  ASSERT_TRUE(same_bytes(again));
+  EXPECT_EQ(again.folios().small_before, sf.small_after);
+  if (sf.small_after * 50 <= sf.mappable) EXPECT_EQ(again.folios().dropped, 0u);
+}
+
+TEST(MappedFile, PlainMappingsAndShortFilesAreLeftAlone) {
+  TempDir dir;
+  const std::string path = (dir.path / "short").string();
+  {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, "qwen35", 6), 6);
+    ::close(fd);
+  }
+  for (bool huge : {false, true}) {
+    const MappedFile f(path, huge);
+    ASSERT_EQ(f.size(), 6u);
+    EXPECT_EQ(std::memcmp(f.data(), "qwen35", 6), 0);
+    EXPECT_EQ(f.folios().mappable, 0u);
+    EXPECT_EQ(f.folios().dropped, 0u);
+  }
+}
+
+}  // namespace
+}  // namespace qwen35
