@@ -42,7 +42,7 @@ void* map_aligned(int fd, size_t offset, size_t n) {
 }
 
 // Small folios are looked for in pieces of this size (one probe mapping each).
-constexpr size_t kProbeBytes = size_t(32) << 20;
+constexpr size_t kProbeBytes = size_t(8) << 20;
 
 // Whether the file's first 2 MiB, dropped from the page cache and faulted in again through a
 // huge-page mapping, come back mapped by one 2 MiB entry: a file with no such entry at all may

@@ -19,7 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr size_t kFileBytes = size_t(40) << 20;  // 20 huge pages, two probe pieces
+constexpr size_t kFileBytes = size_t(40) << 20;  // 20 huge pages, five probe pieces of 8 MiB
 
 uint8_t byte_at(size_t i) { return uint8_t((i * 2654435761u) >> 13); }
 
@@ -86,6 +86,34 @@ TEST(MappedFile, SmallFoliosAreReadAgainInHugeOnes) {
   ASSERT_TRUE(same_bytes(again));
   EXPECT_EQ(again.folios().small_before, sf.small_after);
   if (sf.small_after * 50 <= sf.mappable) EXPECT_EQ(again.folios().dropped, 0u);
+}
+
+// Only the damaged piece is read again: what a partial eviction leaves (the rest still in 2 MiB
+// folios) is evicted and refilled in small folios here by reading one 4 KiB page of every 64 KiB
+// of it without readahead.
+TEST(MappedFile, OnlyThePiecesInSmallFoliosAreReadAgain) {
+  TempDir dir;
+  const std::string path = (dir.path / "partly").string();
+  write_file(path, kHugePageBytes);
+  constexpr size_t kFrom = size_t(16) << 20, kBytes = size_t(8) << 20;
+  {
+    const MappedFile first(path, /*huge_pages=*/true);
+    if (!first.folios().known || first.folios().small_before == first.folios().mappable)
+      GTEST_SKIP() << "this kernel or file system maps no file pages by 2 MiB entries here (" << dir.path << ")";
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::posix_fadvise(fd, off_t(kFrom), off_t(kBytes), POSIX_FADV_DONTNEED), 0);
+  ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM), 0);
+  char page[4096];
+  for (size_t at = kFrom; at < kFrom + kBytes; at += 65536) ASSERT_EQ(::pread(fd, page, sizeof page, off_t(at)), ssize_t(sizeof page));
+  ::close(fd);
+
+  const MappedFile f(path, /*huge_pages=*/true);
+  ASSERT_TRUE(same_bytes(f));
+  EXPECT_EQ(f.folios().small_before, kBytes);
+  EXPECT_EQ(f.folios().dropped, kBytes) << "only the 8 MiB piece that held small folios";
+  EXPECT_LT(f.folios().small_after * 4, kBytes);
 }
 
 TEST(MappedFile, PlainMappingsAndShortFilesAreLeftAlone) {
