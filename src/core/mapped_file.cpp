@@ -41,6 +41,19 @@ void* map_aligned(int fd, size_t offset, size_t n) {
   return p;
 }
 
+// map_aligned, every page of it faulted in now.
+void* map_populated(int fd, size_t offset, size_t n) {
+  void* p = map_aligned(fd, offset, n);
+  if (p) populate_mapping(p, n);
+  return p;
+}
+
+// The bytes of the mapping at p mapped by 2 MiB entries; -1 when the kernel does not say.
+int64_t pmd_mapped(const void* p) {
+  const void* const one[] = {p};
+  return pmd_mapped_bytes(one)[0];
+}
+
 // Small folios are looked for in pieces of this size (one probe mapping each).
 constexpr size_t kProbeBytes = size_t(8) << 20;
 
@@ -49,11 +62,9 @@ constexpr size_t kProbeBytes = size_t(8) << 20;
 // have been read in small folios only, or live where large folios of files do not exist.
 bool reads_in_huge_folios(int fd) {
   if (::posix_fadvise(fd, 0, off_t(kHugePageBytes), POSIX_FADV_DONTNEED) != 0) return false;
-  void* q = map_aligned(fd, 0, kHugePageBytes);
+  void* q = map_populated(fd, 0, kHugePageBytes);
   if (!q) return false;
-  populate_mapping(q, kHugePageBytes);
-  const void* const one[] = {q};
-  const bool huge = pmd_mapped_bytes(one)[0] == int64_t(kHugePageBytes);
+  const bool huge = pmd_mapped(q) == int64_t(kHugePageBytes);
   ::munmap(q, kHugePageBytes);
   return huge;
 }
@@ -61,16 +72,16 @@ bool reads_in_huge_folios(int fd) {
 }  // namespace
 
 void* MappedFile::map_in_huge_folios(int fd) {
-  void* p = map_aligned(fd, 0, size_);
+  void* p = map_populated(fd, 0, size_);
   if (!p) return nullptr;
   FolioReport& r = folios_;
   r.mappable = size_ / kHugePageBytes * kHugePageBytes;
-  populate_mapping(p, size_);
-  const void* const whole[] = {p};
-  const int64_t pmd = pmd_mapped_bytes(whole)[0];
+  auto small_of = [&](int64_t pmd) { return r.mappable - std::min(size_t(pmd), r.mappable); };
+  auto since = [](auto t) { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(); };
+  const int64_t pmd = pmd_mapped(p);
   if (pmd < 0) return p;  // the kernel does not say
   r.known = true;
-  r.small_before = r.small_after = r.mappable - std::min(size_t(pmd), r.mappable);
+  r.small_before = r.small_after = small_of(pmd);
   if (r.small_before * 50 <= r.mappable) return p;  // below 2% the gain is not worth a disk read
   const auto t0 = std::chrono::steady_clock::now();
   // Find the pieces held in small folios: each probed through a mapping of its own, since smaps
@@ -80,15 +91,13 @@ void* MappedFile::map_in_huge_folios(int fd) {
   ::munmap(p, size_);
   if (pmd == 0 && !reads_in_huge_folios(fd)) {
     // This kernel or file system keeps no large folios of files: reading again would not help.
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.seconds = since(t0);
     return map_aligned(fd, 0, size_);
   }
   std::vector<const void*> probes;
   for (size_t off = 0; off < r.mappable; off += kProbeBytes) {
     const size_t n = std::min(kProbeBytes, r.mappable - off);
-    void* q = map_aligned(fd, off, n);
-    if (q) populate_mapping(q, n);
-    probes.push_back(q);
+    probes.push_back(map_populated(fd, off, n));
   }
   const std::vector<int64_t> pieces = pmd_mapped_bytes(probes);
   for (size_t i = 0; i < probes.size(); ++i) {
@@ -98,13 +107,11 @@ void* MappedFile::map_in_huge_folios(int fd) {
     if (pieces[i] >= 0 && size_t(pieces[i]) < n && ::posix_fadvise(fd, off_t(off), off_t(n), POSIX_FADV_DONTNEED) == 0)
       r.dropped += n;
   }
-  p = map_aligned(fd, 0, size_);
+  p = map_populated(fd, 0, size_);
   if (!p) return nullptr;
-  populate_mapping(p, size_);
-  const void* const again[] = {p};
-  const int64_t after = pmd_mapped_bytes(again)[0];
-  if (after >= 0) r.small_after = r.mappable - std::min(size_t(after), r.mappable);
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const int64_t after = pmd_mapped(p);
+  if (after >= 0) r.small_after = small_of(after);
+  r.seconds = since(t0);
   return p;
 }
 

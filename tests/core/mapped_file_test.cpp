@@ -13,6 +13,7 @@
 
 #include "core/mapped_file.h"
 #include "core/page_buffer.h"
+#include "support/test_data.h"
 
 namespace qwen35 {
 namespace {
@@ -45,28 +46,20 @@ bool same_bytes(const MappedFile& f) {
   return true;
 }
 
-struct TempDir {
-  TempDir() : path(fs::temp_directory_path() / ("qwen35-mapped-file-" + std::to_string(::getpid()))) {
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path path;
-};
+// Whether a file written in 2 MiB pieces came out mapped by 2 MiB entries: where it does not, the
+// kernel or file system keeps no large folios of files and there is nothing to mend.
+bool maps_by_huge_entries(const FolioReport& f) { return f.known && f.small_before < f.mappable; }
 
 TEST(MappedFile, SmallFoliosAreReadAgainInHugeOnes) {
-  TempDir dir;
-  const std::string whole = (dir.path / "whole").string(), small = (dir.path / "small").string();
+  const fs::path dir = test::temp_dir("mapped-file");
+  const std::string whole = (dir / "whole").string(), small = (dir / "small").string();
   write_file(whole, kHugePageBytes);
   write_file(small, 4096);
 
   const MappedFile w(whole, /*huge_pages=*/true);
   ASSERT_TRUE(same_bytes(w));
   const FolioReport& wf = w.folios();
-  if (!wf.known || wf.small_before == wf.mappable)
-    GTEST_SKIP() << "this kernel or file system maps no file pages by 2 MiB entries here (" << dir.path << ")";
+  if (!maps_by_huge_entries(wf)) GTEST_SKIP() << "no file page is mapped by a 2 MiB entry here (" << dir << ")";
   EXPECT_EQ(wf.mappable, kFileBytes);
   EXPECT_EQ(wf.dropped, 0u) << "a file held in 2 MiB folios is not read again";
   EXPECT_LE(wf.small_after * 50, wf.mappable);
@@ -85,21 +78,22 @@ TEST(MappedFile, SmallFoliosAreReadAgainInHugeOnes) {
   const MappedFile again(small, /*huge_pages=*/true);
   ASSERT_TRUE(same_bytes(again));
   EXPECT_EQ(again.folios().small_before, sf.small_after);
-  if (sf.small_after * 50 <= sf.mappable) EXPECT_EQ(again.folios().dropped, 0u);
+  if (sf.small_after * 50 <= sf.mappable) {
+    EXPECT_EQ(again.folios().dropped, 0u);
+  }
 }
 
 // Only the damaged piece is read again: what a partial eviction leaves (the rest still in 2 MiB
 // folios) is evicted and refilled in small folios here by reading one 4 KiB page of every 64 KiB
 // of it without readahead.
 TEST(MappedFile, OnlyThePiecesInSmallFoliosAreReadAgain) {
-  TempDir dir;
-  const std::string path = (dir.path / "partly").string();
+  const fs::path dir = test::temp_dir("mapped-file");
+  const std::string path = (dir / "partly").string();
   write_file(path, kHugePageBytes);
   constexpr size_t kFrom = size_t(16) << 20, kBytes = size_t(8) << 20;
   {
     const MappedFile first(path, /*huge_pages=*/true);
-    if (!first.folios().known || first.folios().small_before == first.folios().mappable)
-      GTEST_SKIP() << "this kernel or file system maps no file pages by 2 MiB entries here (" << dir.path << ")";
+    if (!maps_by_huge_entries(first.folios())) GTEST_SKIP() << "no file page is mapped by a 2 MiB entry here (" << dir << ")";
   }
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0);
@@ -117,8 +111,7 @@ TEST(MappedFile, OnlyThePiecesInSmallFoliosAreReadAgain) {
 }
 
 TEST(MappedFile, PlainMappingsAndShortFilesAreLeftAlone) {
-  TempDir dir;
-  const std::string path = (dir.path / "short").string();
+  const std::string path = (fs::path(test::temp_dir("mapped-file")) / "short").string();
   {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     ASSERT_GE(fd, 0);
