@@ -35,6 +35,12 @@ done
 [ ${#models[@]} -gt 0 ] || { echo "compare_llama.sh: give at least one -m MODEL.gguf" >&2; exit 2; }
 for m in "${models[@]}"; do [ -f "$m" ] || { echo "compare_llama.sh: no such file: $m" >&2; exit 2; }; done
 [ -x "$qwen35" ] || { echo "compare_llama.sh: qwen35 binary not found at $qwen35 (--qwen35)" >&2; exit 2; }
+# The summary reads every result file in --out, so an earlier run's rounds there would be mixed in.
+if compgen -G "$out/qwen35-*.json" > /dev/null || compgen -G "$out/llama-*.json" > /dev/null ||
+   compgen -G "$out/ik-*.json" > /dev/null; then
+  echo "compare_llama.sh: $out already holds results of an earlier run; give a new --out" >&2
+  exit 2
+fi
 mkdir -p "$out"
 log="$out/commands.log"
 : > "$log"
