@@ -124,7 +124,7 @@ void register_all() {
                                            [table](benchmark::State& s) { run(s, *table, false); });
     b->Unit(benchmark::kMillisecond)->ArgNames({"type", "T", "threads"});
     for (int ti = 0; ti < int(std::size(kTypes)); ++ti)
-      for (int64_t T : {1, 4, 16, 64}) {
+      for (int64_t T : {1, 4, 16, 64, 512}) {
         if (ref && T != 1 && T != 64) continue;
         for (int threads : {1, 2})
           if (!ref || threads == 1) b->Args({ti, T, threads});
@@ -134,7 +134,7 @@ void register_all() {
                                            [table](benchmark::State& s) { run(s, *table, true); });
     h->Unit(benchmark::kMicrosecond)->ArgNames({"type", "T", "threads"});
     for (int ti = 0; ti < int(std::size(kTypes)); ++ti)
-      for (int64_t T : {1, 4}) h->Args({ti, T, 1});
+      for (int64_t T : {1, 4, 8, 64}) h->Args({ti, T, 1});
   }
 }
 
