@@ -54,11 +54,21 @@ const ActRows& Activations::quantized(const Compute& c, ActFormat fmt) {
   if (f.bytes.size() < size_t(T_) * l.row_bytes) f.bytes.resize(size_t(T_) * l.row_bytes);
   uint8_t* out = f.bytes.data();
   QuantizeActFn q = c.k->quantize_act ? c.k->quantize_act : ref_table().quantize_act;
-  // Rows are independent; large blocks split over the pool.
-  c.pool->parallel_for(size_t(T_), 8, [&](size_t b, size_t e) {
-    q(fmt, x_ + int64_t(b) * stride_, int64_t(e - b), stride_, n_, out + b * l.row_bytes);
-  });
   f.rows = ActRows{fmt, T_, n_, out, l};
+  const int64_t tiles = c.k->act_tiles ? T_ / kActTile : 0;
+  if (tiles > 0) {
+    const size_t tb = act_tile_bytes(fmt, T_, n_);
+    if (f.tile_bytes.size() < tb) f.tile_bytes.resize(tb);
+    f.rows.tiles = f.tile_bytes.data();
+  }
+  // Rows are independent; large blocks split over the pool, a tile's rows quantized and then
+  // interleaved by the same thread.
+  const size_t units = size_t((T_ + kActTile - 1) / kActTile);
+  c.pool->parallel_for(units, 1, [&](size_t b, size_t e) {
+    const int64_t r0 = int64_t(b) * kActTile, r1 = std::min<int64_t>(T_, int64_t(e) * kActTile);
+    q(fmt, x_ + r0 * stride_, r1 - r0, stride_, n_, out + size_t(r0) * l.row_bytes);
+    if (tiles > 0) tile_act_rows(f.rows, int64_t(b), std::min<int64_t>(tiles, int64_t(e)), f.tile_bytes.data());
+  });
   f.valid = true;
   return f.rows;
 }

@@ -36,7 +36,7 @@ class Activations {
   const float* x_ = nullptr;
   int64_t T_ = 0, n_ = 0, stride_ = 0;
   struct Form {
-    std::vector<uint8_t> bytes;
+    std::vector<uint8_t> bytes, tile_bytes;
     ActRows rows;
     bool valid = false;
   };

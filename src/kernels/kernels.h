@@ -132,6 +132,9 @@ struct KernelTable {
   MatmulFn matmul[size_t(DType::kCount)] = {};  // nullptr: dtype not handled by this table
   QMatmulFn qmatmul[size_t(DType::kCount)] = {};
   QuantizeActFn quantize_act = nullptr;
+  // The block kernels read token tiles (ActRows::tiles) where they exist: Activations makes them
+  // for blocks of kActTile tokens or more.
+  bool act_tiles = false;
   PackedFormat packing;
   RowToF32Fn row_to_f32 = nullptr;
   DotFn dot = nullptr;

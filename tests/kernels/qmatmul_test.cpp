@@ -55,6 +55,16 @@ std::vector<uint8_t> quantized_rows(const KernelTable& table, ActFormat fmt, con
   return out;
 }
 
+// The same rows with their token tiles as well (ActRows::tiles), as Activations makes them for the
+// tables that read tiles; `storage` keeps the tile bytes.
+ActRows with_tiles(const ActRows& rows, std::vector<uint8_t>& storage) {
+  storage.assign(act_tile_bytes(rows.fmt, rows.T, rows.n) + 1, 0xCD);
+  ActRows a = rows;
+  a.tiles = storage.data() + 1;  // misaligned
+  tile_act_rows(rows, 0, rows.T / kActTile, storage.data() + 1);
+  return a;
+}
+
 std::vector<float> activations(int64_t T, int64_t n, int64_t stride, std::mt19937& rng) {
   std::vector<float> x = random_floats(size_t(T * stride + 1), rng, 2.0f);
   // Some structure: a zero block, a row of tiny values, a huge outlier.
@@ -131,25 +141,31 @@ TEST(QuantKernels, EveryTableMatchesTheReferenceBitForBit) {
           const int64_t stride = cols + 3;
           std::vector<float> x = activations(T, cols, stride, rng);
           std::vector<uint8_t> qa = quantized_rows(ref_table(), fmt, x, T, cols, stride);
-          const ActRows a{fmt, T, cols, qa.data(), act_layout(fmt, cols)};
+          const ActRows rows_only{fmt, T, cols, qa.data(), act_layout(fmt, cols)};
+          std::vector<uint8_t> tile_storage;
+          const ActRows tiled = with_tiles(rows_only, tile_storage);
           const int64_t ys = rows + 2;
-          std::vector<float> want(size_t(T * ys), -1.0f), got(size_t(T * ys), -1.0f);
-          ref_table().qmatmul[size_t(t)](a, p.plain, 0, rows, want.data(), ys);
+          std::vector<float> want(size_t(T * ys), -1.0f);
+          ref_table().qmatmul[size_t(t)](rows_only, p.plain, 0, rows, want.data(), ys);
           ASSERT_TRUE(table->qmatmul[size_t(t)]) << table->name << " " << dtype_name(t);
-          table->qmatmul[size_t(t)](a, p.used, 0, rows, got.data(), ys);
-          for (size_t i = 0; i < want.size(); ++i)
-            ASSERT_EQ(std::memcmp(&want[i], &got[i], 4), 0)
-                << table->name << " " << dtype_name(t) << " " << rows << "x" << cols << " T=" << T << " at t="
-                << i / size_t(ys) << " o=" << i % size_t(ys) << ": " << got[i] << " vs " << want[i];
-          // A row range starting at a group boundary leaves the rows before it untouched.
-          const int64_t q = p.used.layout ? table->packing.group_rows : 1;
-          if (rows > q) {
-            std::vector<float> part(size_t(T * ys), -7.0f);
-            table->qmatmul[size_t(t)](a, p.used, q, rows, part.data(), ys);
-            for (int64_t tt = 0; tt < T; ++tt) {
-              for (int64_t o = 0; o < q; ++o) ASSERT_EQ(part[size_t(tt * ys + o)], -7.0f);
-              for (int64_t o = q; o < rows; ++o) ASSERT_EQ(part[size_t(tt * ys + o)], want[size_t(tt * ys + o)]);
-              for (int64_t o = rows; o < ys; ++o) ASSERT_EQ(part[size_t(tt * ys + o)], -7.0f);
+          for (const ActRows* a : {&rows_only, &tiled}) {
+            const char* form = a->tiles ? "tiles" : "rows";
+            std::vector<float> got(size_t(T * ys), -1.0f);
+            table->qmatmul[size_t(t)](*a, p.used, 0, rows, got.data(), ys);
+            for (size_t i = 0; i < want.size(); ++i)
+              ASSERT_EQ(std::memcmp(&want[i], &got[i], 4), 0)
+                  << table->name << " " << dtype_name(t) << " " << rows << "x" << cols << " T=" << T << " (" << form
+                  << ") at t=" << i / size_t(ys) << " o=" << i % size_t(ys) << ": " << got[i] << " vs " << want[i];
+            // A row range starting at a group boundary leaves the rows before it untouched.
+            const int64_t q = p.used.layout ? table->packing.group_rows : 1;
+            if (rows > q) {
+              std::vector<float> part(size_t(T * ys), -7.0f);
+              table->qmatmul[size_t(t)](*a, p.used, q, rows, part.data(), ys);
+              for (int64_t tt = 0; tt < T; ++tt) {
+                for (int64_t o = 0; o < q; ++o) ASSERT_EQ(part[size_t(tt * ys + o)], -7.0f) << form;
+                for (int64_t o = q; o < rows; ++o) ASSERT_EQ(part[size_t(tt * ys + o)], want[size_t(tt * ys + o)]) << form;
+                for (int64_t o = rows; o < ys; ++o) ASSERT_EQ(part[size_t(tt * ys + o)], -7.0f) << form;
+              }
             }
           }
         }
@@ -198,14 +214,20 @@ TEST(QuantKernels, ExtremeQuantsAndActivationsMatchTheReference) {
       const ActFormat fmt = act_format_for(t);
       std::vector<uint8_t> qa = quantized_rows(ref_table(), fmt, x, T, cols, cols);
       for (int64_t T1 : {int64_t(1), int64_t(4), T}) {  // the small-block kernels and (T = 9) AMX
-        const ActRows a{fmt, T1, cols, qa.data(), act_layout(fmt, cols)};
-        std::vector<float> want(size_t(T1 * rows)), got(size_t(T1 * rows));
-        ref_table().qmatmul[size_t(t)](a, p.plain, 0, rows, want.data(), rows);
-        table->qmatmul[size_t(t)](a, p.used, 0, rows, got.data(), rows);
-        for (size_t i = 0; i < want.size(); ++i)
-          ASSERT_EQ(std::memcmp(&want[i], &got[i], 4), 0)
-              << table->name << " " << dtype_name(t) << " T=" << T1 << " t=" << i / size_t(rows) << " row pattern 0x"
-              << std::hex << int(patterns[i % size_t(rows)]) << std::dec << ": " << got[i] << " vs " << want[i];
+        const ActRows rows_only{fmt, T1, cols, qa.data(), act_layout(fmt, cols)};
+        std::vector<uint8_t> tile_storage;
+        const ActRows tiled = with_tiles(rows_only, tile_storage);
+        std::vector<float> want(size_t(T1 * rows));
+        ref_table().qmatmul[size_t(t)](rows_only, p.plain, 0, rows, want.data(), rows);
+        for (const ActRows* a : {&rows_only, &tiled}) {
+          std::vector<float> got(size_t(T1 * rows));
+          table->qmatmul[size_t(t)](*a, p.used, 0, rows, got.data(), rows);
+          for (size_t i = 0; i < want.size(); ++i)
+            ASSERT_EQ(std::memcmp(&want[i], &got[i], 4), 0)
+                << table->name << " " << dtype_name(t) << " T=" << T1 << (a->tiles ? " (tiles)" : " (rows)")
+                << " t=" << i / size_t(rows) << " row pattern 0x" << std::hex << int(patterns[i % size_t(rows)])
+                << std::dec << ": " << got[i] << " vs " << want[i];
+        }
       }
     }
   }

@@ -45,6 +45,31 @@ ActLayout act_layout(ActFormat fmt, int64_t n) {
   return l;
 }
 
+size_t act_tile_bytes(ActFormat fmt, int64_t T, int64_t n) {
+  return size_t(T / kActTile) * size_t(n / act_block(fmt)) * act_tile_layout(fmt).block_bytes;
+}
+
+void tile_act_rows(const ActRows& rows, int64_t i0, int64_t i1, uint8_t* out) {
+  const ActTileLayout l = act_tile_layout(rows.fmt);
+  const int64_t B = act_block(rows.fmt), nb = rows.n / B;
+  for (int64_t i = i0; i < i1; ++i)
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* blk = out + size_t(i * nb + b) * l.block_bytes;
+      for (int t = 0; t < kActTile; ++t) {
+        const int64_t r = i * kActTile + t;
+        std::memcpy(blk + l.q + size_t(B) * size_t(t), rows.q(r) + b * B, size_t(B));
+        std::memcpy(blk + l.d + 4 * size_t(t), rows.d(r) + b, 4);
+        if (rows.fmt == ActFormat::kQ8x32) {
+          const int32_t ns = -rows.s32(r)[b];  // |s32| <= 32 * 127: no overflow
+          std::memcpy(blk + l.ns32 + 4 * size_t(t), &ns, 4);
+        } else {
+          std::memcpy(blk + l.h32 + size_t(B / 16) * size_t(t), rows.h32(r) + b * (B / 32), size_t(B / 16));
+          std::memcpy(blk + l.s16 + size_t(B / 8) * size_t(t), rows.s16(r) + b * (B / 16), size_t(B / 8));
+        }
+      }
+    }
+}
+
 void compute_act_sums(ActFormat fmt, int64_t n, uint8_t* row) {
   const ActLayout l = act_layout(fmt, n);
   const int8_t* q = reinterpret_cast<const int8_t*>(row + l.q);

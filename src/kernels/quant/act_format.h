@@ -38,12 +38,45 @@ struct ActLayout {
 // n must be a multiple of act_block(fmt).
 ActLayout act_layout(ActFormat fmt, int64_t n);
 
-// T quantized rows, row_bytes apart.
+// Token tiles: the same values for kernels that run kActTile tokens against each block of weights.
+// Rows 8i .. 8i + 7 are interleaved block by block, so such a kernel finds everything it needs
+// for a block of the tile behind one pointer at fixed offsets, rather than juggling eight row
+// pointers per section (which spilled to vector registers and cost the AVX-512 tile kernels about
+// a tenth of their speed on Zen 5). Per block of a tile, token t's:
+//   q     [8][B] int8          at q + B * t
+//   d     [8] f32              at d + 4 * t
+//   ns32  [8] int32            at ns32 + 4 * t: minus the sum of q per 32 (kQ8x32), so that the
+//                              offset a kernel subtracts is one shift of a broadcast
+//   h32   [8][B / 32] int16    at h32 + 2 * (B / 32) * t (kQ8x256)
+//   s16   [8][B / 16] int16    at s16 + 2 * (B / 16) * t (kQ8x256)
+constexpr int kActTile = 8;
+struct ActTileLayout {
+  size_t q = 0, d = 0, ns32 = 0, h32 = 0, s16 = 0;  // offsets within a block of a tile
+  size_t block_bytes = 0;
+};
+constexpr ActTileLayout act_tile_layout(ActFormat fmt) {
+  const size_t B = fmt == ActFormat::kQ8x256 ? 256 : 32, K = kActTile;
+  ActTileLayout l;
+  l.d = K * B;
+  if (fmt == ActFormat::kQ8x256) {
+    l.h32 = l.d + K * 4;
+    l.s16 = l.h32 + K * (B / 32) * 2;
+    l.block_bytes = l.s16 + K * (B / 16) * 2;
+  } else {
+    l.ns32 = l.d + K * 4;
+    l.block_bytes = l.ns32 + K * 4;
+  }
+  return l;
+}
+
+// T quantized rows, row_bytes apart; optionally also as tiles of their first T / kActTile * kActTile
+// rows (tile i at tiles + i * (n / B) * block_bytes), for the tables that read them.
 struct ActRows {
   ActFormat fmt = ActFormat::kQ8x32;
   int64_t T = 0, n = 0;
   const uint8_t* data = nullptr;
   ActLayout layout;
+  const uint8_t* tiles = nullptr;
 
   const uint8_t* row(int64_t t) const { return data + size_t(t) * layout.row_bytes; }
   const int8_t* q(int64_t t) const { return reinterpret_cast<const int8_t*>(row(t) + layout.q); }
@@ -51,7 +84,16 @@ struct ActRows {
   const int32_t* s32(int64_t t) const { return reinterpret_cast<const int32_t*>(row(t) + layout.s32); }
   const int16_t* s16(int64_t t) const { return reinterpret_cast<const int16_t*>(row(t) + layout.s16); }
   const int16_t* h32(int64_t t) const { return reinterpret_cast<const int16_t*>(row(t) + layout.h32); }
+  // Tile i (rows kActTile * i ...), or nullptr when the rows have no tiles.
+  const uint8_t* tile(int64_t i) const {
+    return tiles ? tiles + size_t(i) * size_t(n / act_block(fmt)) * act_tile_layout(fmt).block_bytes : nullptr;
+  }
 };
+
+// Bytes of the tiles of T rows of n values (full tiles only).
+size_t act_tile_bytes(ActFormat fmt, int64_t T, int64_t n);
+// Writes tiles [i0, i1) of `rows` (which must hold their rows) into out, laid out as ActRows::tiles.
+void tile_act_rows(const ActRows& rows, int64_t i0, int64_t i1, uint8_t* out);
 
 // Fills a row's sum sections from its quants (for rows whose q and d were written elsewhere).
 void compute_act_sums(ActFormat fmt, int64_t n, uint8_t* row);

@@ -605,6 +605,7 @@ void install(KernelTable& k, DType d) {
 KernelTable make_amx(const KernelTable& base) {
   KernelTable k = base;
   k.name = "amx";
+  k.act_tiles = false;  // its kernels take blocks of kActTile tokens and more from the rows
   install<Fmt::kQ8_0>(k, DType::Q8_0);
   install<Fmt::kQ4_0>(k, DType::Q4_0);
   install<Fmt::kIQ4_NL>(k, DType::IQ4_NL);

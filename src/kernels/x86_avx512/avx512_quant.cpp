@@ -140,6 +140,78 @@ inline __m512i hi_nib(__m512i v) { return _mm512_and_si512(_mm512_srli_epi16(v, 
 // 32 zmm registers hold 8 tokens' sums beside a sub-block's weights): on Zen 5, one thread at
 // T = 64, Q8_0 +17%, Q4_K +10%, Q6_K +26%, Q2_K/Q3_K +18-25%, Q4_0 and IQ4_XS level.
 constexpr int kTokenTile = 8;
+static_assert(kTokenTile == kActTile, "a full token tile is one tile of ActRows::tiles");
+
+// acc + vpdpbusd(w, the 4 activation bytes at p broadcast), the broadcast folded into the
+// instruction ({1to16}): one uop instead of two, which GCC does not fold by itself. Zen 5: Q4_0 /
+// Q8_0 token tiles from the caches +2.5-4%; one token streaming Q4_K / Q6_K from memory +17-18%
+// at two threads (fewer uops per block leave more loads in flight).
+inline __m512i dpbusd_bcast(__m512i acc, __m512i w, const void* p) {
+  asm("vpdpbusd %[m]%{1to16%}, %[w], %[acc]" : [acc] "+v"(acc) : [w] "v"(w), [m] "m"(*static_cast<const int32_t*>(p)));
+  return acc;
+}
+
+// ---- Where the kernels find a token's activations for block b ----------------------------------
+//
+// RowActs: TT tokens from t0 on, one pointer per token and section (any T). TileActs: one full tile
+// of ActRows::tiles, every section at a fixed offset from one pointer per block. The kernels are
+// written once against this interface; both give the same integers and floats in the same order.
+
+template <ActFormat F, int TT>
+struct RowActs {
+  static constexpr int64_t B = F == ActFormat::kQ8x256 ? 256 : 32;
+  const int8_t* q_[TT];
+  const float* d_[TT];
+  const int32_t* s32_[TT];
+  const int16_t* h32_[TT];
+  const int16_t* s16_[TT];
+  RowActs(const ActRows& a, int64_t t0) {
+    for (int t = 0; t < TT; ++t) {
+      q_[t] = a.q(t0 + t);
+      d_[t] = a.d(t0 + t);
+      if constexpr (F == ActFormat::kQ8x32) {
+        s32_[t] = a.s32(t0 + t);
+      } else {
+        h32_[t] = a.h32(t0 + t);
+        s16_[t] = a.s16(t0 + t);
+      }
+    }
+  }
+  const int8_t* q(int t, int64_t b) const { return q_[t] + B * b; }
+  float d(int t, int64_t b) const { return d_[t][b]; }
+  // -c * (sum of block b's quants), c a power of two.
+  template <int c>
+  __m512i offset(int t, int64_t b) const { return _mm512_set1_epi32(-c * s32_[t][b]); }
+  // acc + (sum of block b's quants) * m.
+  __m512 add_sum_times(int t, int64_t b, __m512 m, __m512 acc) const {
+    return _mm512_fmadd_ps(_mm512_set1_ps(float(s32_[t][b])), m, acc);
+  }
+  const int16_t* h32(int t, int64_t b) const { return h32_[t] + B / 32 * b; }
+  const int16_t* s16(int t, int64_t b) const { return s16_[t] + B / 16 * b; }
+};
+
+template <ActFormat F>
+struct TileActs {
+  static constexpr ActTileLayout L = act_tile_layout(F);
+  static constexpr int64_t B = F == ActFormat::kQ8x256 ? 256 : 32;
+  const uint8_t* p;
+  const uint8_t* at(int64_t b) const { return p + L.block_bytes * size_t(b); }
+  const int8_t* q(int t, int64_t b) const { return reinterpret_cast<const int8_t*>(at(b) + L.q + B * t); }
+  float d(int t, int64_t b) const { return *reinterpret_cast<const float*>(at(b) + L.d + 4 * t); }
+  template <int c>
+  __m512i offset(int t, int64_t b) const {
+    return _mm512_slli_epi32(bcast32(at(b) + L.ns32 + 4 * t), __builtin_ctz(c));
+  }
+  __m512 add_sum_times(int t, int64_t b, __m512 m, __m512 acc) const {  // the tile holds minus the sum
+    return _mm512_fnmadd_ps(_mm512_set1_ps(float(load_i32(at(b) + L.ns32 + 4 * t))), m, acc);
+  }
+  const int16_t* h32(int t, int64_t b) const {
+    return reinterpret_cast<const int16_t*>(at(b) + L.h32 + B / 16 * t);
+  }
+  const int16_t* s16(int t, int64_t b) const {
+    return reinterpret_cast<const int16_t*>(at(b) + L.s16 + B / 8 * t);
+  }
+};
 
 // ---- Legacy formats (blocks of 32; activations kQ8x32) ----------------------------------------
 
@@ -162,15 +234,21 @@ struct LegacyLayout {
   static constexpr size_t kBlock = L == Legacy::kQ8_0 ? 544 : L == Legacy::kQ4_1 ? 320 : L == Legacy::kQ5_0 ? 352 : L == Legacy::kQ5_1 ? 384 : 288;
 };
 
-// The block's 8 weight vectors as unsigned bytes (quad k = elements 4k..4k+3 of every row) and
-// the offset c they carry: w_u8 = w + c, so sum(w * a) = sum(w_u8 * a) - c * sum(a).
+// The offset c of unpack_legacy's unsigned weights: w_u8 = w + c, so sum(w * a) = sum(w_u8 * a) -
+// c * sum(a).
 template <Legacy L>
-inline int unpack_legacy(const uint8_t* pb, __m512i W[8]) {
+constexpr int legacy_offset() {
+  return L == Legacy::kQ8_0 || L == Legacy::kIQ4_NL ? 128 : L == Legacy::kQ4_0 ? 8 : L == Legacy::kQ5_0 ? 16 : 0;
+}
+
+// The block's 8 weight vectors as unsigned bytes (quad k = elements 4k..4k+3 of every row), each
+// carrying the offset legacy_offset<L>().
+template <Legacy L>
+inline void unpack_legacy(const uint8_t* pb, __m512i W[8]) {
   using Lay = LegacyLayout<L>;
   if constexpr (L == Legacy::kQ8_0) {
     const __m512i flip = _mm512_set1_epi8(int8_t(0x80));
     for (int k = 0; k < 8; ++k) W[k] = _mm512_xor_si512(vload(pb + Lay::kQs + 64 * k), flip);
-    return 128;
   } else {
     for (int v = 0; v < 4; ++v) {
       const __m512i p = vload(pb + Lay::kQs + 64 * v);
@@ -183,7 +261,6 @@ inline int unpack_legacy(const uint8_t* pb, __m512i W[8]) {
                                                                 (char)153, (char)166, (char)181, (char)197, (char)217,
                                                                 (char)241));
       for (int k = 0; k < 8; ++k) W[k] = _mm512_shuffle_epi8(book, W[k]);
-      return 128;
     }
     if constexpr (L == Legacy::kQ5_0 || L == Legacy::kQ5_1) {
       const __m512i qh = vload(pb + Lay::kQh);
@@ -192,45 +269,36 @@ inline int unpack_legacy(const uint8_t* pb, __m512i W[8]) {
         const __mmask64 bit = _mm512_test_epi8_mask(qh, _mm512_set1_epi8(int8_t(1 << k)));
         W[k] = _mm512_or_si512(W[k], _mm512_maskz_mov_epi8(bit, sixteen));
       }
-      return L == Legacy::kQ5_0 ? 16 : 0;
     }
-    return L == Legacy::kQ4_0 ? 8 : 0;
   }
 }
 
-template <Legacy L, int TT>
-void legacy_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o,
-                  int64_t o_end) {
+template <Legacy L, int TT, class Acts>
+void legacy_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   using Lay = LegacyLayout<L>;
   __m512 acc[TT];
   for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
-  const int8_t* q[TT];
-  const float* da[TT];
-  const int32_t* s32[TT];
-  for (int t = 0; t < TT; ++t) {
-    q[t] = a.q(t0 + t);
-    da[t] = a.d(t0 + t);
-    s32[t] = a.s32(t0 + t);
-  }
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* pb = group + size_t(b) * Lay::kBlock;
     prefetch_ahead(pb, Lay::kBlock);
     __m512i W[8];
-    const int c = unpack_legacy<L>(pb, W);
+    constexpr int c = legacy_offset<L>();
+    unpack_legacy<L>(pb, W);
     const __m512 dw = load_f16x16(pb);
     __m512 mw;
     if constexpr (legacy_has_min<L>()) mw = load_f16x16(pb + Lay::kMin);
+#pragma GCC unroll 8
     for (int t = 0; t < TT; ++t) {
-      const int8_t* qa = q[t] + 32 * b;
-      __m512i isum = c ? _mm512_set1_epi32(-c * s32[t][b]) : _mm512_setzero_si512();
-      for (int k = 0; k < 8; ++k) isum = _mm512_dpbusd_epi32(isum, W[k], bcast32(qa + 4 * k));
-      const __m512 dav = _mm512_set1_ps(da[t][b]);
+      const int8_t* qa = x.q(t, b);
+      __m512i isum = c ? x.template offset<c>(t, b) : _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) isum = dpbusd_bcast(isum, W[k], qa + 4 * k);
+      const __m512 dav = _mm512_set1_ps(x.d(t, b));
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, dav), acc[t]);
-      if constexpr (legacy_has_min<L>())
-        acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(float(s32[t][b])), _mm512_mul_ps(mw, dav), acc[t]);
+      if constexpr (legacy_has_min<L>()) acc[t] = x.add_sum_times(t, b, _mm512_mul_ps(mw, dav), acc[t]);
     }
   }
-  for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
+  for (int t = 0; t < TT; ++t) store_rows(y + t * ys, o, o_end, acc[t]);
 }
 
 // ---- Q4_K / Q5_K (super-blocks of 256, 8 sub-blocks of 32 with scales and mins; kQ8x256) ------
@@ -261,8 +329,8 @@ inline __m512i k4_min_pair(__m512i u0, __m512i u1, __m512i u2) {  // mins s, s +
 // Sub-block s's integer part for every token: I1[t] += sc_s * sum(u * a) over its 32 elements.
 // Each sub-block's 8 weight vectors are unpacked right before use (the low nibbles of the 8 vectors
 // of pair s / 2 for even s, the high ones for odd s), so a token tile of 4 fits the registers.
-template <bool kFive, int TT, int s>
-inline void k4_sub_block(const int8_t* const q[TT], int64_t b, const uint8_t* pb, __m512i u0, __m512i u1, __m512i u2,
+template <bool kFive, int TT, int s, class Acts>
+inline void k4_sub_block(const Acts& x, int64_t b, const uint8_t* pb, __m512i u0, __m512i u1, __m512i u2,
                          __m512i I1[TT]) {
   using Lay = K4Layout<kFive>;
   constexpr int c = s / 2;
@@ -280,58 +348,49 @@ inline void k4_sub_block(const int8_t* const q[TT], int64_t b, const uint8_t* pb
   const __m512i sc = k4_field<s, false>(u0, u1, u2);
 #pragma GCC unroll 8
   for (int t = 0; t < TT; ++t) {
-    const int8_t* qa = q[t] + 256 * b + 32 * s;
+    const int8_t* qa = x.q(t, b) + 32 * s;
     if constexpr (!kFive && TT > 1) {
       // Token tiles: each half of the sub-block (16 elements, |sum| <= 16 * 15 * 128) fits an
       // int16 and sc's high half is zero, so two vpdpwssd add half * sc exactly, in place of a
       // vpmulld (port 0 only) per token. Sapphire Rapids VM, T = 4: +5-12% from the caches, +4-9%
       // four-stream decode. One token keeps the vpmulld: it is memory-bound, and this form
       // measured 2-6% slower there (more uops in flight per block leave fewer loads in flight).
-      __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), W[0], bcast32(qa));
-      __m512i hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), W[4], bcast32(qa + 16));
+      __m512i lo = dpbusd_bcast(_mm512_setzero_si512(), W[0], qa);
+      __m512i hi = dpbusd_bcast(_mm512_setzero_si512(), W[4], qa + 16);
 #pragma GCC unroll 3
       for (int m = 1; m < 4; ++m) {
-        lo = _mm512_dpbusd_epi32(lo, W[m], bcast32(qa + 4 * m));
-        hi = _mm512_dpbusd_epi32(hi, W[m + 4], bcast32(qa + 16 + 4 * m));
+        lo = dpbusd_bcast(lo, W[m], qa + 4 * m);
+        hi = dpbusd_bcast(hi, W[m + 4], qa + 16 + 4 * m);
       }
       I1[t] = _mm512_add_epi32(I1[t], _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(_mm512_setzero_si512(), lo, sc), hi, sc));
     } else {
       // One token (above), and five-bit quants: a half can reach 16 * 31 * 127, past int16.
-      __m512i part = _mm512_dpbusd_epi32(_mm512_setzero_si512(), W[0], bcast32(qa));
+      __m512i part = dpbusd_bcast(_mm512_setzero_si512(), W[0], qa);
 #pragma GCC unroll 7
-      for (int m = 1; m < 8; ++m) part = _mm512_dpbusd_epi32(part, W[m], bcast32(qa + 4 * m));
+      for (int m = 1; m < 8; ++m) part = dpbusd_bcast(part, W[m], qa + 4 * m);
       I1[t] = _mm512_add_epi32(I1[t], _mm512_mullo_epi32(part, sc));
     }
   }
 }
 
-template <bool kFive, int TT>
-void k4_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o,
-              int64_t o_end) {
+template <bool kFive, int TT, class Acts>
+void k4_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   using Lay = K4Layout<kFive>;
   __m512 acc[TT];
   for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
-  const int8_t* q[TT];
-  const int16_t* h32[TT];
-  const float* da[TT];
-  for (int t = 0; t < TT; ++t) {
-    q[t] = a.q(t0 + t);
-    h32[t] = a.h32(t0 + t);
-    da[t] = a.d(t0 + t);
-  }
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* pb = group + size_t(b) * Lay::kBlock;
     const __m512i u0 = vload(pb + Lay::kScales), u1 = vload(pb + Lay::kScales + 64), u2 = vload(pb + Lay::kScales + 128);
     __m512i I1[TT];
     for (int t = 0; t < TT; ++t) I1[t] = _mm512_setzero_si512();
-    k4_sub_block<kFive, TT, 0>(q, b, pb, u0, u1, u2, I1);
-    k4_sub_block<kFive, TT, 1>(q, b, pb, u0, u1, u2, I1);
-    k4_sub_block<kFive, TT, 2>(q, b, pb, u0, u1, u2, I1);
-    k4_sub_block<kFive, TT, 3>(q, b, pb, u0, u1, u2, I1);
-    k4_sub_block<kFive, TT, 4>(q, b, pb, u0, u1, u2, I1);
-    k4_sub_block<kFive, TT, 5>(q, b, pb, u0, u1, u2, I1);
-    k4_sub_block<kFive, TT, 6>(q, b, pb, u0, u1, u2, I1);
-    k4_sub_block<kFive, TT, 7>(q, b, pb, u0, u1, u2, I1);
+    k4_sub_block<kFive, TT, 0>(x, b, pb, u0, u1, u2, I1);
+    k4_sub_block<kFive, TT, 1>(x, b, pb, u0, u1, u2, I1);
+    k4_sub_block<kFive, TT, 2>(x, b, pb, u0, u1, u2, I1);
+    k4_sub_block<kFive, TT, 3>(x, b, pb, u0, u1, u2, I1);
+    k4_sub_block<kFive, TT, 4>(x, b, pb, u0, u1, u2, I1);
+    k4_sub_block<kFive, TT, 5>(x, b, pb, u0, u1, u2, I1);
+    k4_sub_block<kFive, TT, 6>(x, b, pb, u0, u1, u2, I1);
+    k4_sub_block<kFive, TT, 7>(x, b, pb, u0, u1, u2, I1);
     const __m512i mnp[4] = {k4_min_pair<0>(u0, u1, u2), k4_min_pair<2>(u0, u1, u2), k4_min_pair<4>(u0, u1, u2),
                             k4_min_pair<6>(u0, u1, u2)};
     const __m512 d = load_f16x16(pb), dmin = load_f16x16(pb + Lay::kDmin);
@@ -339,13 +398,13 @@ void k4_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, fl
     for (int t = 0; t < TT; ++t) {
       __m512i I2 = _mm512_setzero_si512();
 #pragma GCC unroll 4
-      for (int p = 0; p < 4; ++p) I2 = _mm512_dpwssd_epi32(I2, mnp[p], bcast32(h32[t] + 8 * b + 2 * p));
-      const __m512 dav = _mm512_set1_ps(da[t][b]);
+      for (int p = 0; p < 4; ++p) I2 = _mm512_dpwssd_epi32(I2, mnp[p], bcast32(x.h32(t, b) + 2 * p));
+      const __m512 dav = _mm512_set1_ps(x.d(t, b));
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1[t]), _mm512_mul_ps(d, dav), acc[t]);
       acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(I2), _mm512_mul_ps(dmin, dav), acc[t]);
     }
   }
-  for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
+  for (int t = 0; t < TT; ++t) store_rows(y + t * ys, o, o_end, acc[t]);
 }
 
 // ---- Q6_K (16 sub-blocks of 16 with int8 scales; kQ8x256) --------------------------------------
@@ -357,19 +416,10 @@ constexpr size_t kQ6Qh = 2048, kQ6Scales = 3072, kQ6D = 3328, kQ6Block = 3360;
 // pairs per token, not a broadcast per sub-block. Every loop is unrolled so that shifts and
 // offsets are immediates: the rolled version spent as many scalar instructions on addresses as
 // vector ones on the math.
-template <int TT>
-void q6k_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o,
-               int64_t o_end) {
+template <int TT, class Acts>
+void q6k_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   __m512 acc[TT];
   for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
-  const int8_t* q[TT];
-  const int16_t* s16[TT];
-  const float* da[TT];
-  for (int t = 0; t < TT; ++t) {
-    q[t] = a.q(t0 + t);
-    s16[t] = a.s16(t0 + t);
-    da[t] = a.d(t0 + t);
-  }
   const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* pb = group + size_t(b) * kQ6Block;
@@ -385,8 +435,8 @@ void q6k_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, f
       const __m512i p23 = _mm512_mask_blend_epi16(0xaaaaaaaa, _mm512_srli_epi32(X, 16), Y);
 #pragma GCC unroll 8
       for (int t = 0; t < TT; ++t)
-        I1[t] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(I1[t], p01, bcast32(s16[t] + 16 * b + 4 * v)), p23,
-                                    bcast32(s16[t] + 16 * b + 4 * v + 2));
+        I1[t] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(I1[t], p01, bcast32(x.s16(t, b) + 4 * v)), p23,
+                                    bcast32(x.s16(t, b) + 4 * v + 2));
     }
     for (int t = 0; t < TT; ++t) I1[t] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(I1[t], 5));
     // Half h, quad m: elements 128h + 32e + 4m + j for e = 0..3 (sub-blocks 8h + 2e + m / 4).
@@ -418,10 +468,10 @@ void q6k_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, f
               _mm512_srai_epi32(_mm512_slli_epi32(vload(pb + kQ6Scales + 64 * (s / 4)), 8 * (3 - s % 4)), 24);
 #pragma GCC unroll 8
           for (int t = 0; t < TT; ++t) {
-            const int8_t* qa = q[t] + 256 * b + 16 * s;
-            __m512i part = _mm512_dpbusd_epi32(_mm512_setzero_si512(), W[0], bcast32(qa));
+            const int8_t* qa = x.q(t, b) + 16 * s;
+            __m512i part = dpbusd_bcast(_mm512_setzero_si512(), W[0], qa);
 #pragma GCC unroll 3
-            for (int mm = 1; mm < 4; ++mm) part = _mm512_dpbusd_epi32(part, W[mm], bcast32(qa + 4 * mm));
+            for (int mm = 1; mm < 4; ++mm) part = dpbusd_bcast(part, W[mm], qa + 4 * mm);
             I1[t] = _mm512_add_epi32(I1[t], _mm512_mullo_epi32(part, sc));
           }
         }
@@ -429,9 +479,9 @@ void q6k_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, f
     }
     const __m512 d = load_f16x16(pb + kQ6D);
     for (int t = 0; t < TT; ++t)
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1[t]), _mm512_mul_ps(d, _mm512_set1_ps(da[t][b])), acc[t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1[t]), _mm512_mul_ps(d, _mm512_set1_ps(x.d(t, b))), acc[t]);
   }
-  for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
+  for (int t = 0; t < TT; ++t) store_rows(y + t * ys, o, o_end, acc[t]);
 }
 
 // ---- Q2_K / Q3_K (16 sub-blocks of 16, 2-bit quants in four shifts of 64 bytes; kQ8x256) -------
@@ -462,9 +512,8 @@ inline void q3k_scales(const uint8_t* p, __m512i sc[16]) {
   }
 }
 
-template <bool kQ3, int TT>
-void k2_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o,
-              int64_t o_end) {
+template <bool kQ3, int TT, class Acts>
+void k2_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   __m512 acc[TT];
   for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
   const __m512i three = _mm512_set1_epi8(3), seven = _mm512_set1_epi8(7);
@@ -513,18 +562,18 @@ void k2_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, fl
           for (int m = 0; m < 8; ++m) W[m] = _mm512_and_si512(e ? _mm512_srli_epi16(X[m], 4) : X[m], kQ3 ? seven : three);
           const int s0 = 8 * h + 2 * k;
           for (int t = 0; t < TT; ++t) {
-            const int8_t* qa = a.q(t0 + t) + 256 * b + 128 * h + 32 * k;
+            const int8_t* qa = x.q(t, b) + 128 * h + 32 * k;
             __m512i p0, p1;
             if constexpr (kQ3) {
-              const int16_t* s16 = a.s16(t0 + t) + 16 * b + s0;
+              const int16_t* s16 = x.s16(t, b) + s0;
               p0 = _mm512_set1_epi32(-4 * int32_t(load_i16(s16)));
               p1 = _mm512_set1_epi32(-4 * int32_t(load_i16(s16 + 1)));
             } else {
               p0 = p1 = _mm512_setzero_si512();
             }
             for (int m = 0; m < 4; ++m) {
-              p0 = _mm512_dpbusd_epi32(p0, W[m], bcast32(qa + 4 * m));
-              p1 = _mm512_dpbusd_epi32(p1, W[m + 4], bcast32(qa + 16 + 4 * m));
+              p0 = dpbusd_bcast(p0, W[m], qa + 4 * m);
+              p1 = dpbusd_bcast(p1, W[m + 4], qa + 16 + 4 * m);
             }
             I1[t] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(I1[t], p0, sc[s0]), p1, sc[s0 + 1]);
           }
@@ -532,26 +581,25 @@ void k2_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, fl
       }
     const __m512 d = load_f16x16(pb + (kQ3 ? kQ3D : 0));
     for (int t = 0; t < TT; ++t) {
-      const __m512 dav = _mm512_set1_ps(a.d(t0 + t)[b]);
+      const __m512 dav = _mm512_set1_ps(x.d(t, b));
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1[t]), _mm512_mul_ps(d, dav), acc[t]);
       if constexpr (!kQ3) {
-        const int16_t* s16 = a.s16(t0 + t) + 16 * b;
+        const int16_t* s16 = x.s16(t, b);
         __m512i I2 = _mm512_setzero_si512();
         for (int p = 0; p < 8; ++p) I2 = _mm512_dpwssd_epi32(I2, mnp[p], bcast32(s16 + 2 * p));
         acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(I2), _mm512_mul_ps(load_f16x16(pb + kQ2Dmin), dav), acc[t]);
       }
     }
   }
-  for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
+  for (int t = 0; t < TT; ++t) store_rows(y + t * ys, o, o_end, acc[t]);
 }
 
 // ---- IQ4_XS (8 sub-blocks of 32 with signed 6-bit scales, IQ4_NL's code book; kQ8x256) ---------
 
 constexpr size_t kXsScalesH = 32, kXsScalesL = 64, kXsQs = 128, kXsBlock = 2176;
 
-template <int TT>
-void iq4xs_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o,
-                 int64_t o_end) {
+template <int TT, class Acts>
+void iq4xs_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   __m512 acc[TT];
   for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
   // Code book + 128 as unsigned bytes (as for IQ4_NL): sum(w * a) = sum(w_u8 * a) - 128 * sum(a).
@@ -577,107 +625,108 @@ void iq4xs_group(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb,
         W[v + 4] = _mm512_shuffle_epi8(book, hi_nib(p));
       }
       for (int t = 0; t < TT; ++t) {
-        const int8_t* qa = a.q(t0 + t) + 256 * b + 32 * s;
-        __m512i part = _mm512_set1_epi32(-128 * int32_t(a.h32(t0 + t)[8 * b + s]));
-        for (int k = 0; k < 8; ++k) part = _mm512_dpbusd_epi32(part, W[k], bcast32(qa + 4 * k));
+        const int8_t* qa = x.q(t, b) + 32 * s;
+        __m512i part = _mm512_set1_epi32(-128 * int32_t(x.h32(t, b)[s]));
+        for (int k = 0; k < 8; ++k) part = dpbusd_bcast(part, W[k], qa + 4 * k);
         I1[t] = _mm512_add_epi32(I1[t], _mm512_mullo_epi32(part, sc));
       }
     }
     const __m512 d = load_f16x16(pb);
     for (int t = 0; t < TT; ++t)
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1[t]), _mm512_mul_ps(d, _mm512_set1_ps(a.d(t0 + t)[b])), acc[t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1[t]), _mm512_mul_ps(d, _mm512_set1_ps(x.d(t, b))), acc[t]);
   }
-  for (int t = 0; t < TT; ++t) store_rows(y + (t0 + t) * ys, o, o_end, acc[t]);
+  for (int t = 0; t < TT; ++t) store_rows(y + t * ys, o, o_end, acc[t]);
 }
 
 // ---- Dispatch over groups and token tiles ----------------------------------------------------
 
+// Each format's kernel as K::run<TT>(acts, group, blocks, y, ...), with the activation format F.
+template <Legacy L>
+struct LegacyK {
+  static constexpr ActFormat F = ActFormat::kQ8x32;
+  template <int TT, class Acts>
+  static void run(const Acts& x, const uint8_t* g, int64_t nb, float* y, int64_t ys, int64_t o, int64_t oe) {
+    legacy_group<L, TT>(x, g, nb, y, ys, o, oe);
+  }
+};
+template <bool kFive>
+struct K4K {
+  static constexpr ActFormat F = ActFormat::kQ8x256;
+  template <int TT, class Acts>
+  static void run(const Acts& x, const uint8_t* g, int64_t nb, float* y, int64_t ys, int64_t o, int64_t oe) {
+    k4_group<kFive, TT>(x, g, nb, y, ys, o, oe);
+  }
+};
+struct Q6K {
+  static constexpr ActFormat F = ActFormat::kQ8x256;
+  template <int TT, class Acts>
+  static void run(const Acts& x, const uint8_t* g, int64_t nb, float* y, int64_t ys, int64_t o, int64_t oe) {
+    q6k_group<TT>(x, g, nb, y, ys, o, oe);
+  }
+};
+template <bool kQ3>
+struct K2K {
+  static constexpr ActFormat F = ActFormat::kQ8x256;
+  template <int TT, class Acts>
+  static void run(const Acts& x, const uint8_t* g, int64_t nb, float* y, int64_t ys, int64_t o, int64_t oe) {
+    k2_group<kQ3, TT>(x, g, nb, y, ys, o, oe);
+  }
+};
+struct XsK {
+  static constexpr ActFormat F = ActFormat::kQ8x256;
+  template <int TT, class Acts>
+  static void run(const Acts& x, const uint8_t* g, int64_t nb, float* y, int64_t ys, int64_t o, int64_t oe) {
+    iq4xs_group<TT>(x, g, nb, y, ys, o, oe);
+  }
+};
+
 // The last a.T - t0 <= kTile tokens as one tile (none when t0 == a.T).
-template <int kTile, template <int> class G>
+template <class K, int kTile>
 void remainder_tile(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o,
                     int64_t o_end) {
   if constexpr (kTile > 0) {
-    if (a.T - t0 == kTile) return G<kTile>::run(a, t0, group, nb, y, ys, o, o_end);
-    remainder_tile<kTile - 1, G>(a, t0, group, nb, y, ys, o, o_end);
+    if (a.T - t0 == kTile)
+      return K::template run<kTile>(RowActs<K::F, kTile>(a, t0), group, nb, y + t0 * ys, ys, o, o_end);
+    remainder_tile<K, kTile - 1>(a, t0, group, nb, y, ys, o, o_end);
   }
 }
 
-template <template <int> class G>
-void run_groups(const ActRows& a, const WeightMatrix& w, int64_t block_elems, int64_t o_begin, int64_t o_end, float* y,
-                int64_t ys) {
-  const int64_t nb = w.cols / block_elems;
+template <class K>
+void run_groups(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
+  const int64_t nb = w.cols / act_block(K::F);
   o_end = imin(o_end, w.rows);
-  for (int64_t o = o_begin; o < o_end; o += 16) {
-    const uint8_t* group = static_cast<const uint8_t*>(w.data) + size_t(o / 16) * w.group_bytes;
-    int64_t t0 = 0;
-    for (; t0 + kTokenTile <= a.T; t0 += kTokenTile) G<kTokenTile>::run(a, t0, group, nb, y, ys, o, o_end);
-    remainder_tile<kTokenTile - 1, G>(a, t0, group, nb, y, ys, o, o_end);
-  }
+  auto group = [&](int64_t o) { return static_cast<const uint8_t*>(w.data) + size_t(o / 16) * w.group_bytes; };
+  // Token tiles outer, the range's groups inner: the groups' weights stay in L2 while each tile's
+  // activations pass once, rather than every group sweeping all T tokens' activations.
+  const int64_t full = a.T / kTokenTile * kTokenTile;
+  for (int64_t t0 = 0; t0 < full; t0 += kTokenTile)
+    for (int64_t o = o_begin; o < o_end; o += 16) {
+      if (a.tiles) {
+        K::template run<kTokenTile>(TileActs<K::F>{a.tile(t0 / kTokenTile)}, group(o), nb, y + t0 * ys, ys, o, o_end);
+      } else {
+        K::template run<kTokenTile>(RowActs<K::F, kTokenTile>(a, t0), group(o), nb, y + t0 * ys, ys, o, o_end);
+      }
+    }
+  for (int64_t o = o_begin; o < o_end; o += 16) remainder_tile<K, kTokenTile - 1>(a, full, group(o), nb, y, ys, o, o_end);
 }
-
-template <Legacy L>
-struct LegacyG {
-  template <int TT>
-  struct F {
-    static void run(const ActRows& a, int64_t t0, const uint8_t* g, int64_t nb, float* y, int64_t ys, int64_t o,
-                    int64_t oe) {
-      legacy_group<L, TT>(a, t0, g, nb, y, ys, o, oe);
-    }
-  };
-};
-template <bool kFive>
-struct K4G {
-  template <int TT>
-  struct F {
-    static void run(const ActRows& a, int64_t t0, const uint8_t* g, int64_t nb, float* y, int64_t ys, int64_t o,
-                    int64_t oe) {
-      k4_group<kFive, TT>(a, t0, g, nb, y, ys, o, oe);
-    }
-  };
-};
-template <int TT>
-struct Q6G {
-  static void run(const ActRows& a, int64_t t0, const uint8_t* g, int64_t nb, float* y, int64_t ys, int64_t o,
-                  int64_t oe) {
-    q6k_group<TT>(a, t0, g, nb, y, ys, o, oe);
-  }
-};
-
-template <bool kQ3>
-struct K2G {
-  template <int TT>
-  struct F {
-    static void run(const ActRows& a, int64_t t0, const uint8_t* g, int64_t nb, float* y, int64_t ys, int64_t o,
-                    int64_t oe) {
-      k2_group<kQ3, TT>(a, t0, g, nb, y, ys, o, oe);
-    }
-  };
-};
-template <int TT>
-struct XsG {
-  static void run(const ActRows& a, int64_t t0, const uint8_t* g, int64_t nb, float* y, int64_t ys, int64_t o,
-                  int64_t oe) {
-    iq4xs_group<TT>(a, t0, g, nb, y, ys, o, oe);
-  }
-};
 
 template <Legacy L>
 void qmatmul_legacy(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
-  run_groups<LegacyG<L>::template F>(a, w, 32, o_begin, o_end, y, ys);
+  run_groups<LegacyK<L>>(a, w, o_begin, o_end, y, ys);
 }
 template <bool kFive>
 void qmatmul_k4(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
-  run_groups<K4G<kFive>::template F>(a, w, 256, o_begin, o_end, y, ys);
+  run_groups<K4K<kFive>>(a, w, o_begin, o_end, y, ys);
 }
 void qmatmul_q6k(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
-  run_groups<Q6G>(a, w, 256, o_begin, o_end, y, ys);
+  run_groups<Q6K>(a, w, o_begin, o_end, y, ys);
 }
 template <bool kQ3>
 void qmatmul_k2(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
-  run_groups<K2G<kQ3>::template F>(a, w, 256, o_begin, o_end, y, ys);
+  run_groups<K2K<kQ3>>(a, w, o_begin, o_end, y, ys);
 }
 void qmatmul_iq4xs(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
-  run_groups<XsG>(a, w, 256, o_begin, o_end, y, ys);
+  run_groups<XsK>(a, w, o_begin, o_end, y, ys);
 }
 
 }  // namespace
@@ -686,6 +735,7 @@ void qmatmul_iq4xs(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int
 void install_avx512_quant(KernelTable& k) {
   if (__builtin_cpu_is("amd")) prefetch_distance = 8192;  // measured on Zen 5 only (above)
   k.quantize_act = quantize_act_avx512;
+  k.act_tiles = true;
   k.qmatmul[size_t(DType::Q8_0)] = qmatmul_legacy<Legacy::kQ8_0>;
   k.qmatmul[size_t(DType::Q4_0)] = qmatmul_legacy<Legacy::kQ4_0>;
   k.qmatmul[size_t(DType::IQ4_NL)] = qmatmul_legacy<Legacy::kIQ4_NL>;
