@@ -33,7 +33,8 @@ const char* kHelp =
     "generation (tg: -n single-token steps with full logits) on random token ids, after -d tokens\n"
     "of context, for each thread count of -t, -r times each (after a warm-up: one prompt run, or 8 generated tokens), like\n"
     "llama-bench. Prints tok/s (min / median / max), the weight bytes one decode step reads, the\n"
-    "bandwidth that is, the machine's measured read bandwidth and the share of it reached, peak\n"
+    "bandwidth that is, the machine's read bandwidth (the best of six 1 GiB read passes, probed\n"
+    "before each tg repetition; the median of those) and the share of it reached, peak\n"
     "resident memory, and synchronisation points per token. With -np, tg also runs with that many\n"
     "sequences decoding at once, batched as the server batches conversations (aggregate tok/s;\n"
     "llama-batched-bench's S_TG). --json: one object per test with\n"
@@ -49,6 +50,9 @@ const char* kHelp =
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
+// The read probe runs in a child process, so that its gigabyte of buffer counts in neither the peak
+// RSS nor the memory the model competes for. The child only maps memory and starts its own
+// threads (glibc keeps malloc usable across fork); it never touches the engine's pool.
 double read_bandwidth_in_child(int threads) {
   int fds[2];
   if (pipe(fds) != 0) return measure_read_bandwidth(threads);
@@ -133,10 +137,6 @@ int cmd_bench(int argc, char** argv) {
   const std::vector<int> parallel = args.has("-np") ? parse_counts(args.require("-np"), "-np", "sequence count", 64) : std::vector<int>{1};
   options.threads = *std::max_element(threads.begin(), threads.end());
   options.context_size = std::max<int64_t>(options.context_size, depth + std::max(n_prompt, n_gen) + 16);
-  // Measured first, in a child process: its gigabyte of buffer then counts in neither the peak RSS
-  // nor the page cache the model competes for, and no engine thread is alive at the fork.
-  std::vector<double> read_bw_of;
-  for (int t : threads) read_bw_of.push_back(read_bandwidth_in_child(t));
   if (!json) std::fprintf(stderr, "qwen35 bench: loading %s\n", options.model_dir.c_str());
   std::unique_ptr<Engine> engine = load_engine(options);
   const ModelInfo& info = engine->info();
@@ -149,7 +149,6 @@ int cmd_bench(int argc, char** argv) {
                 "read bandwidth");
   for (size_t ti = 0; ti < threads.size(); ++ti) {
     const int t = threads[ti];
-    const double read_bw = read_bw_of[ti];
     bench_set_threads(*engine, t);
     // Tests: pp, then tg once per sequence count.
     std::vector<std::pair<int, int>> tests;  // (kind, sequences)
@@ -165,9 +164,13 @@ int cmd_bench(int argc, char** argv) {
       // Warm-up (page cache, first touch of the buffers, threads): a short run of the same kind
       // touches every weight and buffer size the timed runs use.
       run(1, kind == 0 ? n : std::min<int64_t>(n, 8));
-      std::vector<double> ts, ns;
+      std::vector<double> ts, ns, bws;
       uint64_t syncs = 0, passes = 0;
       for (int64_t r = 0; r < reps; ++r) {
+        // The machine's read bandwidth right before each decode repetition: on a shared host it
+        // moves by half within minutes, so one probe taken at another time made the share swing
+        // from 46% to 89% of it for the same decode speed.
+        if (kind == 1) bws.push_back(read_bandwidth_in_child(t));
         const BenchRun br = run(uint64_t(r) + 2, n);
         ts.push_back(double(br.tokens) / br.seconds);
         ns.push_back(br.seconds * 1e9);
@@ -175,6 +178,7 @@ int cmd_bench(int argc, char** argv) {
         passes = br.steps;
       }
       const Stats s = stats(ts), sn = stats(ns);
+      const double read_bw = stats(bws).median;
       // Weights stream once per step, whatever the number of sequences in it.
       const double gbps = kind == 1 ? s.median / double(np) * double(step_bytes) / 1e9 : 0;
       const std::string test = (kind == 0 ? "pp" : "tg") + std::to_string(n) + (np > 1 ? " x" + std::to_string(np) : "") +
@@ -204,6 +208,7 @@ int cmd_bench(int argc, char** argv) {
                           {"weight_bytes_per_token", kind == 1 ? step_bytes : 0},
                           {"effective_GBps", gbps},
                           {"read_bandwidth_GBps", read_bw},
+                          {"read_bandwidth_samples_GBps", bws},
                           {"bandwidth_share", kind == 1 && read_bw > 0 ? gbps / read_bw : 0},
                           {"peak_rss_bytes", peak_rss_bytes()},
                           {"sync_points_per_token", syncs}};
@@ -212,7 +217,7 @@ int cmd_bench(int argc, char** argv) {
         std::printf("| %s | %s | %s | %d | %s | %.2f / %.2f / %.2f | %s | %s | %llu |\n", info.name.c_str(),
                     info.weights.empty() ? "native" : info.weights.c_str(), info.kernels.c_str(), t, test.c_str(), s.min,
                     s.median, s.max, kind == 1 ? (std::to_string(gbps).substr(0, 5)).c_str() : "-",
-                    kind == 1 ? (std::to_string(int(100 * gbps / read_bw)) + "% of " + std::to_string(read_bw).substr(0, 4) + " GB/s").c_str() : "-",
+                    kind == 1 && read_bw > 0 ? (std::to_string(int(100 * gbps / read_bw)) + "% of " + std::to_string(read_bw).substr(0, 4) + " GB/s").c_str() : "-",
                     static_cast<unsigned long long>(syncs));
       std::fflush(stdout);
     }

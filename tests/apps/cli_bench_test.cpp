@@ -1,4 +1,4 @@
-// `qwen35 bench`: llama-bench's fields, and -np's batched decode (one model pass per step for
+// `qwen35 bench`: llama-bench's fields, the read probes beside decode, and -np's batched decode (one model pass per step for
 // all the sequences, as the server batches conversations).
 #include <gtest/gtest.h>
 
@@ -28,7 +28,13 @@ TEST(CliBench, ParallelSequencesDecodeInOnePassPerStep) {
     EXPECT_GT(j[i]["avg_ts"].get<double>(), 0.0);
     // Every step is one batched pass: 5 passes whatever the number of sequences.
     EXPECT_EQ(j[i]["passes_per_run"], 5) << j[i].dump();
+    // The read bandwidth is probed before each repetition, the share taken against their median.
+    ASSERT_EQ(j[i]["read_bandwidth_samples_GBps"].size(), 2u) << j[i].dump();
+    for (const auto& bw : j[i]["read_bandwidth_samples_GBps"]) EXPECT_GT(bw.get<double>(), 0.0);
+    EXPECT_GT(j[i]["read_bandwidth_GBps"].get<double>(), 0.0);
+    EXPECT_GT(j[i]["bandwidth_share"].get<double>(), 0.0);
   }
+  EXPECT_TRUE(j[0]["read_bandwidth_samples_GBps"].empty()) << j[0].dump();
 }
 
 TEST(CliBench, BadSequenceCountsAreRefusedByName) {
