@@ -12,6 +12,8 @@
 // qhot/<table> runs the same kernels on one matrix of 512 x 4096 (0.3-1.7 MB) that stays in the caches:
 // its GB/s is the kernel's compute ceiling, what it would stream if memory were free.
 //
+// read/<table> streams the same matrices with a plain load loop: the memory's speed beside q/.
+//
 // q/ref is the scalar reference, which every table used for the formats it had no kernel for:
 // one thread, T = 1 and 64, one matrix (it is far from memory-bound).
 #include <benchmark/benchmark.h>
@@ -31,7 +33,7 @@ namespace {
 using namespace qwen35;
 using namespace qwen35::kernels;
 
-constexpr int64_t kRows = 12288, kHotRows = 512, kCols = 4096;
+constexpr int64_t kRows = 12288, kHotRows = 128, kCols = 4096;
 const DType kTypes[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::Q5_K,   DType::IQ4_NL,
                         DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K, DType::IQ4_XS};
 
@@ -84,11 +86,8 @@ Matrices make(const KernelTable& table, DType t, int64_t rows, size_t total_byte
   return out;
 }
 
-void run(benchmark::State& state, const KernelTable& table, bool hot) {
-  const DType t = kTypes[state.range(0)];
-  const int64_t rows = hot ? kHotRows : kRows;
-  const int64_t T = state.range(1);
-  const int threads = int(state.range(2));
+// The matrices of the last benchmark, kept while the next one reads the same (table, type, rows).
+const Matrices& matrices(const KernelTable& table, DType t, int64_t rows, bool hot) {
   static std::unique_ptr<Matrices> cache;
   static const KernelTable* cache_table = nullptr;
   static DType cache_type = DType::F32;
@@ -100,6 +99,15 @@ void run(benchmark::State& state, const KernelTable& table, bool hot) {
     cache_type = t;
     cache_rows = rows;
   }
+  return *cache;
+}
+
+void run(benchmark::State& state, const KernelTable& table, bool hot) {
+  const DType t = kTypes[state.range(0)];
+  const int64_t rows = hot ? kHotRows : kRows;
+  const int64_t T = state.range(1);
+  const int threads = int(state.range(2));
+  const Matrices* cache = &matrices(table, t, rows, hot);
   ThreadPool pool(threads);
   Compute c{&table, &pool};
   std::mt19937 rng(2);
@@ -117,6 +125,28 @@ void run(benchmark::State& state, const KernelTable& table, bool hot) {
       benchmark::Counter(2.0 * double(T) * double(rows) * kCols * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// A plain read of the same matrices, split between the threads as one pass of the kernels is:
+// what the memory gives a loop that only loads. Interleaved with q/ (same type and threads,
+// --benchmark_enable_random_interleaving) it is the share of memory speed a kernel reaches while
+// the shared host's bandwidth drifts.
+void run_read(benchmark::State& state, const KernelTable& table) {
+  const DType t = kTypes[state.range(0)];
+  const int threads = int(state.range(1));
+  const Matrices& m = matrices(table, t, kRows, false);
+  ThreadPool pool(threads);
+  const size_t bytes = dtype_bytes(t, kCols) * size_t(kRows), per = bytes / size_t(threads) / 256 * 256;
+  std::vector<uint64_t> sink(static_cast<size_t>(threads));
+  size_t i = 0;
+  for (auto _ : state) {
+    const uint8_t* p = static_cast<const uint8_t*>(m.m[i++ % m.m.size()].data);
+    pool.parallel_for(size_t(threads), 1, [&](size_t b, size_t e) {
+      for (size_t k = b; k < e; ++k) sink[k] += table.stream_read(p + k * per, per);
+    });
+    benchmark::DoNotOptimize(sink.data());
+  }
+  state.counters["weight_GBps"] = benchmark::Counter(double(bytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void register_all() {
   for (const KernelTable* table : supported_tables()) {
     const bool ref = table->name == "ref";
@@ -130,6 +160,11 @@ void register_all() {
           if (!ref || threads == 1) b->Args({ti, T, threads});
       }
     if (ref) continue;
+    auto* r = benchmark::RegisterBenchmark(("read/" + std::string(table->name)).c_str(),
+                                           [table](benchmark::State& s) { run_read(s, *table); });
+    r->Unit(benchmark::kMillisecond)->ArgNames({"type", "threads"});
+    for (int ti = 0; ti < int(std::size(kTypes)); ++ti)
+      for (int threads : {1, 2}) r->Args({ti, threads});
     auto* h = benchmark::RegisterBenchmark(("qhot/" + std::string(table->name)).c_str(),
                                            [table](benchmark::State& s) { run(s, *table, true); });
     h->Unit(benchmark::kMicrosecond)->ArgNames({"type", "T", "threads"});
