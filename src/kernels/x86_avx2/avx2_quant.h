@@ -645,26 +645,37 @@ void run_halves(const ActRows& a, const WeightMatrix& w, int64_t block_elems, in
                 const Kernel& kernel) {
   const int64_t nb = w.cols / block_elems;
   o_end = imin(o_end, w.rows);
-  for (int64_t o = o_begin; o < o_end;) {
-    const Rows g{static_cast<const uint8_t*>(w.data) + size_t(o / 16) * w.group_bytes, int((o / 8) % 2)};
-    // Both halves together when the group is read once (a single token tile): the second half
-    // then finds its lines in L1. With more tiles the group stays in L2 between them anyway, and
-    // one half's sums leave more registers to the tile.
-    const bool both = g.h0 == 0 && o + 8 < o_end && a.T <= kTokenTile;
-    auto tiles = [&]<int NH>() {
-      int64_t t0 = 0;
-      for (; t0 + kTokenTile <= a.T; t0 += kTokenTile) kernel.template operator()<kTokenTile, NH>(t0, g, nb, o, o_end);
-      switch (a.T - t0) {
-        case 3: kernel.template operator()<3, NH>(t0, g, nb, o, o_end); break;
-        case 2: kernel.template operator()<2, NH>(t0, g, nb, o, o_end); break;
-        case 1: kernel.template operator()<1, NH>(t0, g, nb, o, o_end); break;
-        default: break;
-      }
-    };
-    if (both) tiles.template operator()<2>();
-    else tiles.template operator()<1>();
-    o += both ? 16 : 8;
+  auto rows_at = [&](int64_t o) {
+    return Rows{static_cast<const uint8_t*>(w.data) + size_t(o / 16) * w.group_bytes, int((o / 8) % 2)};
+  };
+  auto tile = [&]<int NH>(int64_t t0, int64_t o) {
+    const Rows g = rows_at(o);
+    switch (imin(kTokenTile, a.T - t0)) {
+      case 4: kernel.template operator()<4, NH>(t0, g, nb, o, o_end); break;
+      case 3: kernel.template operator()<3, NH>(t0, g, nb, o, o_end); break;
+      case 2: kernel.template operator()<2, NH>(t0, g, nb, o, o_end); break;
+      case 1: kernel.template operator()<1, NH>(t0, g, nb, o, o_end); break;
+      default: break;
+    }
+  };
+  static_assert(kTokenTile == 4);
+  if (a.T <= kTokenTile) {
+    // One token tile: a group's two halves block by block together, so the second half finds its
+    // lines in L1 (the group is read once).
+    for (int64_t o = o_begin; o < o_end;) {
+      const bool both = (o / 8) % 2 == 0 && o + 8 < o_end;
+      if (both) tile.template operator()<2>(0, o);
+      else tile.template operator()<1>(0, o);
+      o += both ? 16 : 8;
+    }
+    return;
   }
+  // Token tiles outer, the range's halves inner: the range's weights stay in L2 while each tile's
+  // activations pass once from L1, rather than every half sweeping all T tokens' activations from
+  // L3 (2.6 MB at T = 512 for each 8 rows). One half at a time leaves more registers to the tile.
+  // Zen 5 running these tables, qmatmul_bench T = 512, one thread: avx2 +14-21%, avxvnni +35-85%.
+  for (int64_t t0 = 0; t0 < a.T; t0 += kTokenTile)
+    for (int64_t o = o_begin; o < o_end; o += 8) tile.template operator()<1>(t0, o);
 }
 
 template <bool V, Legacy L>
