@@ -54,9 +54,10 @@ const char* kEngineOptionsHelp =
     "                        (default: the checkpoint's own types, or q4_k_m when they would not\n"
     "                        fit comfortably in memory)\n"
     "  --kv-type f16|f32     attention KV cache elements (default f16; f32: the reference's math)\n"
-    "  --weights-cache DIR|off  keep the prepared (repacked) weights of models over 1 GiB in DIR and\n"
-    "                        map them on later starts (default $QWEN35_CACHE_DIR, else\n"
-    "                        $XDG_CACHE_HOME/qwen35, else ~/.cache/qwen35; one file per model)\n"
+    "  --weights-cache DIR|on|off  keep the prepared (repacked) weights of models over 1 GiB in DIR\n"
+    "                        and map them on later starts (default $QWEN35_CACHE_DIR, else\n"
+    "                        $XDG_CACHE_HOME/qwen35, else ~/.cache/qwen35; one file per model;\n"
+    "                        on: that default folder for a model of any size)\n"
 
     "  --spec MODE           speculative decoding, never changing the output (default auto):\n"
     "                          auto  per step the draft and length that pay, from measured costs and\n"
@@ -157,7 +158,9 @@ EngineOptions engine_options_from(const Args& args, bool bundled_fallback) {
     if (!notice.empty()) std::fputs(notice.c_str(), stderr);
   }
   const std::string cache = args.get_or("--weights-cache", "");
+  // "on" is the default folder whatever the model's size (not a folder named "on" here).
   if (cache == "off" || cache == "none") o.weights_cache_dir.clear();
+  else if (cache == "on") o.weights_cache_dir = default_cache_dir();
   else if (!cache.empty()) o.weights_cache_dir = cache;
   else if (model_file_bytes(o.model_dir) > (uint64_t(1) << 30)) o.weights_cache_dir = default_cache_dir();
   o.on_notice = [](const std::string& line) { std::fprintf(stderr, "qwen35: %s\n", line.c_str()); };

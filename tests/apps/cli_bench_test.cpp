@@ -2,6 +2,8 @@
 // all the sequences, as the server batches conversations).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -35,6 +37,20 @@ TEST(CliBench, ParallelSequencesDecodeInOnePassPerStep) {
     EXPECT_GT(j[i]["bandwidth_share"].get<double>(), 0.0);
   }
   EXPECT_TRUE(j[0]["read_bandwidth_samples_GBps"].empty()) << j[0].dump();
+}
+
+// --weights-cache on means the default folder, not a folder named "on" beside the user.
+TEST(CliBench, WeightsCacheOnIsTheDefaultFolder) {
+  namespace fs = std::filesystem;
+  const std::string dir = temp_dir("weights-cache-on");
+  ASSERT_EQ(setenv("QWEN35_CACHE_DIR", dir.c_str(), 1), 0);
+  const RunOutput r = run_cli("bench -m " + tiny_model_dir() + " --weights q8_0 --weights-cache on -p 0 -n 1 -r 1 -t 1 --json", 120);
+  unsetenv("QWEN35_CACHE_DIR");
+  ASSERT_EQ(r.status, 0) << r.out;
+  size_t cached = 0;
+  for (const auto& e : fs::directory_iterator(dir)) cached += e.path().extension() == ".q35w";
+  EXPECT_EQ(cached, 1u) << r.out;
+  EXPECT_FALSE(fs::exists(fs::current_path() / "on"));
 }
 
 TEST(CliBench, BadSequenceCountsAreRefusedByName) {
