@@ -46,7 +46,7 @@ ActLayout act_layout(ActFormat fmt, int64_t n) {
 }
 
 size_t act_tile_bytes(ActFormat fmt, int64_t T, int64_t n) {
-  return size_t(T / kActTile) * size_t(n / act_block(fmt)) * act_tile_layout(fmt).block_bytes;
+  return size_t(T / kActTile) * act_tile_stride(fmt, n);
 }
 
 void tile_act_rows(const ActRows& rows, int64_t i0, int64_t i1, uint8_t* out) {
@@ -54,7 +54,7 @@ void tile_act_rows(const ActRows& rows, int64_t i0, int64_t i1, uint8_t* out) {
   const int64_t B = act_block(rows.fmt), nb = rows.n / B;
   for (int64_t i = i0; i < i1; ++i)
     for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* blk = out + size_t(i * nb + b) * l.block_bytes;
+      uint8_t* blk = out + size_t(i) * act_tile_stride(rows.fmt, rows.n) + size_t(b) * l.block_bytes;
       for (int t = 0; t < kActTile; ++t) {
         const int64_t r = i * kActTile + t;
         std::memcpy(blk + l.q + size_t(B) * size_t(t), rows.q(r) + b * B, size_t(B));

@@ -29,7 +29,7 @@ enum class ActFormat : uint8_t { kF32, kQ8x32, kQ8x256 };
 
 // The activation format a weight dtype's kernels read (kF32 for the plain float types).
 ActFormat act_format_for(DType weight);
-inline int64_t act_block(ActFormat f) { return f == ActFormat::kQ8x256 ? 256 : 32; }
+constexpr int64_t act_block(ActFormat f) { return f == ActFormat::kQ8x256 ? 256 : 32; }
 
 struct ActLayout {
   size_t q = 0, d = 0, s32 = 0, s16 = 0, h32 = 0;  // section offsets within a row (0: absent)
@@ -69,6 +69,11 @@ constexpr ActTileLayout act_tile_layout(ActFormat fmt) {
   return l;
 }
 
+// Bytes from one tile of rows of n values to the next.
+constexpr size_t act_tile_stride(ActFormat fmt, int64_t n) {
+  return size_t(n / act_block(fmt)) * act_tile_layout(fmt).block_bytes;
+}
+
 // T quantized rows, row_bytes apart; optionally also as tiles of their first T / kActTile * kActTile
 // rows (tile i at tiles + i * (n / B) * block_bytes), for the tables that read them.
 struct ActRows {
@@ -86,7 +91,7 @@ struct ActRows {
   const int16_t* h32(int64_t t) const { return reinterpret_cast<const int16_t*>(row(t) + layout.h32); }
   // Tile i (rows kActTile * i ...), or nullptr when the rows have no tiles.
   const uint8_t* tile(int64_t i) const {
-    return tiles ? tiles + size_t(i) * size_t(n / act_block(fmt)) * act_tile_layout(fmt).block_bytes : nullptr;
+    return tiles ? tiles + size_t(i) * act_tile_stride(fmt, n) : nullptr;
   }
 };
 

@@ -710,25 +710,6 @@ void run_groups(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_
   for (int64_t o = o_begin; o < o_end; o += 16) remainder_tile<K, kTokenTile - 1>(a, full, group(o), nb, y, ys, o, o_end);
 }
 
-template <Legacy L>
-void qmatmul_legacy(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
-  run_groups<LegacyK<L>>(a, w, o_begin, o_end, y, ys);
-}
-template <bool kFive>
-void qmatmul_k4(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
-  run_groups<K4K<kFive>>(a, w, o_begin, o_end, y, ys);
-}
-void qmatmul_q6k(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
-  run_groups<Q6K>(a, w, o_begin, o_end, y, ys);
-}
-template <bool kQ3>
-void qmatmul_k2(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
-  run_groups<K2K<kQ3>>(a, w, o_begin, o_end, y, ys);
-}
-void qmatmul_iq4xs(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
-  run_groups<XsK>(a, w, o_begin, o_end, y, ys);
-}
-
 }  // namespace
 
 // Filled into the AVX-512 table by avx512_kernels.cpp.
@@ -736,18 +717,18 @@ void install_avx512_quant(KernelTable& k) {
   if (__builtin_cpu_is("amd")) prefetch_distance = 8192;  // measured on Zen 5 only (above)
   k.quantize_act = quantize_act_avx512;
   k.act_tiles = true;
-  k.qmatmul[size_t(DType::Q8_0)] = qmatmul_legacy<Legacy::kQ8_0>;
-  k.qmatmul[size_t(DType::Q4_0)] = qmatmul_legacy<Legacy::kQ4_0>;
-  k.qmatmul[size_t(DType::IQ4_NL)] = qmatmul_legacy<Legacy::kIQ4_NL>;
-  k.qmatmul[size_t(DType::Q4_1)] = qmatmul_legacy<Legacy::kQ4_1>;
-  k.qmatmul[size_t(DType::Q5_0)] = qmatmul_legacy<Legacy::kQ5_0>;
-  k.qmatmul[size_t(DType::Q5_1)] = qmatmul_legacy<Legacy::kQ5_1>;
-  k.qmatmul[size_t(DType::Q4_K)] = qmatmul_k4<false>;
-  k.qmatmul[size_t(DType::Q5_K)] = qmatmul_k4<true>;
-  k.qmatmul[size_t(DType::Q6_K)] = qmatmul_q6k;
-  k.qmatmul[size_t(DType::Q2_K)] = qmatmul_k2<false>;
-  k.qmatmul[size_t(DType::Q3_K)] = qmatmul_k2<true>;
-  k.qmatmul[size_t(DType::IQ4_XS)] = qmatmul_iq4xs;
+  k.qmatmul[size_t(DType::Q8_0)] = run_groups<LegacyK<Legacy::kQ8_0>>;
+  k.qmatmul[size_t(DType::Q4_0)] = run_groups<LegacyK<Legacy::kQ4_0>>;
+  k.qmatmul[size_t(DType::IQ4_NL)] = run_groups<LegacyK<Legacy::kIQ4_NL>>;
+  k.qmatmul[size_t(DType::Q4_1)] = run_groups<LegacyK<Legacy::kQ4_1>>;
+  k.qmatmul[size_t(DType::Q5_0)] = run_groups<LegacyK<Legacy::kQ5_0>>;
+  k.qmatmul[size_t(DType::Q5_1)] = run_groups<LegacyK<Legacy::kQ5_1>>;
+  k.qmatmul[size_t(DType::Q4_K)] = run_groups<K4K<false>>;
+  k.qmatmul[size_t(DType::Q5_K)] = run_groups<K4K<true>>;
+  k.qmatmul[size_t(DType::Q6_K)] = run_groups<Q6K>;
+  k.qmatmul[size_t(DType::Q2_K)] = run_groups<K2K<false>>;
+  k.qmatmul[size_t(DType::Q3_K)] = run_groups<K2K<true>>;
+  k.qmatmul[size_t(DType::IQ4_XS)] = run_groups<XsK>;
 }
 
 }  // namespace qwen35::kernels
