@@ -24,7 +24,8 @@ def tests_of(path):
         if int(o.get("n_depth", 0)):
             name += f"@d{o['n_depth']}"
         samples = o.get("samples_ts") or [o.get("avg_ts", 0)]
-        extra = {k: o[k] for k in ("bandwidth_share", "effective_GBps", "peak_rss_bytes", "read_bandwidth_GBps") if k in o}
+        extra = {k: o[k] for k in ("bandwidth_share", "weights_read_share", "effective_GBps", "peak_rss_bytes",
+                                   "read_bandwidth_GBps") if k in o}
         out.append((name, [float(s) for s in samples], extra))
     return out
 
@@ -51,9 +52,10 @@ def main():
         for other in ("llama", "ik"):
             if q and med.get(other):
                 row[f"qwen35_over_{other}"] = q / med[other]
-        share = [x["bandwidth_share"] for x in extras.get((model, test), []) if x.get("bandwidth_share")]
-        if share:
-            row["qwen35_bandwidth_share"] = statistics.median(share)
+        for key in ("bandwidth_share", "weights_read_share"):
+            share = [x[key] for x in extras.get((model, test), []) if x.get(key)]
+            if share:
+                row["qwen35_" + key] = statistics.median(share)
         rss = [x["peak_rss_bytes"] for x in extras.get((model, test), []) if x.get("peak_rss_bytes")]
         if rss:
             row["qwen35_peak_rss_GiB"] = max(rss) / 2**30
@@ -66,14 +68,17 @@ def main():
     def ratio(x):
         return "-" if x is None else format(x, ".2f") + "x"
 
-    lines = ["| model | test | qwen35 tok/s | llama.cpp | ik_llama.cpp | qwen35 / llama.cpp | qwen35 / ik | qwen35 share of read bandwidth |",
-             "|---|---|---|---|---|---|---|---|"]
+    def percent(x):
+        return "-" if x is None else format(100 * x, ".0f") + "%"
+
+    lines = ["| model | test | qwen35 tok/s | llama.cpp | ik_llama.cpp | qwen35 / llama.cpp | qwen35 / ik "
+             "| qwen35 share of read bandwidth | of a plain read of the weights |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         m = r["median_ts"]
-        share = r.get("qwen35_bandwidth_share")
         lines.append(f"| {r['model']} | {r['test']} | {fmt(m.get('qwen35'))} | {fmt(m.get('llama'))} | {fmt(m.get('ik'))} | "
                      f"{ratio(r.get('qwen35_over_llama'))} | {ratio(r.get('qwen35_over_ik'))} | "
-                     f"{'-' if share is None else format(100 * share, '.0f') + '%'} |")
+                     f"{percent(r.get('qwen35_bandwidth_share'))} | {percent(r.get('qwen35_weights_read_share'))} |")
     text = "\n".join(lines) + "\n"
     (folder / "summary.md").write_text(text)
     print(text, end="")

@@ -34,7 +34,8 @@ const char* kHelp =
     "of context, for each thread count of -t, -r times each (after a warm-up: one prompt run, or 8 generated tokens), like\n"
     "llama-bench. Prints tok/s (min / median / max), the weight bytes one decode step reads, the\n"
     "bandwidth that is, the machine's read bandwidth (the best of six 1 GiB read passes, probed\n"
-    "before each tg repetition; the median of those) and the share of it reached, peak\n"
+    "before each tg repetition; the median of those) and the share of it reached, the same for a\n"
+    "plain read of the weights a decode step streams (the ceiling on this run's memory), peak\n"
     "resident memory, and synchronisation points per token. With -np, tg also runs with that many\n"
     "sequences decoding at once, batched as the server batches conversations (aggregate tok/s;\n"
     "llama-batched-bench's S_TG). --json: one object per test with\n"
@@ -47,8 +48,6 @@ const char* kHelp =
     "  -np LIST              sequences decoding at once in tg, comma separated (default 1)\n"
     "  -r N                  repetitions (default 5)\n"
     "  --json                JSON output\n";
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // The read probe runs in a child process, so that its gigabyte of buffer counts in neither the peak
 // RSS nor the memory the model competes for. The child only maps memory and starts its own
@@ -85,6 +84,18 @@ size_t peak_rss_bytes() {
 struct Stats {
   double min = 0, median = 0, max = 0, mean = 0, stddev = 0;
 };
+
+std::string format(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+// "61% of 76.3 GB/s": a decode's GB/s as a share of a read bandwidth.
+std::string share_cell(double gbps, double bw) {
+  return bw > 0 ? format("%.0f%%", 100 * gbps / bw) + " of " + format("%.1f GB/s", bw) : "-";
+}
+
 Stats stats(std::vector<double> v) {
   Stats s;
   if (v.empty()) return s;
@@ -144,8 +155,8 @@ int cmd_bench(int argc, char** argv) {
 
   nlohmann::json results = nlohmann::json::array();
   if (!json)
-    std::printf("| model | weights | kernels | threads | test | tok/s (min / median / max) | GB/s | of %s | syncs/token |\n"
-                "|---|---|---|---|---|---|---|---|---|\n",
+    std::printf("| model | weights | kernels | threads | test | tok/s (min / median / max) | GB/s | of %s | of a plain read of the weights | syncs/token |\n"
+                "|---|---|---|---|---|---|---|---|---|---|\n",
                 "read bandwidth");
   for (size_t ti = 0; ti < threads.size(); ++ti) {
     const int t = threads[ti];
@@ -164,13 +175,16 @@ int cmd_bench(int argc, char** argv) {
       // Warm-up (page cache, first touch of the buffers, threads): a short run of the same kind
       // touches every weight and buffer size the timed runs use.
       run(1, kind == 0 ? n : std::min<int64_t>(n, 8));
-      std::vector<double> ts, ns, bws;
+      std::vector<double> ts, ns, bws, wbs;
       uint64_t syncs = 0, passes = 0;
       for (int64_t r = 0; r < reps; ++r) {
         // The machine's read bandwidth right before each decode repetition: on a shared host it
         // moves by half within minutes, so one probe taken at another time made the share swing
         // from 46% to 89% of it for the same decode speed.
         if (kind == 1) bws.push_back(read_bandwidth_in_child(t));
+        // And a plain read of the weights themselves, as a decode step splits them: what the pages
+        // this run got give a loop that only loads, the ceiling of the decode beside it.
+        if (kind == 1) wbs.push_back(measure_weights_read_bandwidth(*engine, t));
         const BenchRun br = run(uint64_t(r) + 2, n);
         ts.push_back(double(br.tokens) / br.seconds);
         ns.push_back(br.seconds * 1e9);
@@ -178,7 +192,7 @@ int cmd_bench(int argc, char** argv) {
         passes = br.steps;
       }
       const Stats s = stats(ts), sn = stats(ns);
-      const double read_bw = stats(bws).median;
+      const double read_bw = stats(bws).median, weights_bw = stats(wbs).median;
       // Weights stream once per step, whatever the number of sequences in it.
       const double gbps = kind == 1 ? s.median / double(np) * double(step_bytes) / 1e9 : 0;
       const std::string test = (kind == 0 ? "pp" : "tg") + std::to_string(n) + (np > 1 ? " x" + std::to_string(np) : "") +
@@ -210,14 +224,17 @@ int cmd_bench(int argc, char** argv) {
                           {"read_bandwidth_GBps", read_bw},
                           {"read_bandwidth_samples_GBps", bws},
                           {"bandwidth_share", kind == 1 && read_bw > 0 ? gbps / read_bw : 0},
+                          {"weights_read_GBps", weights_bw},
+                          {"weights_read_samples_GBps", wbs},
+                          {"weights_read_share", kind == 1 && weights_bw > 0 ? gbps / weights_bw : 0},
                           {"peak_rss_bytes", peak_rss_bytes()},
                           {"sync_points_per_token", syncs}};
       results.push_back(o);
       if (!json)
-        std::printf("| %s | %s | %s | %d | %s | %.2f / %.2f / %.2f | %s | %s | %llu |\n", info.name.c_str(),
+        std::printf("| %s | %s | %s | %d | %s | %.2f / %.2f / %.2f | %s | %s | %s | %llu |\n", info.name.c_str(),
                     info.weights.empty() ? "native" : info.weights.c_str(), info.kernels.c_str(), t, test.c_str(), s.min,
-                    s.median, s.max, kind == 1 ? (std::to_string(gbps).substr(0, 5)).c_str() : "-",
-                    kind == 1 && read_bw > 0 ? (std::to_string(int(100 * gbps / read_bw)) + "% of " + std::to_string(read_bw).substr(0, 4) + " GB/s").c_str() : "-",
+                    s.median, s.max, kind == 1 ? format("%.2f", gbps).c_str() : "-",
+                    kind == 1 ? share_cell(gbps, read_bw).c_str() : "-", kind == 1 ? share_cell(gbps, weights_bw).c_str() : "-",
                     static_cast<unsigned long long>(syncs));
       std::fflush(stdout);
     }

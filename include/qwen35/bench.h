@@ -30,6 +30,11 @@ BenchRun bench_generate_parallel(const Engine& engine, int64_t n, int64_t depth,
 // the caches (best of a few passes), read with the engine's kernels.
 double measure_read_bandwidth(int threads);
 
+// A plain read of the weights one decode step streams, each matrix in equal parts for `threads`
+// threads (best of three passes), in GB/s: what the memory they sit in gives a loop that only
+// loads, the ceiling of a decode on this run's pages.
+double measure_weights_read_bandwidth(const Engine& engine, int threads);
+
 // Lets at most n of the engine's threads work from now on (n <= 0: all of them).
 void bench_set_threads(const Engine& engine, int n);
 

@@ -72,6 +72,10 @@ struct TextWeights {
   static TextWeights bind_gguf(const GgufFile& file, const TextConfig& cfg);
 };
 
+// The matrices one decode step reads whole, in the order it reads them: each layer's projections
+// and MLP, then the LM head (the embedding is read one row per token).
+std::vector<const WeightMatrix*> decode_matrices(const TextWeights& w);
+
 // Fills the derived fields (conv_t) from the bound ones; every loader calls it.
 void finish_deltanet_weights(DeltaNetWeights& d, int64_t conv_dim, int conv_kernel);
 

@@ -1,5 +1,6 @@
-// `qwen35 bench`: llama-bench's fields, the read probes beside decode, and -np's batched decode (one model pass per step for
-// all the sequences, as the server batches conversations).
+// `qwen35 bench`: llama-bench's fields, the read probes beside decode (a fresh buffer, the
+// weights), and -np's batched decode (one model pass per step for all the sequences, as the
+// server batches conversations).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -35,8 +36,14 @@ TEST(CliBench, ParallelSequencesDecodeInOnePassPerStep) {
     for (const auto& bw : j[i]["read_bandwidth_samples_GBps"]) EXPECT_GT(bw.get<double>(), 0.0);
     EXPECT_GT(j[i]["read_bandwidth_GBps"].get<double>(), 0.0);
     EXPECT_GT(j[i]["bandwidth_share"].get<double>(), 0.0);
+    // And a plain read of the weights themselves, the same way.
+    ASSERT_EQ(j[i]["weights_read_samples_GBps"].size(), 2u) << j[i].dump();
+    for (const auto& bw : j[i]["weights_read_samples_GBps"]) EXPECT_GT(bw.get<double>(), 0.0);
+    EXPECT_GT(j[i]["weights_read_GBps"].get<double>(), 0.0);
+    EXPECT_GT(j[i]["weights_read_share"].get<double>(), 0.0);
   }
   EXPECT_TRUE(j[0]["read_bandwidth_samples_GBps"].empty()) << j[0].dump();
+  EXPECT_TRUE(j[0]["weights_read_samples_GBps"].empty()) << j[0].dump();
 }
 
 // --weights-cache on means the default folder, not a folder named "on" beside the user.
