@@ -65,23 +65,8 @@ std::vector<NamedMatrix> named_matrices(TextWeights& text, VisionWeights* vision
   std::vector<NamedMatrix> out;
   auto add = [&](std::string name, kernels::WeightMatrix& w) { out.push_back(NamedMatrix{std::move(name), &w, false}); };
   for (size_t i = 0; i < text.layers.size(); ++i) {
-    LayerWeights& L = text.layers[i];
     const std::string b = "blk." + std::to_string(i) + ".";
-    if (L.kind == LayerKind::kDeltaNet) {
-      add(b + "attn_qkv.weight", L.deltanet.in_qkv);
-      add(b + "attn_gate.weight", L.deltanet.in_z);
-      add(b + "ssm_beta.weight", L.deltanet.in_b);
-      add(b + "ssm_alpha.weight", L.deltanet.in_a);
-      add(b + "ssm_out.weight", L.deltanet.out);
-    } else {
-      add(b + "attn_q.weight", L.attention.q);
-      add(b + "attn_k.weight", L.attention.k);
-      add(b + "attn_v.weight", L.attention.v);
-      add(b + "attn_output.weight", L.attention.o);
-    }
-    add(b + "ffn_gate.weight", L.mlp.gate);
-    add(b + "ffn_up.weight", L.mlp.up);
-    add(b + "ffn_down.weight", L.mlp.down);
+    for_each_layer_matrix(text.layers[i], [&](const char* name, kernels::WeightMatrix& w) { add(b + name, w); });
   }
   if (vision)
     for (NamedMatrix& nm : vision_matrices(*vision)) out.push_back(std::move(nm));

@@ -125,16 +125,8 @@ TextWeights TextWeights::bind(const Checkpoint& ck, const TextConfig& c) {
 
 std::vector<const WeightMatrix*> decode_matrices(const TextWeights& w) {
   std::vector<const WeightMatrix*> out;
-  for (const LayerWeights& L : w.layers) {
-    if (L.kind == LayerKind::kDeltaNet) {
-      const DeltaNetWeights& d = L.deltanet;
-      out.insert(out.end(), {&d.in_qkv, &d.in_z, &d.in_b, &d.in_a, &d.out});
-    } else {
-      const AttentionWeights& a = L.attention;
-      out.insert(out.end(), {&a.q, &a.k, &a.v, &a.o});
-    }
-    out.insert(out.end(), {&L.mlp.gate, &L.mlp.up, &L.mlp.down});
-  }
+  for (const LayerWeights& L : w.layers)
+    for_each_layer_matrix(L, [&](const char*, const WeightMatrix& m) { out.push_back(&m); });
   out.push_back(&w.lm_head);
   return out;
 }

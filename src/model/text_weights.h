@@ -72,8 +72,30 @@ struct TextWeights {
   static TextWeights bind_gguf(const GgufFile& file, const TextConfig& cfg);
 };
 
-// The matrices one decode step reads whole, in the order it reads them: each layer's projections
-// and MLP, then the LM head (the embedding is read one row per token).
+// Calls f(name, matrix) for each matrix of a layer (LayerWeights, const or not), named as in GGUF
+// files without the "blk.N." prefix, in the order a decode step reads them: the projections, then
+// the MLP.
+template <class Layer, class F>
+void for_each_layer_matrix(Layer& L, F&& f) {
+  if (L.kind == LayerKind::kDeltaNet) {
+    f("attn_qkv.weight", L.deltanet.in_qkv);
+    f("attn_gate.weight", L.deltanet.in_z);
+    f("ssm_beta.weight", L.deltanet.in_b);
+    f("ssm_alpha.weight", L.deltanet.in_a);
+    f("ssm_out.weight", L.deltanet.out);
+  } else {
+    f("attn_q.weight", L.attention.q);
+    f("attn_k.weight", L.attention.k);
+    f("attn_v.weight", L.attention.v);
+    f("attn_output.weight", L.attention.o);
+  }
+  f("ffn_gate.weight", L.mlp.gate);
+  f("ffn_up.weight", L.mlp.up);
+  f("ffn_down.weight", L.mlp.down);
+}
+
+// The matrices one decode step reads whole, in the order it reads them: each layer's, then the LM
+// head (the embedding is read one row per token).
 std::vector<const WeightMatrix*> decode_matrices(const TextWeights& w);
 
 // Fills the derived fields (conv_t) from the bound ones; every loader calls it.
