@@ -529,7 +529,7 @@ void q6k_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int64_
           for (int mm = 0; mm < 4; ++mm) {
             // Bits 0-3 from lo, 4-7 from hi (vpternlogd's select): hi's two bits of element e
             // masked before the shift land on bits 4-5 with zeros above them, whatever the 16-bit
-            // shifts carry in below. Two instructions fewer per weight vector than two masks and
+            // shifts carry in below. One instruction fewer per weight vector than two masks and
             // an or: Zen 5, qmatmul_bench, 4 alternating runs, from L2 T = 1 58.9 -> 66.9 GB/s,
             // T = 8 13.8 -> 15.9; from memory T = 1 and 64, 1 and 2 threads +1.5-2%.
             const __m512i lo = e == 0 ? A[mm] : e == 1 ? Bv[mm] : e == 2 ? _mm512_srli_epi16(A[mm], 4) : _mm512_srli_epi16(Bv[mm], 4);
