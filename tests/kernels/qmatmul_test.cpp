@@ -127,14 +127,16 @@ TEST(QuantKernels, EveryTableMatchesTheReferenceBitForBit) {
       const ActFormat fmt = act_format_for(t);
       // Token counts cover the small-block kernels (every remainder of a tile of 8), full and
       // partial AMX tiles, and (with 300 tokens) more than one token chunk; 48 rows of 3 blocks,
-      // the AMX 2 x 2 tiles of blocks of 32 with a group and token tiles left over.
+      // the AMX 2 x 2 tiles of blocks of 32 with a group and token tiles left over; 19 blocks, the
+      // steps of eight blocks that few-token kernels take, with a pair and a block left over.
       for (auto [rows, nblocks, Ts] : std::vector<std::tuple<int64_t, int64_t, std::vector<int64_t>>>{
                {1, 1, {1, 2, 3, 4, 5, 6, 7, 8, 9, 14, 16, 17}},
                {16, 2, {1, 4, 9, 16, 33}},
                {17, 3, {1, 2, 5, 8, 17, 40}},
                {40, 1, {3, 16, 300}},
                {48, 3, {32, 45, 64}},
-               {5, 4, {1, 7, 19}}}) {
+               {5, 4, {1, 7, 19}},
+               {17, 19, {1, 2, 3, 4, 5, 9}}}) {
         const int64_t cols = nblocks * B;
         Prepared p = prepare(*table, t, rows, cols, rng);
         for (int64_t T : Ts) {

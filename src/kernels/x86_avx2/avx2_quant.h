@@ -206,8 +206,7 @@ void legacy_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, 
   const TokenTile<TT> tk(a, t0);
   TileSums<TT, NH> acc;
   const __m256i ones16 = _mm256_set1_epi16(1);
-  for (int64_t b = 0; b < nb; ++b) {
-    prefetch_part(rows.group + size_t(b) * Lay::kBlock, Lay::kBlock, 0, 1);
+  const auto block = [&](int64_t b) __attribute__((always_inline)) {
     for (int hi = 0; hi < NH; ++hi) {
       const Half g{rows.group, rows.h0 + hi};
       __m256i W[8];
@@ -242,6 +241,24 @@ void legacy_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, 
           acc.v[hi][t] = _mm256_fmadd_ps(_mm256_set1_ps(float(s32)), _mm256_mul_ps(g.f16(Lay::kBlock, b, 32), dav), acc.v[hi][t]);
       }
     }
+  };
+  int64_t b = 0;
+  if constexpr (TT == 1) {
+    // One token: eight blocks a step (2.3-4.3 KB), their lines requested in one burst, as in the
+    // AVX-512 table (avx512_quant.cpp, legacy_group): one block a step streamed 17-23 GB/s a
+    // core where Q4_K's 2304-byte blocks stream 30. Zen 5 running this table, qmatmul_bench from
+    // memory, T = 1, 2 threads: avx2 Q4_0 37 -> 55 GB/s, Q8_0 45 -> 63, Q4_1 38 -> 57, IQ4_NL /
+    // Q5_0 / Q5_1 +16-25%; avxvnni +41-59% (Q5_1 +7%). Token tiles keep one block a step: eight
+    // cost them 15-35% (T = 4).
+    for (; b + 8 <= nb; b += 8) {
+      prefetch_part(rows.group + size_t(b) * Lay::kBlock, 8 * Lay::kBlock, 0, 1);
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) block(b + j);
+    }
+  }
+  for (; b < nb; ++b) {
+    prefetch_part(rows.group + size_t(b) * Lay::kBlock, Lay::kBlock, 0, 1);
+    block(b);
   }
   acc.store(y, ys, t0, o, o_end);
 }

@@ -54,7 +54,7 @@ inline void prefetch_ahead(const uint8_t* block, size_t bytes) {
 // core's few fill buffers. Sapphire Rapids VM, qmatmul_bench T = 1, 2 threads, 4 interleaved runs:
 // Q4_K 16.9 -> 21.1 GB/s, Q6_K 15.6 -> 19.6, Q5_K 18.9 -> 20.4, Q3_K 8.0 -> 14.4, IQ4_XS 17.3 ->
 // 19.7. Q2_K measured slower spread (15.7 -> 10-14) and keeps the one burst, as do the legacy
-// blocks (4.5-8.5 lines).
+// blocks (one burst per step of eight blocks, see legacy_group).
 template <int parts>
 inline void prefetch_part(const uint8_t* block, size_t bytes, int part) {
   const size_t lines = (bytes + 63) / 64, l0 = lines * size_t(part) / parts, l1 = lines * size_t(part + 1) / parts;
@@ -298,45 +298,81 @@ inline void legacy_block(const Acts& x, int64_t b, const __m512i W[8], __m512 dw
   }
 }
 
+// Blocks b, b + 1 of a Q8_0 / Q4_0 / IQ4_NL group (pb: block b) from whole lines. Their blocks
+// span 8.5 or 4.5 cache lines, so every other block's quant vectors straddle two lines; the first
+// block's quants are shifted out of line pairs (valignq) instead. Zen 5, qmatmul_bench from memory,
+// T = 1: Q8_0 +8-11%, IQ4_NL +8-10%, Q4_0 +2-6% (+29% from L2); T = 4, 2 threads: Q8_0 +19%, Q4_0
+// +5%. Token tiles keep one block at a time: there the extra vectors cost spills (from the caches,
+// T = 8 and 64: -4% to -20%).
+template <Legacy L, int TT, class Acts>
+[[gnu::always_inline]] inline void legacy_pair(const Acts& x, const uint8_t* pb, int64_t b, __m512 acc[TT]) {
+  using Lay = LegacyLayout<L>;
+  static_assert(Lay::kQs == 32);
+  constexpr int nq = Lay::kBlock / 64;  // quant vectors: 4 or 8
+  __m512i V[nq + 1], Q[nq], W[8];
+#pragma GCC unroll 9
+  for (int j = 0; j <= nq; ++j) V[j] = vload(pb + 64 * j);
+#pragma GCC unroll 8
+  for (int k = 0; k < nq; ++k) Q[k] = _mm512_alignr_epi64(V[k + 1], V[k], 4);
+  unpack_legacy_qs<L>(Q, W);
+  legacy_block<L, TT>(x, b, W, _mm512_cvtph_ps(_mm512_castsi512_si256(V[0])), _mm512_setzero_ps(), acc);
+#pragma GCC unroll 8
+  for (int k = 0; k < nq; ++k) Q[k] = vload(pb + 64 * (nq + 1 + k));
+  unpack_legacy_qs<L>(Q, W);
+  legacy_block<L, TT>(x, b + 1, W, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(V[nq], 1)), _mm512_setzero_ps(), acc);
+}
+
+// Block b of any legacy group (pb: block b), on its own.
+template <Legacy L, int TT, class Acts>
+[[gnu::always_inline]] inline void legacy_single(const Acts& x, const uint8_t* pb, int64_t b, __m512 acc[TT]) {
+  using Lay = LegacyLayout<L>;
+  __m512i W[8];
+  unpack_legacy<L>(pb, W);
+  const __m512 dw = load_f16x16(pb);
+  __m512 mw = _mm512_setzero_ps();
+  if constexpr (legacy_has_min<L>()) mw = load_f16x16(pb + Lay::kMin);
+  legacy_block<L, TT>(x, b, W, dw, mw, acc);
+}
+
 template <Legacy L, int TT, class Acts>
 void legacy_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   using Lay = LegacyLayout<L>;
   __m512 acc[TT];
   for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
   int64_t b = 0;
-  if constexpr (Lay::kQs == 32 && TT <= 4) {
-    // Q8_0 / Q4_0 / IQ4_NL blocks span 8.5 or 4.5 cache lines, so every other block's quant
-    // vectors straddle two lines. Two blocks at a time from whole lines instead, the first one's
-    // quants shifted out of line pairs (valignq). Zen 5, qmatmul_bench from memory, T = 1: Q8_0
-    // +8-11%, IQ4_NL +8-10%, Q4_0 +2-6% (+29% from L2); T = 4, 2 threads: Q8_0 +19%, Q4_0 +5%.
-    // Token tiles keep one block at a time: there the extra vectors cost spills (from the caches,
-    // T = 8 and 64: -4% to -20%).
-    constexpr int nq = Lay::kBlock / 64;  // quant vectors: 4 or 8
-    for (; b + 2 <= nb; b += 2) {
+  if constexpr (TT <= 4) {
+    // Eight blocks a step (2.3-4.3 KB), one prefetch burst for them all. A step of one block or
+    // pair (288-1088 bytes) left the core streaming at 20-24 GB/s whatever its arithmetic (half
+    // the vpdpbusd: level) or prefetch (none, 2-64 KiB ahead, T1, twice: level), where the Q4_K
+    // kernel, one 2304-byte block a step, streamed the same bytes at 28-32; perhaps a core's
+    // per-instruction stride prefetcher, which sees each load step by the step's size. Zen 5,
+    // qmatmul_bench from memory, T = 1, 2 threads: Q4_0 41 -> 60 GB/s, Q8_0 45 -> 60-69, IQ4_NL
+    // 41 -> 64, Q4_1 / Q5_0 / Q5_1 38-40 -> 55-58; T = 4 +21-40%. Four blocks a step gained
+    // nothing (two pairs for Q8_0: half of it). Token tiles keep one block a step: eight cost
+    // them 13-19% (T = 16).
+    for (; b + 8 <= nb; b += 8) {
       const uint8_t* pb = group + size_t(b) * Lay::kBlock;
-      prefetch_ahead(pb, 2 * Lay::kBlock);
-      __m512i V[nq + 1], Q[nq], W[8];
-#pragma GCC unroll 9
-      for (int j = 0; j <= nq; ++j) V[j] = vload(pb + 64 * j);
+      prefetch_ahead(pb, 8 * Lay::kBlock);
+      if constexpr (Lay::kQs == 32) {
+#pragma GCC unroll 4
+        for (int j = 0; j < 8; j += 2) legacy_pair<L, TT>(x, pb + j * Lay::kBlock, b + j, acc);
+      } else {
 #pragma GCC unroll 8
-      for (int k = 0; k < nq; ++k) Q[k] = _mm512_alignr_epi64(V[k + 1], V[k], 4);
-      unpack_legacy_qs<L>(Q, W);
-      legacy_block<L, TT>(x, b, W, _mm512_cvtph_ps(_mm512_castsi512_si256(V[0])), _mm512_setzero_ps(), acc);
-#pragma GCC unroll 8
-      for (int k = 0; k < nq; ++k) Q[k] = vload(pb + 64 * (nq + 1 + k));
-      unpack_legacy_qs<L>(Q, W);
-      legacy_block<L, TT>(x, b + 1, W, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(V[nq], 1)), _mm512_setzero_ps(), acc);
+        for (int j = 0; j < 8; ++j) legacy_single<L, TT>(x, pb + j * Lay::kBlock, b + j, acc);
+      }
+    }
+    if constexpr (Lay::kQs == 32) {
+      for (; b + 2 <= nb; b += 2) {
+        const uint8_t* pb = group + size_t(b) * Lay::kBlock;
+        prefetch_ahead(pb, 2 * Lay::kBlock);
+        legacy_pair<L, TT>(x, pb, b, acc);
+      }
     }
   }
   for (; b < nb; ++b) {
     const uint8_t* pb = group + size_t(b) * Lay::kBlock;
     prefetch_ahead(pb, Lay::kBlock);
-    __m512i W[8];
-    unpack_legacy<L>(pb, W);
-    const __m512 dw = load_f16x16(pb);
-    __m512 mw = _mm512_setzero_ps();
-    if constexpr (legacy_has_min<L>()) mw = load_f16x16(pb + Lay::kMin);
-    legacy_block<L, TT>(x, b, W, dw, mw, acc);
+    legacy_single<L, TT>(x, pb, b, acc);
   }
   for (int t = 0; t < TT; ++t) store_rows(y + t * ys, o, o_end, acc[t]);
 }
