@@ -248,8 +248,8 @@ void legacy_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, 
     // AVX-512 table (avx512_quant.cpp, legacy_group): one block a step streamed 17-23 GB/s a
     // core where Q4_K's 2304-byte blocks stream 30. Zen 5 running this table, qmatmul_bench from
     // memory, T = 1, 2 threads: avx2 Q4_0 37 -> 55 GB/s, Q8_0 45 -> 63, Q4_1 38 -> 57, IQ4_NL /
-    // Q5_0 / Q5_1 +16-25%; avxvnni +41-59% (Q5_1 +7%). Token tiles keep one block a step: eight
-    // cost them 15-35% (T = 4).
+    // Q5_0 / Q5_1 +16-25%; avxvnni +38-70% (Q5_1 level to +7%). Token tiles keep one block a
+    // step: eight cost them 15-35% (T = 4).
     for (; b + 8 <= nb; b += 8) {
       prefetch_part(rows.group + size_t(b) * Lay::kBlock, 8 * Lay::kBlock, 0, 1);
 #pragma GCC unroll 8
