@@ -345,11 +345,11 @@ void legacy_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int
     // pair (288-1088 bytes) left the core streaming at 20-24 GB/s whatever its arithmetic (half
     // the vpdpbusd: level) or prefetch (none, 2-64 KiB ahead, T1, twice: level), where the Q4_K
     // kernel, one 2304-byte block a step, streamed the same bytes at 28-32; perhaps a core's
-    // per-instruction stride prefetcher, which sees each load step by the step's size. Zen 5,
-    // qmatmul_bench from memory, T = 1, 2 threads: Q4_0 41 -> 60 GB/s, Q8_0 45 -> 60-69, IQ4_NL
-    // 41 -> 64, Q4_1 / Q5_0 / Q5_1 38-40 -> 55-58; T = 4 +21-40%. Four blocks a step gained
-    // nothing (two pairs for Q8_0: half of it). Token tiles keep one block a step: eight cost
-    // them 13-19% (T = 16).
+    // per-instruction stride prefetcher, which sees each load step by the step's size (a guess:
+    // no counters on that VM). Zen 5, qmatmul_bench from memory, T = 1, 2 threads: Q4_0 41 -> 62
+    // GB/s, Q8_0 44 -> 63, IQ4_NL 40 -> 54, Q4_1 / Q5_0 / Q5_1 40 -> 63-66; T = 4 +19-48%. Four
+    // blocks a step gained nothing (two pairs for Q8_0: half of it). Token tiles keep one block a
+    // step: eight cost them 13-19% (T = 16).
     for (; b + 8 <= nb; b += 8) {
       const uint8_t* pb = group + size_t(b) * Lay::kBlock;
       prefetch_ahead(pb, 8 * Lay::kBlock);
