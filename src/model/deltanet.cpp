@@ -73,6 +73,25 @@ void update_conv_state(const TextConfig& cfg, const float* x, int64_t T, float* 
   }
 }
 
+// One new token (decoding), channels [c0, c1): causal_conv_silu and update_conv_state in one
+// pass, without their general window handling and per-channel copy, which cost more than the
+// taps here. The taps are summed in the same order from the same zero, so the bits are the same.
+void conv_step_silu(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* x,
+                    float* state, float* y, int64_t c0, int64_t c1) {
+  const int64_t C = cfg.conv_dim(), K = cfg.conv_kernel;
+  const float* taps = w.conv_t.data();
+  for (int64_t ch = c0; ch < c1; ++ch) {
+    float* st = state + ch * K;
+    float acc = 0;
+    for (int64_t j = 0; j + 1 < K; ++j) acc += taps[j * C + ch] * st[j + 1];
+    acc += taps[(K - 1) * C + ch] * x[ch];
+    for (int64_t j = 0; j + 1 < K; ++j) st[j] = st[j + 1];
+    st[K - 1] = x[ch];
+    y[ch] = acc;
+  }
+  c.k->silu(y + c0, y + c0, c1 - c0);
+}
+
 // x / sqrt(sum x^2 + 1e-6) * scale, the reference's l2norm (eps inside the root, fixed 1e-6).
 void l2_normalize(const float* x, int64_t n, float scale, float* y) {
   float ss = 0;
@@ -99,8 +118,12 @@ void conv_and_gates(const kernels::Compute& c, const TextConfig& cfg, const Delt
   for_range(c, T, C, 256, [&](int64_t c0, int64_t c1) {
     int64_t t0 = 0;
     for (const DeltaNetSpan& sp : spans) {
-      causal_conv_silu(c, cfg, w, qkv + t0 * C, sp.T, sp.state->conv.data(), s.mixed.data() + t0 * C, c0, c1);
-      update_conv_state(cfg, qkv + t0 * C, sp.T, sp.state->conv.data(), c0, c1);
+      if (sp.T == 1) {
+        conv_step_silu(c, cfg, w, qkv + t0 * C, sp.state->conv.data(), s.mixed.data() + t0 * C, c0, c1);
+      } else {
+        causal_conv_silu(c, cfg, w, qkv + t0 * C, sp.T, sp.state->conv.data(), s.mixed.data() + t0 * C, c0, c1);
+        update_conv_state(cfg, qkv + t0 * C, sp.T, sp.state->conv.data(), c0, c1);
+      }
       t0 += sp.T;
     }
   });
