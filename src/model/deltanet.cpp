@@ -76,17 +76,21 @@ void update_conv_state(const TextConfig& cfg, const float* x, int64_t T, float* 
 // One new token (decoding), channels [c0, c1): causal_conv_silu and update_conv_state in one
 // pass, without their general window handling and per-channel copy, which cost more than the
 // taps here. The taps are summed in the same order from the same zero, so the bits are the same.
+// K is a constant so that the state's shift stays in registers (as a loop GCC made it a memmove
+// call per channel).
+template <int K>
 void conv_step_silu(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* x,
                     float* state, float* y, int64_t c0, int64_t c1) {
-  const int64_t C = cfg.conv_dim(), K = cfg.conv_kernel;
+  const int64_t C = cfg.conv_dim();
   const float* taps = w.conv_t.data();
   for (int64_t ch = c0; ch < c1; ++ch) {
     float* st = state + ch * K;
+    float win[K];
+    for (int j = 0; j + 1 < K; ++j) win[j] = st[j + 1];
+    win[K - 1] = x[ch];
     float acc = 0;
-    for (int64_t j = 0; j + 1 < K; ++j) acc += taps[j * C + ch] * st[j + 1];
-    acc += taps[(K - 1) * C + ch] * x[ch];
-    for (int64_t j = 0; j + 1 < K; ++j) st[j] = st[j + 1];
-    st[K - 1] = x[ch];
+    for (int j = 0; j < K; ++j) acc += taps[j * C + ch] * win[j];
+    for (int j = 0; j < K; ++j) st[j] = win[j];
     y[ch] = acc;
   }
   c.k->silu(y + c0, y + c0, c1 - c0);
@@ -118,8 +122,8 @@ void conv_and_gates(const kernels::Compute& c, const TextConfig& cfg, const Delt
   for_range(c, T, C, 256, [&](int64_t c0, int64_t c1) {
     int64_t t0 = 0;
     for (const DeltaNetSpan& sp : spans) {
-      if (sp.T == 1) {
-        conv_step_silu(c, cfg, w, qkv + t0 * C, sp.state->conv.data(), s.mixed.data() + t0 * C, c0, c1);
+      if (sp.T == 1 && cfg.conv_kernel == 4) {
+        conv_step_silu<4>(c, cfg, w, qkv + t0 * C, sp.state->conv.data(), s.mixed.data() + t0 * C, c0, c1);
       } else {
         causal_conv_silu(c, cfg, w, qkv + t0 * C, sp.T, sp.state->conv.data(), s.mixed.data() + t0 * C, c0, c1);
         update_conv_state(cfg, qkv + t0 * C, sp.T, sp.state->conv.data(), c0, c1);
