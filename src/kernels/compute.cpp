@@ -101,13 +101,18 @@ void linear_fused(const Compute& c, Activations& x, std::span<const LinearOut> o
     if (w.cols != x.n()) fail("linear: weight has ", w.cols, " columns, input rows have ", x.n());
     if (is_block_format(w.dtype)) acts[size_t(i)] = &x.quantized(c, act_format_for(w.dtype));
   }
-  // Work items of whole packed groups (or 16-row grains), costed by weight bytes.
+  // Work items of whole packed groups (or 16-row grains), costed by weight bytes: 64 rows, or a
+  // 1024th of the pass's rows where that is more (the LM head's 248k rows made 3880 items, whose
+  // list and chunk bounds the caller built alone for every token; the smallest chunk is a 512th).
+  int64_t pass_rows = 0;
+  for (int i = 0; i < n_out; ++i) pass_rows += o[i].w->rows;
+  const int64_t item_rows = std::max<int64_t>(64, pass_rows / 1024);
   std::vector<Item> items;
   double total = 0;
   for (int i = 0; i < n_out; ++i) {
     const WeightMatrix& w = *o[i].w;
     const int64_t q = w.layout != 0 ? c.k->packing.group_rows : 16;
-    const int64_t per_item = std::max<int64_t>(q, (64 + q - 1) / q * q);
+    const int64_t per_item = std::max<int64_t>(q, (item_rows + q - 1) / q * q);
     const double row_cost = double(dtype_bytes(w.dtype, size_t(w.cols)) + 64);
     for (int64_t r = 0; r < w.rows; r += per_item) {
       Item it{i, r, std::min(w.rows, r + per_item), 0};
