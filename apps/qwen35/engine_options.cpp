@@ -57,7 +57,8 @@ const char* kEngineOptionsHelp =
     "  --weights-cache DIR|on|off  keep the prepared (repacked) weights of models over 1 GiB in DIR\n"
     "                        and map them on later starts (default $QWEN35_CACHE_DIR, else\n"
     "                        $XDG_CACHE_HOME/qwen35, else ~/.cache/qwen35; one file per model;\n"
-    "                        on: that default folder for a model of any size)\n"
+    "                        on: that default folder for a model of any size; it keeps 2 GiB\n"
+    "                        or 5% of the disk free, removing least recently used files)\n"
 
     "  --spec MODE           speculative decoding, never changing the output (default auto):\n"
     "                          auto  per step the draft and length that pay, from measured costs and\n"

@@ -245,7 +245,9 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
         save_weight_cache(options.weights_cache_dir, cache_key, cached);
         if (options.on_notice) options.on_notice("weight cache: wrote " + weight_cache_path(options.weights_cache_dir, cache_key));
       } catch (const std::exception& e) {
-        if (options.on_notice) options.on_notice(std::string("weight cache: not written: ") + e.what());
+        std::string why = e.what();
+        if (why.rfind("weight cache: ", 0) == 0) why.erase(0, 14);
+        if (options.on_notice) options.on_notice("weight cache: not written: " + why);
       }
     }
   }

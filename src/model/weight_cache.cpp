@@ -80,6 +80,32 @@ uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
+bool is_cache_file(const std::filesystem::path& p) {
+  const std::string fn = p.filename().string();
+  return fn.size() > 5 && fn.substr(fn.size() - 5) == ".q35w";
+}
+
+// Removes least recently used cache files of other models until writing `bytes` to `path`
+// leaves the floor free, or fails (removing nothing) when even all of them would not do.
+void make_room(const std::string& dir, const std::string& path, uint64_t bytes) {
+  std::error_code ec;
+  const std::filesystem::space_info sp = std::filesystem::space(dir, ec);
+  if (ec) fail("weight cache: cannot tell the free space of ", dir, ": ", ec.message());
+  std::vector<CacheFileInfo> others;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (!is_cache_file(e.path()) || e.path() == path) continue;
+    struct stat st {};
+    if (stat(e.path().c_str(), &st) != 0) continue;
+    others.push_back({e.path().string(), uint64_t(st.st_size), int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec});
+  }
+  const uint64_t floor = weight_cache_free_floor(sp.capacity);
+  const auto evict = weight_cache_evictions(others, bytes, sp.available, floor);
+  if (!evict)
+    fail("weight cache: ", (bytes + (1 << 20) - 1) >> 20, " MiB would leave less than ", floor >> 20, " MiB free of ",
+         sp.available >> 20, " MiB in ", dir);
+  for (const std::string& f : *evict) std::filesystem::remove(f, ec);
+}
+
 struct Header {
   uint32_t name_len;
   uint8_t dtype, layout, pad[2];
@@ -158,7 +184,25 @@ bool load_weight_cache(const std::string& path, const std::string& key, const st
   }
   for (size_t i = 0; i < matrices.size(); ++i) *matrices[i].w = bound[i];
   mapping = std::move(f);
+  // The modification time orders the files for eviction: a load makes this one the most recent.
+  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
   return true;
+}
+
+uint64_t weight_cache_free_floor(uint64_t capacity) { return std::max<uint64_t>(uint64_t(2) << 30, capacity / 20); }
+
+std::optional<std::vector<std::string>> weight_cache_evictions(std::vector<CacheFileInfo> others, uint64_t needed,
+                                                               uint64_t available, uint64_t floor) {
+  std::sort(others.begin(), others.end(),
+            [](const CacheFileInfo& a, const CacheFileInfo& b) { return a.last_use < b.last_use; });
+  std::vector<std::string> out;
+  for (const CacheFileInfo& f : others) {
+    if (available >= floor && available - floor >= needed) return out;
+    out.push_back(f.path);
+    available += f.bytes;
+  }
+  if (available >= floor && available - floor >= needed) return out;
+  return std::nullopt;
 }
 
 void save_weight_cache(const std::string& dir, const std::string& key, const std::vector<CachedMatrix>& matrices) {
@@ -166,8 +210,6 @@ void save_weight_cache(const std::string& dir, const std::string& key, const std
   const std::string path = weight_cache_path(dir, key);
   const std::string tmp = path + ".tmp" + std::to_string(::getpid());
   {
-    PieceWriter out(tmp);
-    if (!out.ok()) fail("weight cache: cannot write ", tmp);
     std::vector<Header> headers(matrices.size());
     size_t header_bytes = 16 + 8 + key.size() + 8;
     for (const CachedMatrix& m : matrices) header_bytes += sizeof(Header) + m.name.size();
@@ -194,6 +236,9 @@ void save_weight_cache(const std::string& dir, const std::string& key, const std
       h.offset = offset;
       offset = (offset + h.bytes + kAlign - 1) / kAlign * kAlign;
     }
+    make_room(dir, path, offset);
+    PieceWriter out(tmp);
+    if (!out.ok()) fail("weight cache: cannot write ", tmp);
     const uint64_t key_len = key.size(), n = matrices.size();
     out.write(kMagic, 16);
     out.write(&key_len, 8);
@@ -221,7 +266,7 @@ void save_weight_cache(const std::string& dir, const std::string& key, const std
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     const std::string fn = e.path().filename().string();
-    if (fn.rfind(prefix, 0) == 0 && fn.size() > 5 && fn.substr(fn.size() - 5) == ".q35w" && e.path() != path)
+    if (fn.rfind(prefix, 0) == 0 && is_cache_file(e.path()) && e.path() != path)
       std::filesystem::remove(e.path(), ec);
   }
   std::filesystem::rename(tmp, path, ec);

@@ -6,7 +6,9 @@
 // the source tensors are never read.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,7 +38,24 @@ std::string weight_cache_path(const std::string& dir, const std::string& key);
 bool load_weight_cache(const std::string& path, const std::string& key, const std::vector<CachedMatrix>& matrices,
                        std::unique_ptr<MappedFile>& mapping);
 // Writes the prepared matrices (atomically: a temporary file renamed into place) and removes
-// older cache files of the same sources in `dir`. Throws qwen35::Error when it cannot write.
+// older cache files of the same sources in `dir`. The cache never fills the disk: the write must
+// leave weight_cache_free_floor() of the file system free, and the least recently used cache
+// files of other models are removed to make room; when that is not enough nothing is written.
+// Throws qwen35::Error when it cannot write (or would not leave the floor free).
 void save_weight_cache(const std::string& dir, const std::string& key, const std::vector<CachedMatrix>& matrices);
+
+// Space the cache leaves free on its file system: 2 GiB or 5% of its capacity, the larger.
+uint64_t weight_cache_free_floor(uint64_t capacity);
+
+struct CacheFileInfo {
+  std::string path;
+  uint64_t bytes;
+  int64_t last_use;  // modification time, which a load refreshes: larger is more recent
+};
+// Which of `others` (cache files of other models) to remove, least recently used first, so that
+// writing `needed` bytes leaves `floor` free of `available`; nullopt when removing all of them
+// would not be enough.
+std::optional<std::vector<std::string>> weight_cache_evictions(std::vector<CacheFileInfo> others, uint64_t needed,
+                                                               uint64_t available, uint64_t floor);
 
 }  // namespace qwen35

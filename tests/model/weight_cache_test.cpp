@@ -3,6 +3,7 @@
 // sources), and a damaged or foreign file is never used.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -104,6 +105,41 @@ TEST(WeightCache, DamagedOrForeignFilesAreIgnored) {
   // A key for other sources finds nothing.
   std::unique_ptr<MappedFile> mapping;
   EXPECT_FALSE(load_weight_cache(files[0].string(), "another key", {}, mapping));
+}
+
+TEST(WeightCache, ALoadMakesItsFileTheMostRecentlyUsed) {
+  const std::string dir = temp_dir("weight-cache-lru");
+  load(dir, "q8_0");
+  const std::vector<fs::path> files = cache_files(dir);
+  ASSERT_EQ(files.size(), 1u);
+  const auto old_time = fs::file_time_type::clock::now() - std::chrono::hours(24 * 30);
+  fs::last_write_time(files[0], old_time);
+  EXPECT_TRUE(said(load(dir, "q8_0"), "mapped"));
+  EXPECT_GT(fs::last_write_time(files[0]), old_time + std::chrono::hours(24));
+}
+
+constexpr uint64_t GiB = uint64_t(1) << 30;
+
+TEST(WeightCache, RemovesTheLeastRecentlyUsedOthersOnlyAsFarAsNeeded) {
+  const std::vector<CacheFileInfo> others = {{"a", 5 * GiB, 30}, {"b", 3 * GiB, 10}, {"c", 4 * GiB, 20}};
+  using List = std::vector<std::string>;
+  // Room enough: nothing goes.
+  EXPECT_EQ(weight_cache_evictions(others, 1 * GiB, 4 * GiB, 2 * GiB), List{});
+  EXPECT_EQ(weight_cache_evictions(others, 2 * GiB, 4 * GiB, 2 * GiB), List{});
+  // 6 GiB more with 2 GiB kept free of 4: the oldest (b), then the next (c), not a.
+  EXPECT_EQ(weight_cache_evictions(others, 6 * GiB, 4 * GiB, 2 * GiB), (List{"b", "c"}));
+  EXPECT_EQ(weight_cache_evictions(others, 5 * GiB, 4 * GiB, 2 * GiB), (List{"b"}));
+  // Below the floor already: files go even for a small write.
+  EXPECT_EQ(weight_cache_evictions(others, 1, 1 * GiB, 2 * GiB), (List{"b"}));
+  // Not even all of them would make room: nothing is removed, nothing written.
+  EXPECT_EQ(weight_cache_evictions(others, 14 * GiB, 4 * GiB, 2 * GiB), (List{"b", "c", "a"}));
+  EXPECT_EQ(weight_cache_evictions(others, 15 * GiB, 4 * GiB, 2 * GiB), std::nullopt);
+  EXPECT_EQ(weight_cache_evictions({}, 3 * GiB, 4 * GiB, 2 * GiB), std::nullopt);
+}
+
+TEST(WeightCache, KeepsTwoGiBOrATwentiethOfTheFileSystemFree) {
+  EXPECT_EQ(weight_cache_free_floor(10 * GiB), 2 * GiB);
+  EXPECT_EQ(weight_cache_free_floor(1024 * GiB), 1024 * GiB / 20);
 }
 
 }  // namespace
