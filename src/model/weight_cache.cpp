@@ -96,7 +96,8 @@ void make_room(const std::string& dir, const std::string& path, uint64_t bytes) 
     if (!is_cache_file(e.path()) || e.path() == path) continue;
     struct stat st {};
     if (stat(e.path().c_str(), &st) != 0) continue;
-    others.push_back({e.path().string(), uint64_t(st.st_size), int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec});
+    const int64_t mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    others.push_back({e.path().string(), uint64_t(st.st_size), mtime_ns});
   }
   const uint64_t floor = weight_cache_free_floor(sp.capacity);
   const auto evict = weight_cache_evictions(others, bytes, sp.available, floor);
