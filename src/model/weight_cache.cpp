@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -85,9 +86,11 @@ bool is_cache_file(const std::filesystem::path& p) {
   return fn.size() > 5 && fn.substr(fn.size() - 5) == ".q35w";
 }
 
-// Removes least recently used cache files of other models until writing `bytes` to `path`
-// leaves the floor free, or fails (removing nothing) when even all of them would not do.
-void make_room(const std::string& dir, const std::string& path, uint64_t bytes) {
+// Removes cache files until writing `bytes` to `path` leaves the floor free, or fails (removing
+// nothing) when even all of them would not do. Older preparations of the same sources (names
+// starting with `same_sources`), which the write replaces anyway, go first; then other models'
+// files, least recently used first.
+void make_room(const std::string& dir, const std::string& path, const std::string& same_sources, uint64_t bytes) {
   std::error_code ec;
   const std::filesystem::space_info sp = std::filesystem::space(dir, ec);
   if (ec) fail("weight cache: cannot tell the free space of ", dir, ": ", ec.message());
@@ -96,8 +99,9 @@ void make_room(const std::string& dir, const std::string& path, uint64_t bytes) 
     if (!is_cache_file(e.path()) || e.path() == path) continue;
     struct stat st {};
     if (stat(e.path().c_str(), &st) != 0) continue;
+    const bool replaced = e.path().filename().string().rfind(same_sources, 0) == 0;
     const int64_t mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    others.push_back({e.path().string(), uint64_t(st.st_size), mtime_ns});
+    others.push_back({e.path().string(), uint64_t(st.st_size), replaced ? INT64_MIN : mtime_ns});
   }
   const uint64_t floor = weight_cache_free_floor(sp.capacity);
   const auto evict = weight_cache_evictions(others, bytes, sp.available, floor);
@@ -196,13 +200,14 @@ std::optional<std::vector<std::string>> weight_cache_evictions(std::vector<Cache
                                                                uint64_t available, uint64_t floor) {
   std::sort(others.begin(), others.end(),
             [](const CacheFileInfo& a, const CacheFileInfo& b) { return a.last_use < b.last_use; });
+  const auto fits = [&] { return available >= floor && available - floor >= needed; };
   std::vector<std::string> out;
   for (const CacheFileInfo& f : others) {
-    if (available >= floor && available - floor >= needed) return out;
+    if (fits()) return out;
     out.push_back(f.path);
     available += f.bytes;
   }
-  if (available >= floor && available - floor >= needed) return out;
+  if (fits()) return out;
   return std::nullopt;
 }
 
@@ -210,6 +215,7 @@ void save_weight_cache(const std::string& dir, const std::string& key, const std
   std::filesystem::create_directories(dir);
   const std::string path = weight_cache_path(dir, key);
   const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  const std::string prefix = hex(fnv1a(sources_part(key))) + "-";  // this model's cache files
   {
     std::vector<Header> headers(matrices.size());
     size_t header_bytes = 16 + 8 + key.size() + 8;
@@ -237,7 +243,7 @@ void save_weight_cache(const std::string& dir, const std::string& key, const std
       h.offset = offset;
       offset = (offset + h.bytes + kAlign - 1) / kAlign * kAlign;
     }
-    make_room(dir, path, offset);
+    make_room(dir, path, prefix, offset);
     PieceWriter out(tmp);
     if (!out.ok()) fail("weight cache: cannot write ", tmp);
     const uint64_t key_len = key.size(), n = matrices.size();
@@ -263,7 +269,6 @@ void save_weight_cache(const std::string& dir, const std::string& key, const std
     }
   }
   // One cache file per set of sources: an older preparation of the same files goes.
-  const std::string prefix = hex(fnv1a(sources_part(key))) + "-";
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     const std::string fn = e.path().filename().string();

@@ -39,8 +39,9 @@ bool load_weight_cache(const std::string& path, const std::string& key, const st
                        std::unique_ptr<MappedFile>& mapping);
 // Writes the prepared matrices (atomically: a temporary file renamed into place) and removes
 // older cache files of the same sources in `dir`. The cache never fills the disk: the write must
-// leave weight_cache_free_floor() of the file system free, and the least recently used cache
-// files of other models are removed to make room; when that is not enough nothing is written.
+// leave weight_cache_free_floor() of the file system free: an older preparation of the same
+// sources (replaced anyway) and then the least recently used cache files of other models are
+// removed to make room; when that is not enough nothing is written.
 // Throws qwen35::Error when it cannot write (or would not leave the floor free).
 void save_weight_cache(const std::string& dir, const std::string& key, const std::vector<CachedMatrix>& matrices);
 
