@@ -223,41 +223,75 @@ void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const De
     trace->b.assign(s.beta.begin() + t0 * Hv, s.beta.begin() + (t0 + n) * Hv);
     trace->a.assign(s.g.begin() + t0 * Hv, s.g.begin() + (t0 + n) * Hv);
   }
-  conv_and_gates(c, cfg, w, s.qkv.data(), spans, T, s);
+  // One new token in every span (decoding): each key head's task runs the conv of its q, k and v
+  // channels, the q/k norms and its value heads' gates itself, in the parallel pass, instead of
+  // the calling thread running them for every channel first while the other threads wait (on
+  // the 0.8B shapes that was a fifth of the calling thread's time outside the passes). A channel's
+  // taps, a head's gates and norms are computed as conv_and_gates computes them, so the bits are
+  // the same.
+  bool per_key_head = cfg.conv_kernel == 4;
+  for (const DeltaNetSpan& sp : spans) per_key_head = per_key_head && sp.T == 1;
+  if (!per_key_head) conv_and_gates(c, cfg, w, s.qkv.data(), spans, T, s);
+  const int64_t heads_per_task = per_key_head ? Hv / Hk : 1;
+  const float q_scale = 1.0f / std::sqrt(float(dk));
 
   // Per (span, value head): the delta rule over the span's tokens, then the gated RMSNorm of its
   // outputs, norm(o) * w * silu(z), with the plain (not 1 + w) weight.
-  c.pool->parallel_for(spans.size() * size_t(Hv), 1, [&](size_t hb, size_t he) {
+  c.pool->parallel_for(spans.size() * size_t(Hv / heads_per_task), 1, [&](size_t hb, size_t he) {
     thread_local std::vector<float> work, gate;
     work.resize(kernels::delta_chunk_work_floats(dk, dv));
     gate.resize(size_t(dv));
+    const size_t tasks_per_span = size_t(Hv / heads_per_task);
     for (size_t task = hb; task < he; ++task) {
-      const DeltaNetSpan& sp = spans[task / size_t(Hv)];
-      const int64_t t_first = span_row[task / size_t(Hv)], T = sp.T;
+      const DeltaNetSpan& sp = spans[task / tasks_per_span];
+      const int64_t t_first = span_row[task / tasks_per_span], T = sp.T;
       const bool chunked = sp.mode == DeltaRuleMode::kChunked || (sp.mode == DeltaRuleMode::kAuto && T > 1);
-      const int64_t h = int64_t(task % size_t(Hv));
-      const kernels::DeltaRuleHead head = head_of(cfg, w, s, h, t_first);
-      float* S = sp.state->recurrent.data() + h * dk * dv;
-      if (!chunked) {
-        c.k->delta_recurrent(head, T, dk, dv, S);
-      } else {
-        for (int64_t t0 = 0; t0 < T; t0 += kernels::kDeltaChunk) {
-          const int64_t n = std::min(kernels::kDeltaChunk, T - t0);
-          kernels::DeltaRuleHead part = head;
-          part.q += t0 * QK;
-          part.k += t0 * QK;
-          part.v += t0 * C;
-          part.beta += t0 * Hv;
-          part.g += t0 * Hv;
-          part.o += t0 * VS;
-          c.k->delta_chunk(part, n, dk, dv, S, work.data());
-        }
+      const int64_t first = int64_t(task % tasks_per_span);  // value head, or key head if per_key_head
+      if (per_key_head) {
+        const int64_t kh = first;
+        const float* x = s.qkv.data() + t_first * C;
+        float* conv = sp.state->conv.data();
+        float* mixed = s.mixed.data() + t_first * C;
+        conv_step_silu<4>(c, cfg, w, x, conv, mixed, kh * dk, (kh + 1) * dk);
+        conv_step_silu<4>(c, cfg, w, x, conv, mixed, QK + kh * dk, QK + (kh + 1) * dk);
+        l2_normalize(mixed + kh * dk, dk, q_scale, s.q.data() + t_first * QK + kh * dk);
+        l2_normalize(mixed + QK + kh * dk, dk, 1.0f, s.k.data() + t_first * QK + kh * dk);
       }
-      for (int64_t t = t_first; t < t_first + T; ++t) {
-        float* o = s.core.data() + t * VS + h * dv;
-        rms_norm(o, w.norm.data(), dv, cfg.rms_norm_eps, o);
-        c.k->silu(s.z.data() + t * VS + h * dv, gate.data(), dv);
-        for (int j = 0; j < dv; ++j) o[j] *= gate[size_t(j)];
+      for (int64_t j = 0; j < heads_per_task; ++j) {
+        // The value heads that read key head `first`: consecutive in HF's order, every Hk-th in
+        // llama.cpp's tiled order (head_of).
+        const int64_t h = !per_key_head ? first : w.v_heads_tiled ? first + j * Hk : first * heads_per_task + j;
+        if (per_key_head) {
+          conv_step_silu<4>(c, cfg, w, s.qkv.data() + t_first * C, sp.state->conv.data(),
+                            s.mixed.data() + t_first * C, 2 * QK + h * dv, 2 * QK + (h + 1) * dv);
+          float& g = s.g[size_t(t_first * Hv + h)];
+          g = w.neg_a[size_t(h)] * softplus(g + w.dt_bias[size_t(h)]);
+          float* beta = s.beta.data() + t_first * Hv + h;
+          c.k->sigmoid(beta, beta, 1);
+        }
+        const kernels::DeltaRuleHead head = head_of(cfg, w, s, h, t_first);
+        float* S = sp.state->recurrent.data() + h * dk * dv;
+        if (!chunked) {
+          c.k->delta_recurrent(head, T, dk, dv, S);
+        } else {
+          for (int64_t t0 = 0; t0 < T; t0 += kernels::kDeltaChunk) {
+            const int64_t n = std::min(kernels::kDeltaChunk, T - t0);
+            kernels::DeltaRuleHead part = head;
+            part.q += t0 * QK;
+            part.k += t0 * QK;
+            part.v += t0 * C;
+            part.beta += t0 * Hv;
+            part.g += t0 * Hv;
+            part.o += t0 * VS;
+            c.k->delta_chunk(part, n, dk, dv, S, work.data());
+          }
+        }
+        for (int64_t t = t_first; t < t_first + T; ++t) {
+          float* o = s.core.data() + t * VS + h * dv;
+          rms_norm(o, w.norm.data(), dv, cfg.rms_norm_eps, o);
+          c.k->silu(s.z.data() + t * VS + h * dv, gate.data(), dv);
+          for (int j2 = 0; j2 < dv; ++j2) o[j2] *= gate[size_t(j2)];
+        }
       }
     }
   });

@@ -63,13 +63,15 @@ const Converted& converted(DType type) {
 
 class GgufTextGolden : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(GgufTextGolden, F32FileMatchesOfficialImplementation) {
-  const Golden g("tiny-qwen35/golden/" + GetParam() + ".safetensors");
+// Whole prompts in one block, and token by token: decoding runs a DeltaNet layer's conv, gates and
+// norms per key head with its tiled value heads (deltanet_forward), a path the blocks do not take.
+void expect_gguf_f32_matches_golden(const std::string& name, int64_t block) {
+  const Golden g("tiny-qwen35/golden/" + name + ".safetensors");
   const Model& m = *converted(DType::F32).model;
   const TextConfig& cfg = m.config().text;
   const auto ids = g.i64("input_ids");
   DecoderState state = DecoderState::create(cfg);
-  RunResult r = run_tokens(m, ids, state, 512);
+  RunResult r = run_tokens(m, ids, state, block);
   for (int i = 0; i < cfg.num_layers; ++i)
     EXPECT_LE(max_rel_error(r.hidden[size_t(i)], g.f32("hidden." + std::to_string(i))), kStateRelTol) << "hidden." << i;
   expect_logits_match(g, "logits", r.logits, int64_t(ids.size()), cfg.vocab_size);
@@ -83,6 +85,12 @@ TEST_P(GgufTextGolden, F32FileMatchesOfficialImplementation) {
     EXPECT_LE(max_rel_error(conv, g.f32(p + "conv_state")), kStateRelTol) << p;
     EXPECT_LE(max_rel_error(recurrent, g.f32(p + "recurrent_state")), kStateRelTol) << p;
   }
+}
+
+TEST_P(GgufTextGolden, F32FileMatchesOfficialImplementation) { expect_gguf_f32_matches_golden(GetParam(), 512); }
+
+TEST_P(GgufTextGolden, F32FileDecodedTokenByTokenMatchesOfficialImplementation) {
+  expect_gguf_f32_matches_golden(GetParam(), 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, GgufTextGolden, ::testing::Values("text_L7", "text_L300"));
