@@ -82,8 +82,12 @@ namespace {
 // The smallest chunk is 1/512 of the pass at two threads (in practice one item: 64 rows), not
 // 1/32: the threads' waits at the end of each of a token's 161 passes were 3% of its samples;
 // same VM, 3 interleaved runs: one-token decode +0.5-3%, pp256 +3-4%, four streams +2-3%.
-std::vector<double> guided_fractions(int threads) {
-  std::vector<double> f{0.0};
+const std::vector<double>& guided_fractions(int threads) {
+  thread_local int cached_threads = -1;
+  thread_local std::vector<double> f;
+  if (threads == cached_threads) return f;
+  cached_threads = threads;
+  f.assign(1, 0.0);
   if (threads <= 1) return f;
   const double keep = 1.0 - 1.0 / (2.0 * threads), last = 1.0 / (256.0 * threads);
   for (double left = keep; left > last; left *= keep) f.push_back(1.0 - left);
@@ -94,8 +98,17 @@ std::vector<double> guided_fractions(int threads) {
 void linear_fused(const Compute& c, Activations& x, std::span<const LinearOut> outs) {
   const LinearOut* o = outs.data();
   const int n_out = int(outs.size());
+  // The lists live on between calls (a decoded token makes over a hundred of them). They are the
+  // calling thread's: the pass's tasks reach them through these references, since a thread_local
+  // named inside a task would be the worker's own.
+  thread_local std::vector<const ActRows*> acts_tl;
+  thread_local std::vector<Item> items_tl;
+  thread_local std::vector<size_t> starts_tl;
+  std::vector<const ActRows*>& acts = acts_tl;
+  std::vector<Item>& items = items_tl;
+  std::vector<size_t>& starts = starts_tl;
+  acts.assign(size_t(n_out), nullptr);
   // Quantize the input once per format before the parallel pass.
-  std::vector<const ActRows*> acts(size_t(n_out), nullptr);
   for (int i = 0; i < n_out; ++i) {
     const WeightMatrix& w = *o[i].w;
     if (w.cols != x.n()) fail("linear: weight has ", w.cols, " columns, input rows have ", x.n());
@@ -107,7 +120,7 @@ void linear_fused(const Compute& c, Activations& x, std::span<const LinearOut> o
   int64_t pass_rows = 0;
   for (int i = 0; i < n_out; ++i) pass_rows += o[i].w->rows;
   const int64_t item_rows = std::max<int64_t>(64, pass_rows / 1024);
-  std::vector<Item> items;
+  items.clear();
   double total = 0;
   for (int i = 0; i < n_out; ++i) {
     const WeightMatrix& w = *o[i].w;
@@ -124,8 +137,8 @@ void linear_fused(const Compute& c, Activations& x, std::span<const LinearOut> o
   // Chunks claimed dynamically in order: whichever thread finishes first takes the next, so a
   // slow core is helped by the other. Chunk k starts at the first item whose preceding cost
   // reaches fractions[k] of the total.
-  const std::vector<double> fractions = guided_fractions(c.pool->limit());
-  std::vector<size_t> starts{0};
+  const std::vector<double>& fractions = guided_fractions(c.pool->limit());
+  starts.assign(1, 0);
   {
     double acc = 0;
     size_t k = 1;

@@ -235,8 +235,9 @@ void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const De
   const int64_t heads_per_task = per_key_head ? Hv / Hk : 1;
   const float q_scale = 1.0f / std::sqrt(float(dk));
 
-  // Per (span, value head): the delta rule over the span's tokens, then the gated RMSNorm of its
-  // outputs, norm(o) * w * silu(z), with the plain (not 1 + w) weight.
+  // Per span and value head (or key head with its value heads): the delta rule over the span's
+  // tokens, then the gated RMSNorm of its outputs, norm(o) * w * silu(z), with the plain (not
+  // 1 + w) weight.
   c.pool->parallel_for(spans.size() * size_t(Hv / heads_per_task), 1, [&](size_t hb, size_t he) {
     thread_local std::vector<float> work, gate;
     work.resize(kernels::delta_chunk_work_floats(dk, dv));
