@@ -104,6 +104,25 @@ void l2_normalize(const float* x, int64_t n, float scale, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * inv) * scale;
 }
 
+// Key head kh of token row t: its q (scaled by 1/sqrt(dk)) and k, l2-normalised from s.mixed
+// into s.q and s.k.
+void normalize_qk(const TextConfig& cfg, DeltaNetScratch& s, int64_t t, int64_t kh) {
+  const int64_t C = cfg.conv_dim(), QK = cfg.linear_key_heads * cfg.linear_key_dim;
+  const int dk = cfg.linear_key_dim;
+  const float* row = s.mixed.data() + t * C;
+  l2_normalize(row + kh * dk, dk, 1.0f / std::sqrt(float(dk)), s.q.data() + t * QK + kh * dk);
+  l2_normalize(row + QK + kh * dk, dk, 1.0f, s.k.data() + t * QK + kh * dk);
+}
+
+// Value head h of token row t: the decay and beta logits in s.g and s.beta turned into gates in
+// place.
+void head_gates(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, DeltaNetScratch& s,
+                int64_t t, int64_t h) {
+  const size_t i = size_t(t * cfg.linear_value_heads + h);
+  s.g[i] = w.neg_a[size_t(h)] * softplus(s.g[i] + w.dt_bias[size_t(h)]);
+  c.k->sigmoid(&s.beta[i], &s.beta[i], 1);
+}
+
 // Runs fn(begin, end) over [0, n) on the pool when the block is long, inline otherwise.
 template <typename F>
 void for_range(const kernels::Compute& c, int64_t T, int64_t n, int64_t grain, F&& fn) {
@@ -116,8 +135,6 @@ void for_range(const kernels::Compute& c, int64_t T, int64_t n, int64_t grain, F
 void conv_and_gates(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* qkv,
                     std::span<const DeltaNetSpan> spans, int64_t T, DeltaNetScratch& s) {
   const int64_t C = cfg.conv_dim(), Hk = cfg.linear_key_heads, Hv = cfg.linear_value_heads;
-  const int dk = cfg.linear_key_dim;
-  const int64_t QK = Hk * dk;
   // Conv over channel blocks (each channel is independent along time), every span on its state.
   for_range(c, T, C, 256, [&](int64_t c0, int64_t c1) {
     int64_t t0 = 0;
@@ -133,19 +150,10 @@ void conv_and_gates(const kernels::Compute& c, const TextConfig& cfg, const Delt
   });
 
   // Gates and q/k normalisation per token.
-  const float q_scale = 1.0f / std::sqrt(float(dk));
   for_range(c, T, T, 16, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      for (int64_t h = 0; h < Hv; ++h) {
-        float& g = s.g[size_t(t * Hv + h)];
-        g = w.neg_a[size_t(h)] * softplus(g + w.dt_bias[size_t(h)]);
-      }
-      c.k->sigmoid(s.beta.data() + t * Hv, s.beta.data() + t * Hv, Hv);
-      const float* row = s.mixed.data() + t * C;
-      for (int64_t h = 0; h < Hk; ++h) {
-        l2_normalize(row + h * dk, dk, q_scale, s.q.data() + t * QK + h * dk);
-        l2_normalize(row + QK + h * dk, dk, 1.0f, s.k.data() + t * QK + h * dk);
-      }
+      for (int64_t h = 0; h < Hv; ++h) head_gates(c, cfg, w, s, t, h);
+      for (int64_t kh = 0; kh < Hk; ++kh) normalize_qk(cfg, s, t, kh);
     }
   });
 }
@@ -233,7 +241,6 @@ void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const De
   for (const DeltaNetSpan& sp : spans) per_key_head = per_key_head && sp.T == 1;
   if (!per_key_head) conv_and_gates(c, cfg, w, s.qkv.data(), spans, T, s);
   const int64_t heads_per_task = per_key_head ? Hv / Hk : 1;
-  const float q_scale = 1.0f / std::sqrt(float(dk));
 
   // Per span and value head (or key head with its value heads): the delta rule over the span's
   // tokens, then the gated RMSNorm of its outputs, norm(o) * w * silu(z), with the plain (not
@@ -255,8 +262,7 @@ void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const De
         float* mixed = s.mixed.data() + t_first * C;
         conv_step_silu<4>(c, cfg, w, x, conv, mixed, kh * dk, (kh + 1) * dk);
         conv_step_silu<4>(c, cfg, w, x, conv, mixed, QK + kh * dk, QK + (kh + 1) * dk);
-        l2_normalize(mixed + kh * dk, dk, q_scale, s.q.data() + t_first * QK + kh * dk);
-        l2_normalize(mixed + QK + kh * dk, dk, 1.0f, s.k.data() + t_first * QK + kh * dk);
+        normalize_qk(cfg, s, t_first, kh);
       }
       for (int64_t j = 0; j < heads_per_task; ++j) {
         // The value heads that read key head `first`: consecutive in HF's order, every Hk-th in
@@ -265,10 +271,7 @@ void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const De
         if (per_key_head) {
           conv_step_silu<4>(c, cfg, w, s.qkv.data() + t_first * C, sp.state->conv.data(),
                             s.mixed.data() + t_first * C, 2 * QK + h * dv, 2 * QK + (h + 1) * dv);
-          float& g = s.g[size_t(t_first * Hv + h)];
-          g = w.neg_a[size_t(h)] * softplus(g + w.dt_bias[size_t(h)]);
-          float* beta = s.beta.data() + t_first * Hv + h;
-          c.k->sigmoid(beta, beta, 1);
+          head_gates(c, cfg, w, s, t_first, h);
         }
         const kernels::DeltaRuleHead head = head_of(cfg, w, s, h, t_first);
         float* S = sp.state->recurrent.data() + h * dk * dv;
