@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <tuple>
 
 #include "core/error.h"
@@ -243,9 +244,11 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
         save_weight_cache(options.weights_cache_dir, cache_key, cached);
         if (options.on_notice) options.on_notice("weight cache: wrote " + weight_cache_path(options.weights_cache_dir, cache_key));
       } catch (const std::exception& e) {
-        std::string why = e.what();
-        if (why.rfind("weight cache: ", 0) == 0) why.erase(0, 14);
-        if (options.on_notice) options.on_notice("weight cache: not written: " + why);
+        // save_weight_cache's errors name the cache already.
+        constexpr std::string_view kPrefix = "weight cache: ";
+        std::string_view why = e.what();
+        if (why.starts_with(kPrefix)) why.remove_prefix(kPrefix.size());
+        if (options.on_notice) options.on_notice("weight cache: not written: " + std::string(why));
       }
     }
   }
