@@ -1,6 +1,7 @@
 // Chooses the kernel table once from the CPU's features.
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -29,31 +30,37 @@ bool request_amx() {
 #endif
 }
 
-// One token against a narrow K-quant matrix (2048 columns or fewer: a 16-row group of at most 8
-// blocks) goes to the AVX-VNNI kernel on AMD cores that have both. On the Zen 5 VM the AVX-512
-// kernels streamed such matrices a quarter slower (qmatmul_bench, one thread, T = 1, 1024
-// columns, 13 sets: Q4_K 22.6-25.0 against 29.5-34.2 GB/s, Q6_K 21.6-28.8 against 29.5-32.9), and
-// the 0.8B Q4_K_M file decoded 4-10% faster routed (four pairs, 2 threads; the 2B file level to
-// +2% where the memory held still). Both kernels give the reference's bits, so a row's result
-// does not depend on the route.
-QMatmulFn g_wide[size_t(DType::kCount)], g_narrow[size_t(DType::kCount)];
+// One token against some K-quant matrices goes to the AVX-VNNI kernel on AMD cores that have
+// both ISAs; both kernels give the reference's bits, so a row's result does not depend on the
+// route. On the Zen 5 VM (qmatmul_bench and a throwaway bench alternating the two tables in one
+// process, T = 1, weight GB/s):
+// - Q4_K and Q5_K up to 2048 columns (a 16-row group of at most 8 blocks): one thread, 1024
+//   columns, 13 sets, Q4_K 22.6-25.0 against 29.5-34.2, Q6_K 21.6-28.8 against 29.5-32.9; the
+//   0.8B Q4_K_M file decoded 4-10% faster routed (four pairs, 2 threads). At 4096 columns the
+//   AVX-512 Q4_K kernel is level or ahead (2 threads 49.8 / 45.8, 42.4 / 41.6).
+// - Q6_K at any width: AVX-512 / AVX-VNNI, 2 threads, 4096 x 4096 42.7 / 50.8 and 33.5 / 45.0,
+//   4096 x 12288 46.0 / 54.6, 27.6 / 41.9, 33.1 / 41.9 and 35.7 / 45.4, the 9B LM head (248320 x
+//   4096) 48.5 / 53.2, 36.9 / 42.5 and 47.7 / 54.8; one thread 4096 x 4096 14.0-25.7 / 18.8-26.9.
+//   The AVX-512 Q6_K kernel is the faster one from L2 (65 against 36 GB/s): from memory it
+//   streams less, for a reason not found (prefetch distance 2-16 KiB and L2 hints gained nothing).
+QMatmulFn g_avx512[size_t(DType::kCount)], g_avxvnni[size_t(DType::kCount)];
 
-template <DType D>
-void narrow_routed(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t y_stride) {
-  (a.T == 1 && w.cols <= 2048 ? g_narrow : g_wide)[size_t(D)](a, w, o_begin, o_end, y, y_stride);
+template <DType D, int64_t kMaxCols>
+void routed(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t y_stride) {
+  (a.T == 1 && w.cols <= kMaxCols ? g_avxvnni : g_avx512)[size_t(D)](a, w, o_begin, o_end, y, y_stride);
 }
 
 const KernelTable& avx512_routed(const KernelTable& avx512, const KernelTable& avxvnni) {
   static const KernelTable table = [&] {
     KernelTable t = avx512;
-    auto route = [&](DType d, QMatmulFn routed) {
-      g_wide[size_t(d)] = t.qmatmul[size_t(d)];
-      g_narrow[size_t(d)] = avxvnni.qmatmul[size_t(d)];
-      if (g_wide[size_t(d)] && g_narrow[size_t(d)]) t.qmatmul[size_t(d)] = routed;
+    auto route = [&](DType d, QMatmulFn fn) {
+      g_avx512[size_t(d)] = t.qmatmul[size_t(d)];
+      g_avxvnni[size_t(d)] = avxvnni.qmatmul[size_t(d)];
+      if (g_avx512[size_t(d)] && g_avxvnni[size_t(d)]) t.qmatmul[size_t(d)] = fn;
     };
-    route(DType::Q4_K, narrow_routed<DType::Q4_K>);
-    route(DType::Q5_K, narrow_routed<DType::Q5_K>);
-    route(DType::Q6_K, narrow_routed<DType::Q6_K>);
+    route(DType::Q4_K, routed<DType::Q4_K, 2048>);
+    route(DType::Q5_K, routed<DType::Q5_K, 2048>);
+    route(DType::Q6_K, routed<DType::Q6_K, std::numeric_limits<int64_t>::max()>);
     return t;
   }();
   return table;
