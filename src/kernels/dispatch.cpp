@@ -31,18 +31,12 @@ bool request_amx() {
 }
 
 // One token against some K-quant matrices goes to the AVX-VNNI kernel on AMD cores that have
-// both ISAs; both kernels give the reference's bits, so a row's result does not depend on the
-// route. On the Zen 5 VM (qmatmul_bench and a throwaway bench alternating the two tables in one
-// process, T = 1, weight GB/s):
-// - Q4_K and Q5_K up to 2048 columns (a 16-row group of at most 8 blocks): one thread, 1024
-//   columns, 13 sets, Q4_K 22.6-25.0 against 29.5-34.2, Q6_K 21.6-28.8 against 29.5-32.9; the
-//   0.8B Q4_K_M file decoded 4-10% faster routed (four pairs, 2 threads). At 4096 columns the
-//   AVX-512 Q4_K kernel is level or ahead (2 threads 49.8 / 45.8, 42.4 / 41.6).
-// - Q6_K at any width: AVX-512 / AVX-VNNI, 2 threads, 4096 x 4096 42.7 / 50.8 and 33.5 / 45.0,
-//   4096 x 12288 46.0 / 54.6, 27.6 / 41.9, 33.1 / 41.9 and 35.7 / 45.4, the 9B LM head (248320 x
-//   4096) 48.5 / 53.2, 36.9 / 42.5 and 47.7 / 54.8; one thread 4096 x 4096 14.0-25.7 / 18.8-26.9.
-//   The AVX-512 Q6_K kernel is the faster one from L2 (65 against 36 GB/s): from memory it
-//   streams less, for a reason not found (prefetch distance 2-16 KiB and L2 hints gained nothing).
+// both ISAs, because there it streams them from memory faster than the AVX-512 kernel: Q4_K and
+// Q5_K up to 2048 columns (at 4096 the AVX-512 Q4_K kernel is level or ahead), Q6_K at any width
+// (10-52% more GB/s in 15 of 16 two-thread runs on the Zen 5 VM, though the AVX-512 kernel is
+// the faster one from L2, for a reason not found). Figures: bench/README.md, "Zen 5, third session" and "Zen 5,
+// fourth session". Both kernels give the reference's bits, so a row's result does not depend on
+// the route.
 QMatmulFn g_avx512[size_t(DType::kCount)], g_avxvnni[size_t(DType::kCount)];
 
 template <DType D, int64_t kMaxCols>
