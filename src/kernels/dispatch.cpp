@@ -34,9 +34,9 @@ bool request_amx() {
 // both ISAs, because there it streams them from memory faster than the AVX-512 kernel: Q4_K and
 // Q5_K up to 2048 columns (at 4096 the AVX-512 Q4_K kernel is level or ahead), Q6_K at any width
 // (10-52% more GB/s in 15 of 16 two-thread runs on the Zen 5 VM, though the AVX-512 kernel is
-// the faster one from L2, for a reason not found). Figures: bench/README.md, "Zen 5, third session" and "Zen 5,
-// fourth session". Both kernels give the reference's bits, so a row's result does not depend on
-// the route.
+// the faster one from L2, for a reason not found). Figures: bench/README.md, "Zen 5, third
+// session" and "Zen 5, fourth session". Both kernels give the reference's bits, so a row's result
+// does not depend on the route.
 QMatmulFn g_avx512[size_t(DType::kCount)], g_avxvnni[size_t(DType::kCount)];
 
 template <DType D, int64_t kMaxCols>
