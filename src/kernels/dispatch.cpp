@@ -33,15 +33,15 @@ bool request_amx() {
 // One token against some K-quant matrices goes to the AVX-VNNI kernel on AMD cores that have
 // both ISAs, because there it streams them from memory faster than the AVX-512 kernel: Q4_K and
 // Q5_K up to 2048 columns (at 4096 the AVX-512 Q4_K kernel is level or ahead), Q6_K at any width
-// (10-52% more GB/s in 15 of 16 two-thread runs on the Zen 5 VM, though the AVX-512 kernel is
-// the faster one from L2, for a reason not found). Figures: bench/README.md, "Zen 5, third
-// session" and "Zen 5, fourth session". Both kernels give the reference's bits, so a row's result
-// does not depend on the route.
+// and for two tokens too (a one-draft verify, two batched conversations), though the AVX-512
+// kernel is the faster one from L2, for a reason not found; from three tokens on it leads.
+// Figures: bench/README.md, "Zen 5, third session" to "Zen 5, fifth session". Both kernels give
+// the reference's bits, so a row's result does not depend on the route.
 QMatmulFn g_avx512[size_t(DType::kCount)], g_avxvnni[size_t(DType::kCount)];
 
-template <DType D, int64_t kMaxCols>
+template <DType D, int64_t kMaxTokens, int64_t kMaxCols>
 void routed(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t y_stride) {
-  (a.T == 1 && w.cols <= kMaxCols ? g_avxvnni : g_avx512)[size_t(D)](a, w, o_begin, o_end, y, y_stride);
+  (a.T <= kMaxTokens && w.cols <= kMaxCols ? g_avxvnni : g_avx512)[size_t(D)](a, w, o_begin, o_end, y, y_stride);
 }
 
 const KernelTable& avx512_routed(const KernelTable& avx512, const KernelTable& avxvnni) {
@@ -52,9 +52,9 @@ const KernelTable& avx512_routed(const KernelTable& avx512, const KernelTable& a
       g_avxvnni[size_t(d)] = avxvnni.qmatmul[size_t(d)];
       if (g_avx512[size_t(d)] && g_avxvnni[size_t(d)]) t.qmatmul[size_t(d)] = fn;
     };
-    route(DType::Q4_K, routed<DType::Q4_K, 2048>);
-    route(DType::Q5_K, routed<DType::Q5_K, 2048>);
-    route(DType::Q6_K, routed<DType::Q6_K, std::numeric_limits<int64_t>::max()>);
+    route(DType::Q4_K, routed<DType::Q4_K, 1, 2048>);
+    route(DType::Q5_K, routed<DType::Q5_K, 1, 2048>);
+    route(DType::Q6_K, routed<DType::Q6_K, 2, std::numeric_limits<int64_t>::max()>);
     return t;
   }();
   return table;
