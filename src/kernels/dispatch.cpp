@@ -30,13 +30,13 @@ bool request_amx() {
 #endif
 }
 
-// One token against some K-quant matrices goes to the AVX-VNNI kernel on AMD cores that have
-// both ISAs, because there it streams them from memory faster than the AVX-512 kernel: Q4_K and
-// Q5_K up to 2048 columns (at 4096 the AVX-512 Q4_K kernel is level or ahead), Q6_K at any width
-// and for two tokens too (a one-draft verify, two batched conversations), though the AVX-512
-// kernel is the faster one from L2, for a reason not found; from three tokens on it leads.
-// Figures: bench/README.md, "Zen 5, third session" to "Zen 5, fifth session". Both kernels give
-// the reference's bits, so a row's result does not depend on the route.
+// One token (two for Q6_K) against some K-quant matrices goes to the AVX-VNNI kernel on AMD cores
+// that have both ISAs, because there it streams them from memory faster than the AVX-512 kernel:
+// Q4_K and Q5_K up to 2048 columns (at 4096, or at two tokens, the AVX-512 Q4_K kernel is level
+// or ahead), Q6_K at any width and for a one-draft verify or two batched conversations too, though
+// the AVX-512 Q6_K kernel is the faster one from L2, for a reason not found; from three tokens the
+// AVX-512 kernel leads. Figures: bench/README.md, "Zen 5, third session" to "Zen 5, fifth
+// session". Both kernels give the reference's bits, so a row's result does not depend on the route.
 QMatmulFn g_avx512[size_t(DType::kCount)], g_avxvnni[size_t(DType::kCount)];
 
 template <DType D, int64_t kMaxTokens, int64_t kMaxCols>
