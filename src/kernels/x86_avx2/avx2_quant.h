@@ -200,9 +200,93 @@ inline int unpack_legacy(const uint8_t* qs, const uint8_t* qh, __m256i W[8]) {
   }
 }
 
+// Quad k (elements 4k..4k+3 of every row) of a half's block, as unpack_legacy gives it.
+template <bool kVnni, Legacy L>
+inline __m256i legacy_quad(const uint8_t* qs, const uint8_t* qh, int k) {
+  if constexpr (L == Legacy::kQ8_0) {
+    const __m256i w = vload(qs + 64 * k);
+    return kVnni ? _mm256_xor_si256(w, _mm256_set1_epi8(int8_t(0x80))) : w;
+  } else {
+    const __m256i p = vload(qs + 64 * (k % 4));
+    __m256i w = k < 4 ? lo_nib(p) : hi_nib(p);
+    if constexpr (L == Legacy::kIQ4_NL) w = _mm256_shuffle_epi8(kVnni ? iq4_book_u8() : iq4_book(), w);
+    if constexpr (LegacyLayout<L>::kFive) w = _mm256_or_si256(w, bits_to(vload(qh), 1 << k, 16));
+    return w;
+  }
+}
+
+// Token tiles of several tokens (TT >= 2): quads outer, tokens inner, every half of the group at
+// once, so one broadcast of a token's 4 activation bytes feeds all NH halves. Block by block, as
+// legacy_rows below (one token), each (row, token) sum takes the same float steps in the same
+// order, so a row's result does not depend on how many tokens share its tile. Broadcasts from
+// memory issue about two a cycle on Zen 5, as many as the multiplies, so one a half (NH = 1 here
+// before) bound Q4_0's tiles rather than its multiplies. Without VNNI Q5_0 / Q5_1 keep one half
+// a tile: their int16 runs of 4 quads and their int32 sums would not fit the registers together.
+template <bool kVnni, Legacy L>
+constexpr bool kQuadOuter = kVnni || !LegacyLayout<L>::kFive;
+
+template <bool kVnni, Legacy L, int TT, int NH>
+void legacy_tile(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
+  using Lay = LegacyLayout<L>;
+  static_assert(kQuadOuter<kVnni, L>);
+  const TokenTile<TT> tk(a, t0);
+  TileSums<TT, NH> acc;
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  for (int64_t b = 0; b < nb; ++b) {
+    prefetch_part(rows.group + size_t(b) * Lay::kBlock, Lay::kBlock, 0, 1);
+    const uint8_t* qs[NH];
+    const uint8_t* qh[NH];
+    for (int hi = 0; hi < NH; ++hi) {
+      const Half g{rows.group, rows.h0 + hi};
+      qs[hi] = g.vec(Lay::kBlock, b, Lay::kQs);
+      qh[hi] = g.vec(Lay::kBlock, b, Lay::kQh);
+    }
+    __m256i isum[NH][TT];
+    __m256i p16[NH][TT];  // unsigned nibbles without VNNI: int16 pair sums of all 8 quads, <= 30480
+    for (int hi = 0; hi < NH; ++hi)
+      for (int t = 0; t < TT; ++t) isum[hi][t] = p16[hi][t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      __m256i W[NH], A[NH];
+      for (int hi = 0; hi < NH; ++hi) {
+        W[hi] = legacy_quad<kVnni, L>(qs[hi], qh[hi], k);
+        if constexpr (!kVnni && Lay::kSigned) A[hi] = _mm256_abs_epi8(W[hi]);
+      }
+      for (int t = 0; t < TT; ++t) {
+        const __m256i av = bcast32(tk.q[t] + 32 * b + 4 * k);
+        for (int hi = 0; hi < NH; ++hi) {
+          if constexpr (kVnni) isum[hi][t] = _mm256_dpbusd_avx_epi32(isum[hi][t], W[hi], av);
+          else if constexpr (Lay::kSigned)
+            isum[hi][t] = _mm256_add_epi32(isum[hi][t], _mm256_madd_epi16(pairs16_signed(A[hi], W[hi], av), ones16));
+          else p16[hi][t] = _mm256_add_epi16(p16[hi][t], pairs16(W[hi], av));
+          // Without this GCC reassociates the integer sums into a tree over all 64 products and
+          // spills them (Q4_0 ran 10% slower than one half a tile).
+          asm("" : "+x"(kVnni || Lay::kSigned ? isum[hi][t] : p16[hi][t]));
+        }
+      }
+    }
+    const int c = L == Legacy::kQ8_0 || L == Legacy::kIQ4_NL ? (kVnni ? 128 : 0) : L == Legacy::kQ4_0 ? 8 : L == Legacy::kQ5_0 ? 16 : 0;
+    for (int hi = 0; hi < NH; ++hi) {
+      const Half g{rows.group, rows.h0 + hi};
+      const __m256 dw = g.f16(Lay::kBlock, b, 0);
+      for (int t = 0; t < TT; ++t) {
+        const int32_t s32 = tk.s32[t][b];
+        __m256i s = _mm256_add_epi32(_mm256_set1_epi32(-c * s32), isum[hi][t]);
+        if constexpr (!kVnni && !Lay::kSigned) s = _mm256_add_epi32(s, _mm256_madd_epi16(p16[hi][t], ones16));
+        const __m256 dav = _mm256_set1_ps(tk.d[t][b]);
+        acc.v[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, dav), acc.v[hi][t]);
+        if constexpr (Lay::kMin)
+          acc.v[hi][t] = _mm256_fmadd_ps(_mm256_set1_ps(float(s32)), _mm256_mul_ps(g.f16(Lay::kBlock, b, 32), dav), acc.v[hi][t]);
+      }
+    }
+  }
+  acc.store(y, ys, t0, o, o_end);
+}
+
 template <bool kVnni, Legacy L, int TT, int NH>
 void legacy_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   using Lay = LegacyLayout<L>;
+  if constexpr (TT > 1 && kQuadOuter<kVnni, L>) return legacy_tile<kVnni, L, TT, NH>(a, t0, rows, nb, y, ys, o, o_end);
   const TokenTile<TT> tk(a, t0);
   TileSums<TT, NH> acc;
   const __m256i ones16 = _mm256_set1_epi16(1);
@@ -338,8 +422,84 @@ inline __m256i k4_sub(__m256i I1, const __m256i W[8], const int8_t* qa, __m256i 
   }
 }
 
+// The block's float steps for one half and token: I1 the scaled quant sums, mnp the half's min pairs.
+template <bool kVnni, bool kFive, int TT>
+inline __m256 k4_finish(const TokenTile<TT>& tk, int t, int64_t b, const Half& g, __m256i I1, const __m256i mnp[4],
+                        __m256 acc) {
+  using Lay = K4Layout<kFive>;
+  const __m256 d = g.f16(Lay::kBlock, b, 0), dmin = g.f16(Lay::kBlock, b, Lay::kDmin);
+  const int16_t* h32 = tk.h32[t] + 8 * b;
+  __m256i I2 = _mm256_setzero_si256();
+  for (int q = 0; q < 4; ++q) I2 = dot_i16<kVnni>(I2, mnp[q], bcast32(h32 + 2 * q));
+  const __m256 dav = _mm256_set1_ps(tk.d[t][b]);
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I1), _mm256_mul_ps(d, dav), acc);
+  return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(I2), _mm256_mul_ps(dmin, dav), acc);
+}
+
+// Token tiles of several tokens: as legacy_tile, quads outer and tokens inner over every half of
+// the group, so one broadcast of 4 activation bytes feeds both halves; the same integer sums and
+// float steps per (row, token) as k4_rows below.
+template <bool kVnni, bool kFive, int TT, int NH>
+void k4_tile(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
+  using Lay = K4Layout<kFive>;
+  const TokenTile<TT> tk(a, t0);
+  TileSums<TT, NH> acc;
+  constexpr int kRun = kVnni ? 8 : kFive ? 4 : 8;  // quads summed before widening (see k4_sub)
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i sc[NH][8], mnp[NH][4], I1[NH][TT];
+    for (int hi = 0; hi < NH; ++hi) {
+      const Half g{rows.group, rows.h0 + hi};
+      if constexpr (kVnni) {
+        k4_scales(g.vec(Lay::kBlock, b, Lay::kScales), sc[hi], mnp[hi]);
+        for (int s = 0; s < 8; ++s) sc[hi][s] = k4_scale<kVnni>(sc[hi][s]);
+      } else {
+        k4_scales_both_halves(g.vec(Lay::kBlock, b, Lay::kScales), sc[hi], mnp[hi]);
+      }
+      for (int t = 0; t < TT; ++t) I1[hi][t] = _mm256_setzero_si256();
+    }
+    for (int c = 0; c < 4; ++c) {
+      for (int hi = 0; hi < NH; ++hi) prefetch_part(rows.group + size_t(b) * Lay::kBlock, Lay::kBlock, 4 * hi + c, 4 * NH);
+#pragma GCC unroll 2
+      for (int part = 0; part < 2; ++part) {
+        const int s = 2 * c + part;
+        __m256i p[NH][TT];
+#pragma GCC unroll 8
+        for (int m = 0; m < 8; ++m) {
+          __m256i W[NH];
+          for (int hi = 0; hi < NH; ++hi) {
+            const Half g{rows.group, rows.h0 + hi};
+            const __m256i v = vload(g.vec(Lay::kBlock, b, Lay::kQs + 64 * size_t(8 * c + m)));
+            W[hi] = part ? hi_nib(v) : lo_nib(v);
+            if constexpr (kFive)
+              W[hi] = _mm256_or_si256(W[hi], bits_to(vload(g.vec(Lay::kBlock, b, Lay::kQh + 64 * size_t(m))), 1 << s, 16));
+          }
+          for (int t = 0; t < TT; ++t) {
+            const __m256i av = bcast32(tk.q[t] + 256 * b + 64 * c + 32 * part + 4 * m);
+            for (int hi = 0; hi < NH; ++hi) {
+              if (m % kRun == 0) p[hi][t] = _mm256_setzero_si256();
+              if constexpr (kVnni) p[hi][t] = _mm256_dpbusd_avx_epi32(p[hi][t], W[hi], av);
+              else p[hi][t] = _mm256_add_epi16(p[hi][t], pairs16(W[hi], av));
+              asm("" : "+x"(p[hi][t]));  // keeps GCC from reassociating the sums into a tree (see legacy_tile)
+              if (m % kRun == kRun - 1) {
+                if constexpr (kVnni) I1[hi][t] = _mm256_add_epi32(I1[hi][t], _mm256_mullo_epi32(p[hi][t], sc[hi][s]));
+                else I1[hi][t] = _mm256_add_epi32(I1[hi][t], _mm256_madd_epi16(p[hi][t], sc[hi][s]));
+              }
+            }
+          }
+        }
+      }
+    }
+    for (int hi = 0; hi < NH; ++hi) {
+      const Half g{rows.group, rows.h0 + hi};
+      for (int t = 0; t < TT; ++t) acc.v[hi][t] = k4_finish<kVnni, kFive>(tk, t, b, g, I1[hi][t], mnp[hi], acc.v[hi][t]);
+    }
+  }
+  acc.store(y, ys, t0, o, o_end);
+}
+
 template <bool kVnni, bool kFive, int TT, int NH>
 void k4_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
+  if constexpr (TT > 1) return k4_tile<kVnni, kFive, TT, NH>(a, t0, rows, nb, y, ys, o, o_end);
   using Lay = K4Layout<kFive>;
   const TokenTile<TT> tk(a, t0);
   TileSums<TT, NH> acc;
@@ -373,15 +533,7 @@ void k4_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int6
             I1[t] = k4_sub<kVnni, kFive>(I1[t], W, tk.q[t] + 256 * b + 64 * c + 32 * part, sc[2 * c + part]);
         }
       }
-      const __m256 d = g.f16(Lay::kBlock, b, 0), dmin = g.f16(Lay::kBlock, b, Lay::kDmin);
-      for (int t = 0; t < TT; ++t) {
-        const int16_t* h32 = tk.h32[t] + 8 * b;
-        __m256i I2 = _mm256_setzero_si256();
-        for (int q = 0; q < 4; ++q) I2 = dot_i16<kVnni>(I2, mnp[q], bcast32(h32 + 2 * q));
-        const __m256 dav = _mm256_set1_ps(tk.d[t][b]);
-        acc.v[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I1[t]), _mm256_mul_ps(d, dav), acc.v[hi][t]);
-        acc.v[hi][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(I2), _mm256_mul_ps(dmin, dav), acc.v[hi][t]);
-      }
+      for (int t = 0; t < TT; ++t) acc.v[hi][t] = k4_finish<kVnni, kFive>(tk, t, b, g, I1[t], mnp, acc.v[hi][t]);
     }
   }
   acc.store(y, ys, t0, o, o_end);
@@ -657,7 +809,7 @@ void iq4xs_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, i
 
 // kernel.operator()<TT, NH>(t0, rows, nb, o, o_end) for each group (or lone 8-row half) of the
 // range and token tile.
-template <class Kernel>
+template <int kTileHalves = 1, class Kernel>
 void run_halves(const ActRows& a, const WeightMatrix& w, int64_t block_elems, int64_t o_begin, int64_t o_end,
                 const Kernel& kernel) {
   const int64_t nb = w.cols / block_elems;
@@ -689,21 +841,27 @@ void run_halves(const ActRows& a, const WeightMatrix& w, int64_t block_elems, in
   }
   // Token tiles outer, the range's halves inner: the range's weights stay in L2 while each tile's
   // activations pass once from L1, rather than every half sweeping all T tokens' activations from
-  // L3 (2.6 MB at T = 512 for each 8 rows). One half at a time leaves more registers to the tile.
+  // L3 (2.6 MB at T = 512 for each 8 rows). One half at a time leaves more registers to the tile,
+  // where a kernel's tile does not take a group's halves together (kTileHalves = 2).
   // Zen 5 running these tables, qmatmul_bench T = 512, one thread: avx2 +14-21%, avxvnni +35-85%.
   for (int64_t t0 = 0; t0 < a.T; t0 += kTokenTile)
-    for (int64_t o = o_begin; o < o_end; o += 8) tile.template operator()<1>(t0, o);
+    for (int64_t o = o_begin; o < o_end;) {
+      const bool both = kTileHalves == 2 && (o / 8) % 2 == 0 && o + 8 < o_end;
+      if (both) tile.template operator()<2>(t0, o);
+      else tile.template operator()<1>(t0, o);
+      o += both ? 16 : 8;
+    }
 }
 
 template <bool V, Legacy L>
 void qmatmul_legacy(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
-  run_halves(a, w, 32, o_begin, o_end, [&]<int TT, int NH>(int64_t t0, Rows g, int64_t nb, int64_t o, int64_t oe) {
+  run_halves<kQuadOuter<V, L> ? 2 : 1>(a, w, 32, o_begin, o_end, [&]<int TT, int NH>(int64_t t0, Rows g, int64_t nb, int64_t o, int64_t oe) {
     legacy_rows<V, L, TT, NH>(a, t0, g, nb, y, ys, o, oe);
   });
 }
 template <bool V, bool kFive>
 void qmatmul_k4(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
-  run_halves(a, w, 256, o_begin, o_end, [&]<int TT, int NH>(int64_t t0, Rows g, int64_t nb, int64_t o, int64_t oe) {
+  run_halves<2>(a, w, 256, o_begin, o_end, [&]<int TT, int NH>(int64_t t0, Rows g, int64_t nb, int64_t o, int64_t oe) {
     k4_rows<V, kFive, TT, NH>(a, t0, g, nb, y, ys, o, oe);
   });
 }
