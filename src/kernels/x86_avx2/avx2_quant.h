@@ -168,9 +168,16 @@ inline __m256i iq4_book() {
 }
 inline __m256i iq4_book_u8() { return _mm256_xor_si256(iq4_book(), _mm256_set1_epi8(int8_t(0x80))); }
 
-// The block's 8 weight vectors (quad k = elements 4k..4k+3 of every row) and the offset c they
-// carry: sum(w * a) = sum(W * a) - c * sum(a). With VNNI every W is unsigned (signed weights + 128);
-// without, signed formats keep their signed values (c = 0) for the sign trick.
+// The offset c the unpacked weights W carry: sum(w * a) = sum(W * a) - c * sum(a). With VNNI every W
+// is unsigned (signed weights + 128); without, signed formats keep their signed values (c = 0) for
+// the sign trick.
+template <bool kVnni, Legacy L>
+constexpr int legacy_offset() {
+  if constexpr (LegacyLayout<L>::kSigned) return kVnni ? 128 : 0;
+  else return L == Legacy::kQ4_0 ? 8 : L == Legacy::kQ5_0 ? 16 : 0;
+}
+
+// The block's 8 weight vectors (quad k = elements 4k..4k+3 of every row) and their offset.
 template <bool kVnni, Legacy L>
 inline int unpack_legacy(const uint8_t* qs, const uint8_t* qh, __m256i W[8]) {
   using Lay = LegacyLayout<L>;
@@ -179,7 +186,7 @@ inline int unpack_legacy(const uint8_t* qs, const uint8_t* qh, __m256i W[8]) {
       W[k] = vload(qs + 64 * k);
       if constexpr (kVnni) W[k] = _mm256_xor_si256(W[k], _mm256_set1_epi8(int8_t(0x80)));
     }
-    return kVnni ? 128 : 0;
+    return legacy_offset<kVnni, L>();
   } else {
     for (int v = 0; v < 4; ++v) {
       const __m256i p = vload(qs + 64 * v);
@@ -189,14 +196,12 @@ inline int unpack_legacy(const uint8_t* qs, const uint8_t* qh, __m256i W[8]) {
     if constexpr (L == Legacy::kIQ4_NL) {
       const __m256i book = kVnni ? iq4_book_u8() : iq4_book();
       for (int k = 0; k < 8; ++k) W[k] = _mm256_shuffle_epi8(book, W[k]);
-      return kVnni ? 128 : 0;
     }
     if constexpr (Lay::kFive) {
       const __m256i h = vload(qh);
       for (int k = 0; k < 8; ++k) W[k] = _mm256_or_si256(W[k], bits_to(h, 1 << k, 16));
-      return L == Legacy::kQ5_0 ? 16 : 0;
     }
-    return L == Legacy::kQ4_0 ? 8 : 0;
+    return legacy_offset<kVnni, L>();
   }
 }
 
@@ -265,7 +270,7 @@ void legacy_tile(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, 
         }
       }
     }
-    const int c = L == Legacy::kQ8_0 || L == Legacy::kIQ4_NL ? (kVnni ? 128 : 0) : L == Legacy::kQ4_0 ? 8 : L == Legacy::kQ5_0 ? 16 : 0;
+    constexpr int c = legacy_offset<kVnni, L>();
     for (int hi = 0; hi < NH; ++hi) {
       const Half g{rows.group, rows.h0 + hi};
       const __m256 dw = g.f16(Lay::kBlock, b, 0);
