@@ -9,7 +9,7 @@
 // thread's CPU time (Google Benchmark's default), which a busy shared machine disturbs less than
 // wall time; with 2 threads they overstate by the second thread's share.
 //
-// qhot/<table> runs the same kernels on one matrix of 512 x 4096 (0.3-1.7 MB) that stays in the caches:
+// qhot/<table> runs the same kernels on one matrix of 128 x 4096 (0.17-0.56 MB) that stays in the caches:
 // its GB/s is the kernel's compute ceiling, what it would stream if memory were free.
 //
 // read/<table> streams the same matrices with a plain load loop: the memory's speed beside q/.

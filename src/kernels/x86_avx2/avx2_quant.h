@@ -1,7 +1,9 @@
 // Block-format matmuls on 8 int32 lanes over the interleave16 layout (kernels/pack/interleave16.h),
 // written once for two tables: avx2 (kVnni = false: vpmaddubsw + vpmaddwd) and avxvnni (kVnni =
 // true: the VEX vpdpbusd / vpdpwssd of AVX-VNNI). A 16-row group is read as two 8-row halves (the
-// low and high 32 bytes of each 64-byte vector), each half one pass over the row's blocks.
+// low and high 32 bytes of each 64-byte vector): one token reads each half in one pass over the
+// row's blocks; token tiles of several tokens mostly take both halves together (legacy_tile,
+// k4_tile).
 // Include only from files compiled with the AVX2 flags (and -mavxvnni for kVnni); everything here
 // has internal linkage, so no baseline caller can pick it up.
 //
@@ -222,11 +224,12 @@ inline __m256i legacy_quad(const uint8_t* qs, const uint8_t* qh, int k) {
 
 // Token tiles of several tokens (TT >= 2): quads outer, tokens inner, every half of the group at
 // once, so one broadcast of a token's 4 activation bytes feeds all NH halves. Block by block, as
-// legacy_rows below (one token), each (row, token) sum takes the same float steps in the same
+// legacy_blocks (one token), each (row, token) sum takes the same float steps in the same
 // order, so a row's result does not depend on how many tokens share its tile. Broadcasts from
 // memory issue about two a cycle on Zen 5, as many as the multiplies, so one a half (NH = 1 here
-// before) bound Q4_0's tiles rather than its multiplies. Without VNNI Q5_0 / Q5_1 keep one half
-// a tile: their int16 runs of 4 quads and their int32 sums would not fit the registers together.
+// before) bound Q4_0's tiles rather than its multiplies. Without VNNI Q5_0 / Q5_1 stay on
+// legacy_blocks (one half a tile past 4 tokens): their int16 runs of 4 quads and their int32 sums
+// would not fit the registers together.
 template <bool kVnni, Legacy L>
 constexpr bool kQuadOuter = kVnni || !LegacyLayout<L>::kFive;
 
@@ -288,10 +291,10 @@ void legacy_tile(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, 
   acc.store(y, ys, t0, o, o_end);
 }
 
+// Halves outer, tokens inner, block by block: one token, and the tiles of Q5_0 / Q5_1 without VNNI.
 template <bool kVnni, Legacy L, int TT, int NH>
-void legacy_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
+void legacy_blocks(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   using Lay = LegacyLayout<L>;
-  if constexpr (TT > 1 && kQuadOuter<kVnni, L>) return legacy_tile<kVnni, L, TT, NH>(a, t0, rows, nb, y, ys, o, o_end);
   const TokenTile<TT> tk(a, t0);
   TileSums<TT, NH> acc;
   const __m256i ones16 = _mm256_set1_epi16(1);
@@ -350,6 +353,12 @@ void legacy_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, 
     block(b);
   }
   acc.store(y, ys, t0, o, o_end);
+}
+
+template <bool kVnni, Legacy L, int TT, int NH>
+void legacy_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
+  if constexpr (TT > 1 && kQuadOuter<kVnni, L>) legacy_tile<kVnni, L, TT, NH>(a, t0, rows, nb, y, ys, o, o_end);
+  else legacy_blocks<kVnni, L, TT, NH>(a, t0, rows, nb, y, ys, o, o_end);
 }
 
 // ---- Q4_K / Q5_K (8 sub-blocks of 32 with 6-bit scales and mins; kQ8x256) ---------------------
@@ -443,7 +452,7 @@ inline __m256 k4_finish(const TokenTile<TT>& tk, int t, int64_t b, const Half& g
 
 // Token tiles of several tokens: as legacy_tile, quads outer and tokens inner over every half of
 // the group, so one broadcast of 4 activation bytes feeds both halves; the same integer sums and
-// float steps per (row, token) as k4_rows below.
+// float steps per (row, token) as k4_token below.
 template <bool kVnni, bool kFive, int TT, int NH>
 void k4_tile(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   using Lay = K4Layout<kFive>;
@@ -502,9 +511,10 @@ void k4_tile(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int6
   acc.store(y, ys, t0, o, o_end);
 }
 
+// One token: each half in turn, block by block.
 template <bool kVnni, bool kFive, int TT, int NH>
-void k4_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
-  if constexpr (TT > 1) return k4_tile<kVnni, kFive, TT, NH>(a, t0, rows, nb, y, ys, o, o_end);
+void k4_token(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
+  static_assert(TT == 1);
   using Lay = K4Layout<kFive>;
   const TokenTile<TT> tk(a, t0);
   TileSums<TT, NH> acc;
@@ -520,8 +530,7 @@ void k4_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int6
       }
       __m256i I1[TT];
       for (int t = 0; t < TT; ++t) I1[t] = _mm256_setzero_si256();
-      // One sub-block's 8 weight vectors at a time (sixteen would not fit the 16 registers beside
-      // the token tile's sums).
+      // One sub-block's 8 weight vectors at a time (sixteen would not fit the 16 registers).
       for (int c = 0; c < 4; ++c) {
         prefetch_part(rows.group + size_t(b) * Lay::kBlock, Lay::kBlock, 4 * hi + c, 4 * NH);
         for (int part = 0; part < 2; ++part) {
@@ -542,6 +551,12 @@ void k4_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int6
     }
   }
   acc.store(y, ys, t0, o, o_end);
+}
+
+template <bool kVnni, bool kFive, int TT, int NH>
+void k4_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
+  if constexpr (TT > 1) k4_tile<kVnni, kFive, TT, NH>(a, t0, rows, nb, y, ys, o, o_end);
+  else k4_token<kVnni, kFive, TT, NH>(a, t0, rows, nb, y, ys, o, o_end);
 }
 
 // ---- Sub-blocks of 16 with an offset: Q6_K (u - 32), Q3_K (u - 4), and Q2_K (mins) --------------
@@ -846,8 +861,9 @@ void run_halves(const ActRows& a, const WeightMatrix& w, int64_t block_elems, in
   }
   // Token tiles outer, the range's halves inner: the range's weights stay in L2 while each tile's
   // activations pass once from L1, rather than every half sweeping all T tokens' activations from
-  // L3 (2.6 MB at T = 512 for each 8 rows). One half at a time leaves more registers to the tile,
-  // where a kernel's tile does not take a group's halves together (kTileHalves = 2).
+  // L3 (2.6 MB at T = 512 for each 8 rows). Kernels whose tiles take a group's two halves together
+  // get both (kTileHalves = 2); the others get one half at a time, which leaves the tile more
+  // registers.
   // Zen 5 running these tables, qmatmul_bench T = 512, one thread: avx2 +14-21%, avxvnni +35-85%.
   for (int64_t t0 = 0; t0 < a.T; t0 += kTokenTile)
     for (int64_t o = o_begin; o < o_end;) {
