@@ -415,6 +415,11 @@ inline __m256i k4_scale(__m256i sc) {
   else return both_halves(sc);
 }
 
+// Quads of a sub-block summed before widening: all 8 with VNNI (int32); without, the int16 pair
+// sums of Q4_K 8 <= 8 * 2 * 15 * 127 = 30480, of Q5_K 4 <= 4 * 2 * 31 * 127 = 31496.
+template <bool kVnni, bool kFive>
+constexpr int kK4Run = kVnni || !kFive ? 8 : 4;
+
 // I1 += sc * (sum of the 8 quads of W against qa): one sub-block of 32 with unsigned weights;
 // sc2 = k4_scale(sc).
 template <bool kVnni, bool kFive>
@@ -424,9 +429,8 @@ inline __m256i k4_sub(__m256i I1, const __m256i W[8], const int8_t* qa, __m256i 
     for (int m = 0; m < 8; ++m) p = _mm256_dpbusd_avx_epi32(p, W[m], bcast32(qa + 4 * m));
     return _mm256_add_epi32(I1, _mm256_mullo_epi32(p, sc2));
   } else {
-    // vpmaddwd multiplies and widens the pair sums in one step. In int16: Q4_K 8 pair sums <=
-    // 8 * 2 * 15 * 127 = 30480; Q5_K 4 <= 4 * 2 * 31 * 127 = 31496.
-    constexpr int kRun = kFive ? 4 : 8;
+    // vpmaddwd multiplies and widens the pair sums in one step.
+    constexpr int kRun = kK4Run<kVnni, kFive>;
     for (int m0 = 0; m0 < 8; m0 += kRun) {
       __m256i p = pairs16(W[m0], bcast32(qa + 4 * m0));
       for (int m = m0 + 1; m < m0 + kRun; ++m) p = _mm256_add_epi16(p, pairs16(W[m], bcast32(qa + 4 * m)));
@@ -458,7 +462,7 @@ void k4_tile(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int6
   using Lay = K4Layout<kFive>;
   const TokenTile<TT> tk(a, t0);
   TileSums<TT, NH> acc;
-  constexpr int kRun = kVnni ? 8 : kFive ? 4 : 8;  // quads summed before widening (see k4_sub)
+  constexpr int kRun = kK4Run<kVnni, kFive>;
   for (int64_t b = 0; b < nb; ++b) {
     __m256i sc[NH][8], mnp[NH][4], I1[NH][TT];
     for (int hi = 0; hi < NH; ++hi) {
@@ -847,31 +851,27 @@ void run_halves(const ActRows& a, const WeightMatrix& w, int64_t block_elems, in
       default: break;
     }
   };
-  static_assert(kTokenTile == 4);
-  if (a.T <= kTokenTile) {
-    // One token tile: a group's two halves block by block together, so the second half finds its
-    // lines in L1 (the group is read once).
+  // The range's halves for one token tile: whole groups as one call where kPairs (a lone half at
+  // either end alone).
+  auto sweep = [&]<bool kPairs>(int64_t t0) {
     for (int64_t o = o_begin; o < o_end;) {
-      const bool both = (o / 8) % 2 == 0 && o + 8 < o_end;
-      if (both) tile.template operator()<2>(0, o);
-      else tile.template operator()<1>(0, o);
+      const bool both = kPairs && (o / 8) % 2 == 0 && o + 8 < o_end;
+      if (both) tile.template operator()<2>(t0, o);
+      else tile.template operator()<1>(t0, o);
       o += both ? 16 : 8;
     }
-    return;
-  }
+  };
+  static_assert(kTokenTile == 4);
+  // One token tile: a group's two halves block by block together, so the second half finds its
+  // lines in L1 (the group is read once).
+  if (a.T <= kTokenTile) return sweep.template operator()<true>(0);
   // Token tiles outer, the range's halves inner: the range's weights stay in L2 while each tile's
   // activations pass once from L1, rather than every half sweeping all T tokens' activations from
   // L3 (2.6 MB at T = 512 for each 8 rows). Kernels whose tiles take a group's two halves together
   // get both (kTileHalves = 2); the others get one half at a time, which leaves the tile more
   // registers.
   // Zen 5 running these tables, qmatmul_bench T = 512, one thread: avx2 +14-21%, avxvnni +35-85%.
-  for (int64_t t0 = 0; t0 < a.T; t0 += kTokenTile)
-    for (int64_t o = o_begin; o < o_end;) {
-      const bool both = kTileHalves == 2 && (o / 8) % 2 == 0 && o + 8 < o_end;
-      if (both) tile.template operator()<2>(t0, o);
-      else tile.template operator()<1>(t0, o);
-      o += both ? 16 : 8;
-    }
+  for (int64_t t0 = 0; t0 < a.T; t0 += kTokenTile) sweep.template operator()<kTileHalves == 2>(t0);
 }
 
 template <bool V, Legacy L>
