@@ -17,6 +17,7 @@
 
 #include <immintrin.h>
 
+#include <bit>
 #include <cstring>
 
 #include "kernels/kernels.h"
@@ -95,8 +96,12 @@ inline void prefetch_part(const uint8_t* block, size_t bytes, int part, int part
   for (size_t l = l0; l < l1; ++l) _mm_prefetch(reinterpret_cast<const char*>(ahead + 64 * l), _MM_HINT_T0);
 }
 
-// Token tiles: up to this many tokens share one unpacking of a block's weights.
+// Token tiles: up to this many tokens share one unpacking of a block's weights. With VNNI the
+// legacy formats' tiles take 6: their 12 int32 sums (two halves x 6 tokens), two weight vectors and
+// a broadcast fit the 16 registers, and 12 independent vpdpbusd chains keep Zen 5's two multiply
+// pipes busier than 8 (a chain's step takes 4 cycles; 8 chains issued 1.4 a cycle, 12 chains 1.75).
 constexpr int kTokenTile = 4;
+constexpr int kVnniLegacyTile = 6;
 
 // The tile's activation rows, looked up once per call rather than in every block.
 template <int TT>
@@ -273,18 +278,23 @@ void legacy_tile(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, 
         }
       }
     }
+    // The offset c * sum(a) of each token, shared by its halves: c is a power of two, so a shift of
+    // the broadcast sum rather than scalar arithmetic per token.
     constexpr int c = legacy_offset<kVnni, L>();
-    for (int hi = 0; hi < NH; ++hi) {
-      const Half g{rows.group, rows.h0 + hi};
-      const __m256 dw = g.f16(Lay::kBlock, b, 0);
-      for (int t = 0; t < TT; ++t) {
-        const int32_t s32 = tk.s32[t][b];
-        __m256i s = _mm256_add_epi32(_mm256_set1_epi32(-c * s32), isum[hi][t]);
+    __m256 dw[NH];
+    for (int hi = 0; hi < NH; ++hi) dw[hi] = Half{rows.group, rows.h0 + hi}.f16(Lay::kBlock, b, 0);
+    for (int t = 0; t < TT; ++t) {
+      const __m256i s32v = _mm256_set1_epi32(tk.s32[t][b]);
+      const __m256 dav = _mm256_set1_ps(tk.d[t][b]);
+      for (int hi = 0; hi < NH; ++hi) {
+        __m256i s = isum[hi][t];
+        if constexpr (c != 0) s = _mm256_sub_epi32(s, _mm256_slli_epi32(s32v, std::countr_zero(unsigned(c))));
         if constexpr (!kVnni && !Lay::kSigned) s = _mm256_add_epi32(s, _mm256_madd_epi16(p16[hi][t], ones16));
-        const __m256 dav = _mm256_set1_ps(tk.d[t][b]);
-        acc.v[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, dav), acc.v[hi][t]);
+        acc.v[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw[hi], dav), acc.v[hi][t]);
         if constexpr (Lay::kMin)
-          acc.v[hi][t] = _mm256_fmadd_ps(_mm256_set1_ps(float(s32)), _mm256_mul_ps(g.f16(Lay::kBlock, b, 32), dav), acc.v[hi][t]);
+          acc.v[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32v),
+                                         _mm256_mul_ps(Half{rows.group, rows.h0 + hi}.f16(Lay::kBlock, b, 32), dav),
+                                         acc.v[hi][t]);
       }
     }
   }
@@ -832,10 +842,11 @@ void iq4xs_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, i
 // ---- Dispatch over halves and token tiles ------------------------------------------------------
 
 // kernel.operator()<TT, NH>(t0, rows, nb, o, o_end) for each group (or lone 8-row half) of the
-// range and token tile.
-template <int kTileHalves = 1, class Kernel>
+// range and token tile (of up to kTile tokens).
+template <int kTileHalves = 1, int kTile = kTokenTile, class Kernel>
 void run_halves(const ActRows& a, const WeightMatrix& w, int64_t block_elems, int64_t o_begin, int64_t o_end,
                 const Kernel& kernel) {
+  static_assert(kTile >= 1 && kTile <= 6);
   const int64_t nb = w.cols / block_elems;
   o_end = imin(o_end, w.rows);
   auto rows_at = [&](int64_t o) {
@@ -843,13 +854,13 @@ void run_halves(const ActRows& a, const WeightMatrix& w, int64_t block_elems, in
   };
   auto tile = [&]<int NH>(int64_t t0, int64_t o) {
     const Rows g = rows_at(o);
-    switch (imin(kTokenTile, a.T - t0)) {
-      case 4: kernel.template operator()<4, NH>(t0, g, nb, o, o_end); break;
-      case 3: kernel.template operator()<3, NH>(t0, g, nb, o, o_end); break;
-      case 2: kernel.template operator()<2, NH>(t0, g, nb, o, o_end); break;
-      case 1: kernel.template operator()<1, NH>(t0, g, nb, o, o_end); break;
-      default: break;
-    }
+    const int64_t tt = imin(kTile, a.T - t0);
+    if constexpr (kTile >= 6) if (tt == 6) return kernel.template operator()<6, NH>(t0, g, nb, o, o_end);
+    if constexpr (kTile >= 5) if (tt == 5) return kernel.template operator()<5, NH>(t0, g, nb, o, o_end);
+    if constexpr (kTile >= 4) if (tt == 4) return kernel.template operator()<4, NH>(t0, g, nb, o, o_end);
+    if constexpr (kTile >= 3) if (tt == 3) return kernel.template operator()<3, NH>(t0, g, nb, o, o_end);
+    if constexpr (kTile >= 2) if (tt == 2) return kernel.template operator()<2, NH>(t0, g, nb, o, o_end);
+    if (tt == 1) kernel.template operator()<1, NH>(t0, g, nb, o, o_end);
   };
   // The range's halves for one token tile: whole groups as one call where kPairs (a lone half at
   // either end alone).
@@ -861,22 +872,21 @@ void run_halves(const ActRows& a, const WeightMatrix& w, int64_t block_elems, in
       o += both ? 16 : 8;
     }
   };
-  static_assert(kTokenTile == 4);
   // One token tile: a group's two halves block by block together, so the second half finds its
   // lines in L1 (the group is read once).
-  if (a.T <= kTokenTile) return sweep.template operator()<true>(0);
+  if (a.T <= kTile) return sweep.template operator()<true>(0);
   // Token tiles outer, the range's halves inner: the range's weights stay in L2 while each tile's
   // activations pass once from L1, rather than every half sweeping all T tokens' activations from
   // L3 (2.6 MB at T = 512 for each 8 rows). Kernels whose tiles take a group's two halves together
   // get both (kTileHalves = 2); the others get one half at a time, which leaves the tile more
   // registers.
   // Zen 5 running these tables, qmatmul_bench T = 512, one thread: avx2 +14-21%, avxvnni +35-85%.
-  for (int64_t t0 = 0; t0 < a.T; t0 += kTokenTile) sweep.template operator()<kTileHalves == 2>(t0);
+  for (int64_t t0 = 0; t0 < a.T; t0 += kTile) sweep.template operator()<kTileHalves == 2>(t0);
 }
 
 template <bool V, Legacy L>
 void qmatmul_legacy(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
-  run_halves<kQuadOuter<V, L> ? 2 : 1>(a, w, 32, o_begin, o_end, [&]<int TT, int NH>(int64_t t0, Rows g, int64_t nb, int64_t o, int64_t oe) {
+  run_halves<kQuadOuter<V, L> ? 2 : 1, V ? kVnniLegacyTile : kTokenTile>(a, w, 32, o_begin, o_end, [&]<int TT, int NH>(int64_t t0, Rows g, int64_t nb, int64_t o, int64_t oe) {
     legacy_rows<V, L, TT, NH>(a, t0, g, nb, y, ys, o, oe);
   });
 }
