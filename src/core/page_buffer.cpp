@@ -25,7 +25,7 @@ PageBuffer::PageBuffer(size_t bytes) {
   // the buffer with huge pages from its first byte.
   mapped_ = round_up_to_huge_page(bytes) + kHugePageBytes;
   void* p = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) fail("cannot allocate ", bytes, " bytes for weights: ", std::strerror(errno));
+  if (p == MAP_FAILED) fail("cannot allocate ", bytes, " bytes: ", std::strerror(errno));
   uint8_t* base = static_cast<uint8_t*>(p);
   data_ = reinterpret_cast<uint8_t*>(round_up_to_huge_page(reinterpret_cast<uintptr_t>(base)));
   size_ = bytes;

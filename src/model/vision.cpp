@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/page_buffer.h"
 
 namespace qwen35 {
 namespace {
@@ -145,13 +146,13 @@ inline void rotate(float* x, const float* cs, const float* sn, int half) {
 // over row chunks, so that buffer stays [chunk, I] however many patches an image has.
 struct VisionBuffers {
   int64_t Np = 0;
-  std::vector<float> x;         // [Np, D] residual stream
-  std::vector<float> normed;    // [Np, D]
-  std::vector<float> mixed;     // [Np, D] attention / MLP output before the residual add; merger hidden
-  std::vector<float> qkv;       // [Np, 3D] rows [q | k | v], heads of hd; bias added, rotary applied to q, k
-  std::vector<float> attn;      // [Np, D] heads concatenated
-  std::vector<float> wide;      // [chunk, I] MLP hidden of one row chunk
-  std::vector<float> cos, sin;  // [Np, hd/2]
+  PageArray<float> x;         // [Np, D] residual stream
+  PageArray<float> normed;    // [Np, D]
+  PageArray<float> mixed;     // [Np, D] attention / MLP output before the residual add; merger hidden
+  PageArray<float> qkv;       // [Np, 3D] rows [q | k | v], heads of hd; bias added, rotary applied to q, k
+  PageArray<float> attn;      // [Np, D] heads concatenated
+  PageArray<float> wide;      // [chunk, I] MLP hidden of one row chunk
+  PageArray<float> cos, sin;  // [Np, hd/2]
   std::vector<int64_t> frame_starts;  // attention segments: [start of frame f, ..., Np]
 };
 
@@ -332,13 +333,13 @@ VisionRun::VisionRun(const VisionTower& tower, const float* pixel_values, int64_
   }
   VisionBuffers& s = st.b;
   s.Np = Np;
-  for (auto* buf : {&s.x, &s.normed, &s.mixed, &s.attn}) buf->resize(size_t(Np * D));
-  s.qkv.resize(size_t(Np * 3 * D));
+  for (auto* buf : {&s.x, &s.normed, &s.mixed, &s.attn}) *buf = PageArray<float>(size_t(Np * D));
+  s.qkv = PageArray<float>(size_t(Np * 3 * D));
   int64_t I = 0;  // the widest MLP hidden layer as prepared
   for (const VisionBlockWeights& b : tower.weights().blocks) I = std::max(I, b.fc1.w.rows);
-  s.wide.resize(size_t(std::min(Np, st.slice_rows) * I));
-  s.cos.resize(size_t(Np * tower.head_dim() / 2));
-  s.sin.resize(size_t(Np * tower.head_dim() / 2));
+  s.wide = PageArray<float>(size_t(std::min(Np, st.slice_rows) * I));
+  s.cos = PageArray<float>(size_t(Np * tower.head_dim() / 2));
+  s.sin = PageArray<float>(size_t(Np * tower.head_dim() / 2));
   s.frame_starts = {0};
   for (const ImageGrid& g : st.grids)
     for (int64_t f = 0; f < g.t; ++f) s.frame_starts.push_back(s.frame_starts.back() + g.h * g.w);
