@@ -96,12 +96,9 @@ inline void prefetch_part(const uint8_t* block, size_t bytes, int part, int part
   for (size_t l = l0; l < l1; ++l) _mm_prefetch(reinterpret_cast<const char*>(ahead + 64 * l), _MM_HINT_T0);
 }
 
-// Token tiles: up to this many tokens share one unpacking of a block's weights. With VNNI the
-// legacy formats' tiles take 6: their 12 int32 sums (two halves x 6 tokens), two weight vectors and
-// a broadcast fit the 16 registers, and 12 independent vpdpbusd chains keep Zen 5's two multiply
-// pipes busier than 8 (a chain's step takes 4 cycles; 8 chains issued 1.4 a cycle, 12 chains 1.75).
+// Token tiles: up to this many tokens share one unpacking of a block's weights (the legacy
+// formats' widths are kLegacyTile's, below).
 constexpr int kTokenTile = 4;
-constexpr int kVnniLegacyTile = 6;
 
 // The tile's activation rows, looked up once per call rather than in every block.
 template <int TT>
@@ -233,10 +230,19 @@ inline __m256i legacy_quad(const uint8_t* qs, const uint8_t* qh, int k) {
 // order, so a row's result does not depend on how many tokens share its tile. Broadcasts from
 // memory issue about two a cycle on Zen 5, as many as the multiplies, so one a half (NH = 1 here
 // before) bound Q4_0's tiles rather than its multiplies. Without VNNI Q5_0 / Q5_1 stay on
-// legacy_blocks (one half a tile past 4 tokens): their int16 runs of 4 quads and their int32 sums
+// legacy_blocks (one half a tile past 6 tokens): their int16 runs of 4 quads and their int32 sums
 // would not fit the registers together.
 template <bool kVnni, Legacy L>
 constexpr bool kQuadOuter = kVnni || !LegacyLayout<L>::kFive;
+
+// Tokens a legacy tile takes. With VNNI 6: the 12 int32 sums (two halves x 6 tokens), two weight
+// vectors and a broadcast fit the 16 registers, and 12 independent vpdpbusd chains keep Zen 5's two
+// multiply pipes busier than 8 (a chain's step takes 4 cycles; 8 chains issued 1.4 a cycle, 12
+// chains 1.75). Without, Q5_0 / Q5_1 (legacy_blocks, one half at a time) take 6 too, sharing a
+// block's 5-bit unpacking among more tokens (qmatmul_bench avx2, T = 64 and 512, one thread: +13-21%);
+// the other formats' tiles measured level at 6.
+template <bool kVnni, Legacy L>
+constexpr int kLegacyTile = kVnni || LegacyLayout<L>::kFive ? 6 : kTokenTile;
 
 template <bool kVnni, Legacy L, int TT, int NH>
 void legacy_tile(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
@@ -886,7 +892,7 @@ void run_halves(const ActRows& a, const WeightMatrix& w, int64_t block_elems, in
 
 template <bool V, Legacy L>
 void qmatmul_legacy(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
-  run_halves<kQuadOuter<V, L> ? 2 : 1, V ? kVnniLegacyTile : kTokenTile>(a, w, 32, o_begin, o_end, [&]<int TT, int NH>(int64_t t0, Rows g, int64_t nb, int64_t o, int64_t oe) {
+  run_halves<kQuadOuter<V, L> ? 2 : 1, kLegacyTile<V, L>>(a, w, 32, o_begin, o_end, [&]<int TT, int NH>(int64_t t0, Rows g, int64_t nb, int64_t o, int64_t oe) {
     legacy_rows<V, L, TT, NH>(a, t0, g, nb, y, ys, o, oe);
   });
 }
