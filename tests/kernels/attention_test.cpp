@@ -143,7 +143,7 @@ TEST(Attention, RowsGiveTheSameBitsInAnyBlock) {
 }
 
 // Full (non-causal) attention as the vision tower runs it: 72-wide heads, batches of rows past
-// the kernels' 64 and key counts off every key tile (AVX-512 takes 48 keys a tile, AVX2 32), so
+// the kernels' 64 and key counts off every key tile (both vector widths take 48 keys a tile), so
 // partial row vectors, partial tiles and partial micro-tiles of keys and head elements all occur.
 TEST(Attention, FullAttentionAtVisionShapesMatchesTheScalarTwin) {
   std::mt19937 rng(7);

@@ -235,8 +235,9 @@ inline __m256i legacy_quad(const uint8_t* qs, const uint8_t* qh, int k) {
 template <bool kVnni, Legacy L>
 constexpr bool kQuadOuter = kVnni || !LegacyLayout<L>::kFive;
 
-// Tokens a legacy tile takes. With VNNI 6: the 12 int32 sums (two halves x 6 tokens), two weight
-// vectors and a broadcast fit the 16 registers, and 12 independent vpdpbusd chains keep Zen 5's two
+// Tokens a legacy tile takes. With VNNI 6: the quad loop's 12 int32 sums (two halves x 6 tokens),
+// two weight vectors and a broadcast fit the 16 registers (the 12 float sums wait in memory between
+// blocks, as the 8 of 4-token tiles did), and 12 independent vpdpbusd chains keep Zen 5's two
 // multiply pipes busier than 8 (a chain's step takes 4 cycles; 8 chains issued 1.4 a cycle, 12
 // chains 1.75). Without, Q5_0 / Q5_1 (legacy_blocks, one half at a time) take 6 too, sharing a
 // block's 5-bit unpacking among more tokens (qmatmul_bench avx2, T = 64 and 512, one thread: +13-21%);
@@ -287,8 +288,13 @@ void legacy_tile(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, 
     // The offset c * sum(a) of each token, shared by its halves: c is a power of two, so a shift of
     // the broadcast sum rather than scalar arithmetic per token.
     constexpr int c = legacy_offset<kVnni, L>();
-    __m256 dw[NH];
-    for (int hi = 0; hi < NH; ++hi) dw[hi] = Half{rows.group, rows.h0 + hi}.f16(Lay::kBlock, b, 0);
+    static_assert(c == 0 || std::has_single_bit(unsigned(c)));
+    __m256 dw[NH], dm[NH];
+    for (int hi = 0; hi < NH; ++hi) {
+      const Half g{rows.group, rows.h0 + hi};
+      dw[hi] = g.f16(Lay::kBlock, b, 0);
+      if constexpr (Lay::kMin) dm[hi] = g.f16(Lay::kBlock, b, 32);
+    }
     for (int t = 0; t < TT; ++t) {
       const __m256i s32v = _mm256_set1_epi32(tk.s32[t][b]);
       const __m256 dav = _mm256_set1_ps(tk.d[t][b]);
@@ -298,9 +304,7 @@ void legacy_tile(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, 
         if constexpr (!kVnni && !Lay::kSigned) s = _mm256_add_epi32(s, _mm256_madd_epi16(p16[hi][t], ones16));
         acc.v[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw[hi], dav), acc.v[hi][t]);
         if constexpr (Lay::kMin)
-          acc.v[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32v),
-                                         _mm256_mul_ps(Half{rows.group, rows.h0 + hi}.f16(Lay::kBlock, b, 32), dav),
-                                         acc.v[hi][t]);
+          acc.v[hi][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32v), _mm256_mul_ps(dm[hi], dav), acc.v[hi][t]);
       }
     }
   }
