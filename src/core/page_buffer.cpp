@@ -19,7 +19,7 @@ size_t page_size() {
 
 }  // namespace
 
-PageBuffer::PageBuffer(size_t bytes) {
+PageBuffer::PageBuffer(size_t bytes, bool huge_tail) {
   if (bytes == 0) return;
   // Map one huge page more than asked and start at a 2 MiB boundary, so that the kernel can back
   // the buffer with huge pages from its first byte.
@@ -30,7 +30,8 @@ PageBuffer::PageBuffer(size_t bytes) {
   data_ = reinterpret_cast<uint8_t*>(round_up_to_huge_page(reinterpret_cast<uintptr_t>(base)));
   size_ = bytes;
 #ifdef MADV_HUGEPAGE
-  madvise(data_, round_up_to_huge_page(bytes), MADV_HUGEPAGE);  // advice only: failure is harmless
+  const size_t advised = huge_tail ? round_up_to_huge_page(bytes) : bytes / kHugePageBytes * kHugePageBytes;
+  if (advised > 0) madvise(data_, advised, MADV_HUGEPAGE);  // advice only: failure is harmless
 #endif
   // Keep the original mapping's start for munmap.
   mapped_base_ = base;

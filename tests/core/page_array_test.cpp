@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <utility>
 
 #include "core/page_buffer.h"
@@ -39,6 +42,34 @@ TEST(PageArray, MoveHandsTheMemoryOver) {
   b = PageArray<int32_t>(10);  // the old mapping is released, the new one zero-filled
   EXPECT_EQ(b.size(), 10u);
   EXPECT_EQ(b[9], 0);
+}
+
+// kB of huge pages backing the mapping that holds p (/proc/self/smaps AnonHugePages), -1 if not found.
+long anon_huge_kb(const void* p) {
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {  // a mapping's first line: "lo-hi perms ..."
+      inside = at >= lo && at < hi;
+      continue;
+    }
+    if (inside && line.rfind("AnonHugePages:", 0) == 0) return std::stol(line.substr(14));
+  }
+  return -1;
+}
+
+// A buffer under 2 MiB is not advised as huge pages: one would make a whole 2 MiB resident.
+TEST(PageArray, SmallBufferStaysInSmallPages) {
+  PageArray<uint8_t> a(size_t(1) << 20);
+  for (size_t i = 0; i < a.size(); i += 4096) a[i] = 1;
+  const long kb = anon_huge_kb(a.data());
+  if (kb < 0) GTEST_SKIP() << "no /proc/self/smaps entry for the buffer";
+  EXPECT_EQ(kb, 0);
 }
 
 TEST(PageArray, EmptyHasNoMemory) {
