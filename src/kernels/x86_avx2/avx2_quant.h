@@ -96,9 +96,10 @@ inline void prefetch_part(const uint8_t* block, size_t bytes, int part, int part
   for (size_t l = l0; l < l1; ++l) _mm_prefetch(reinterpret_cast<const char*>(ahead + 64 * l), _MM_HINT_T0);
 }
 
-// Token tiles: up to this many tokens share one unpacking of a block's weights (the legacy
-// formats' widths are kLegacyTile's, below).
+// Token tiles: up to kTokenTile tokens share one unpacking of a block's weights; where the
+// registers allow, kWideTokenTile (the legacy formats' kLegacyTile below, Q6_K with VNNI).
 constexpr int kTokenTile = 4;
+constexpr int kWideTokenTile = 6;
 
 // The tile's activation rows, looked up once per call rather than in every block.
 template <int TT>
@@ -235,7 +236,7 @@ inline __m256i legacy_quad(const uint8_t* qs, const uint8_t* qh, int k) {
 template <bool kVnni, Legacy L>
 constexpr bool kQuadOuter = kVnni || !LegacyLayout<L>::kFive;
 
-// Tokens a legacy tile takes. With VNNI 6: the quad loop's 12 int32 sums (two halves x 6 tokens),
+// Tokens a legacy tile takes. With VNNI kWideTokenTile (6): the quad loop's 12 int32 sums (two halves x 6 tokens),
 // two weight vectors and a broadcast fit the 16 registers (the 12 float sums wait in memory between
 // blocks, as the 8 of 4-token tiles did), and 12 independent vpdpbusd chains keep Zen 5's two
 // multiply pipes busier than 8 (a chain's step takes 4 cycles; 8 chains issued 1.4 a cycle, 12
@@ -243,7 +244,7 @@ constexpr bool kQuadOuter = kVnni || !LegacyLayout<L>::kFive;
 // block's 5-bit unpacking among more tokens (qmatmul_bench avx2, T = 64 and 512, one thread: +13-21%);
 // the other formats' tiles measured level at 6.
 template <bool kVnni, Legacy L>
-constexpr int kLegacyTile = kVnni || LegacyLayout<L>::kFive ? 6 : kTokenTile;
+constexpr int kLegacyTile = kVnni || LegacyLayout<L>::kFive ? kWideTokenTile : kTokenTile;
 
 template <bool kVnni, Legacy L, int TT, int NH>
 void legacy_tile(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
@@ -856,7 +857,7 @@ void iq4xs_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, i
 template <int kTileHalves = 1, int kTile = kTokenTile, class Kernel>
 void run_halves(const ActRows& a, const WeightMatrix& w, int64_t block_elems, int64_t o_begin, int64_t o_end,
                 const Kernel& kernel) {
-  static_assert(kTile >= 1 && kTile <= 6);
+  static_assert(kTile >= 1 && kTile <= kWideTokenTile && kWideTokenTile == 6);
   const int64_t nb = w.cols / block_elems;
   o_end = imin(o_end, w.rows);
   auto rows_at = [&](int64_t o) {
@@ -910,7 +911,7 @@ template <bool V>
 void qmatmul_q6k(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
   // With VNNI 6 tokens rather than 4 share a block's 6-bit unpacking (qmatmul_bench avxvnni, one
   // thread, 16 pairs on a noisy host: T = 64 / 512 +7% / +9%, the best runs +8-13% / +7%).
-  run_halves<1, V ? 6 : kTokenTile>(a, w, 256, o_begin, o_end, [&]<int TT, int NH>(int64_t t0, Rows g, int64_t nb, int64_t o, int64_t oe) {
+  run_halves<1, V ? kWideTokenTile : kTokenTile>(a, w, 256, o_begin, o_end, [&]<int TT, int NH>(int64_t t0, Rows g, int64_t nb, int64_t o, int64_t oe) {
     q6k_rows<V, TT, NH>(a, t0, g, nb, y, ys, o, oe);
   });
 }
