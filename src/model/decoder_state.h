@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/uninitialized_allocator.h"
 #include "model/config.h"
 
 namespace qwen35 {
@@ -51,8 +52,11 @@ class KvCache {
   size_t elem_ = 4;
   int64_t length_ = 0;
   // [capacity, n_kv, hd] in dtype_: 64 KiB per token at 9B in f32, 32 KiB in f16.
-  std::vector<uint8_t> k_;
-  std::vector<uint8_t> v_;
+  // Rows past length() are never read, so a reservation is not zeroed: a server's sessions each
+  // reserve 4096 rows, and zeroing them (with the page faults of first touch) was most of a 9B
+  // model's start (4 sessions, 512 MiB).
+  std::vector<uint8_t, UninitializedAllocator<uint8_t>> k_;
+  std::vector<uint8_t, UninitializedAllocator<uint8_t>> v_;
 };
 
 struct DecoderState {
