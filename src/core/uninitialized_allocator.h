@@ -26,7 +26,7 @@ struct UninitializedAllocator : std::allocator<T> {
     ::new (static_cast<void*>(p)) U;  // default-, not value-initialised
   }
   template <class U, class... Args>
-  void construct(U* p, Args&&... args) {
+  void construct(U* p, Args&&... args) noexcept(std::is_nothrow_constructible_v<U, Args...>) {
     ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
   }
 };
