@@ -133,9 +133,9 @@ std::string weight_cache_key(const std::vector<std::string>& source_files, const
                std::to_string(st.st_mtim.tv_nsec) + ";";
   }
   // The preparation's own version: a file written by an older one maps correctly but holds what
-  // that one prepared (2: a tied embedding is the packed LM head, not a plain copy beside it), and
-  // is replaced by the next write.
-  return "sources " + sources + "\nweights " + weights + "\ntable " + table_name + "\npreparation 2\n";
+  // that one prepared (2: a tied embedding is the packed LM head, not a plain copy beside it; 3:
+  // interleave16's Q6_K blocks in the order the kernels read them), and is replaced by the next write.
+  return "sources " + sources + "\nweights " + weights + "\ntable " + table_name + "\npreparation 3\n";
 }
 
 std::string weight_cache_path(const std::string& dir, const std::string& key) {

@@ -12,6 +12,8 @@ namespace {
 
 using namespace quant;
 
+static_assert(kQ6kBlock == size_t(kRows) * sizeof(BlockQ6_K) && q6k_qh(15) + 64 == kQ6kD);
+
 // One field of a plain block (bytes [off, off + len) of the row's block) and where its bytes go
 // in the packed block: 4-byte units, unit u of row r at dst + 64 * u + 4 * r (len a multiple of 4),
 // or, for 2-byte scalars (f16), row r at dst + 2 * r.
@@ -93,7 +95,19 @@ std::vector<Field> fields(DType t) {
     case DType::Q5_1: return {{0, 2, 0}, {2, 2, 32}, {4, 4, 64}, {8, 16, 128}};  // qh rearranged on the way
     case DType::Q4_K: return {{0, 2, 0}, {2, 2, 32}, {4, 12, 64}, {16, 128, 256}};
     case DType::Q5_K: return {{0, 2, 0}, {2, 2, 32}, {4, 12, 64}, {16, 32, 256}, {48, 128, 768}};
-    case DType::Q6_K: return {{0, 128, 0}, {128, 64, 2048}, {192, 16, 3072}, {208, 2, 3328}};
+    case DType::Q6_K: {
+      // Scales first, then per half h and quad group g the vectors one sub-block step reads, in the
+      // order it reads them: ql A (bytes 64h + 16g..), ql B (64h + 32 + 16g..), qh (32h + 16g..).
+      std::vector<Field> f{{192, 16, 0}, {208, 2, 3328}};
+      for (size_t h = 0; h < 2; ++h)
+        for (size_t g = 0; g < 2; ++g) {
+          const size_t chunk = 256 + 768 * (2 * h + g);
+          f.push_back({64 * h + 16 * g, 16, chunk});
+          f.push_back({64 * h + 32 + 16 * g, 16, chunk + 256});
+          f.push_back({128 + 32 * h + 16 * g, 16, chunk + 512});
+        }
+      return f;
+    }
     case DType::Q2_K: return {{80, 2, 0}, {82, 2, 32}, {0, 16, 64}, {16, 64, 320}};
     case DType::Q3_K: return {{0, 32, 0}, {32, 64, 512}, {96, 12, 1536}, {108, 2, 1728}};
     case DType::IQ4_XS: return {{0, 2, 0}, {2, 2, 32}, {4, 4, 64}, {8, 128, 128}};

@@ -23,6 +23,7 @@
 #include <new>
 
 #include "kernels/kernels.h"
+#include "kernels/pack/interleave16.h"
 
 namespace qwen35::kernels {
 
@@ -167,7 +168,7 @@ constexpr size_t packed_block_bytes(Fmt f) {
     case Fmt::kQ5_1: return 384;
     case Fmt::kQ4_K: return 2304;
     case Fmt::kQ5_K: return 2816;
-    case Fmt::kQ6_K: return 3360;
+    case Fmt::kQ6_K: return interleave16::kQ6kBlock;
     case Fmt::kQ2_K: return 1344;
     case Fmt::kQ3_K: return 1760;
     case Fmt::kIQ4_XS: return 2176;
@@ -295,8 +296,9 @@ void decode_group(const uint8_t* group, int64_t nb, uint8_t* out) {
       uint8_t* ob = out + size_t(b) * 4096;
       for (int h = 0; h < 2; ++h)
         for (int m = 0; m < 8; ++m) {
-          const __m512i A = vload(pb + 64 * (16 * h + m)), B = vload(pb + 64 * (16 * h + 8 + m));
-          const __m512i H = vload(pb + 2048 + 64 * (8 * h + m));
+          const __m512i A = vload(pb + interleave16::q6k_ql(16 * h + m));
+          const __m512i B = vload(pb + interleave16::q6k_ql(16 * h + 8 + m));
+          const __m512i H = vload(pb + interleave16::q6k_qh(8 * h + m));
           const __m512i e[4] = {
               _mm512_or_si512(_mm512_and_si512(A, m4), _mm512_and_si512(_mm512_slli_epi16(H, 4), m30)),
               _mm512_or_si512(_mm512_and_si512(B, m4), _mm512_and_si512(_mm512_slli_epi16(H, 2), m30)),
@@ -447,10 +449,10 @@ inline void block_scales(const ActRows& a, int64_t t0, int M, const uint8_t* pb,
   } else {  // Q6_K: 16 sub-blocks of 16
     __m512i sc[16];
     for (int s = 0; s < 16; ++s) {
-      const __m512i sv = vload(pb + 3072 + 64 * (s / 4));
+      const __m512i sv = vload(pb + interleave16::kQ6kScales + 64 * (s / 4));
       sc[s] = _mm512_srai_epi32(_mm512_slli_epi32(sv, 8 * (3 - s % 4)), 24);
     }
-    const __m512 d = load_f16x16(pb + 3328);
+    const __m512 d = load_f16x16(pb + interleave16::kQ6kD);
     for (int t = 0; t < M; ++t) {
       __m512i I1 = _mm512_mullo_epi32(_mm512_load_si512(sums + 16 * t), sc[0]);
       for (int s = 1; s < 16; ++s)

@@ -21,6 +21,7 @@
 #include <cstring>
 
 #include "kernels/kernels.h"
+#include "kernels/pack/interleave16.h"
 
 namespace qwen35::kernels {
 namespace {
@@ -632,7 +633,7 @@ inline __m256i sub16(__m256i I1, const __m256i W[4], const int8_t* qa, __m256i s
   }
 }
 
-constexpr size_t kQ6Qh = 2048, kQ6Scales = 3072, kQ6D = 3328, kQ6Block = 3360;
+using interleave16::kQ6kBlock, interleave16::kQ6kD, interleave16::kQ6kScales, interleave16::q6k_ql, interleave16::q6k_qh;
 
 template <bool kVnni, int TT, int NH>
 void q6k_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
@@ -645,7 +646,7 @@ void q6k_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int
       __m256i sc[16], scp[8];
       if constexpr (kVnni) {
         for (int s = 0; s < 16; ++s) {
-          const __m256i sv = vload(g.vec(kQ6Block, b, kQ6Scales + 64 * size_t(s / 4)));
+          const __m256i sv = vload(g.vec(kQ6kBlock, b, kQ6kScales + 64 * size_t(s / 4)));
           sc[s] = _mm256_srai_epi32(_mm256_slli_epi32(sv, 8 * (3 - s % 4)), 24);
         }
         scale_pairs(sc, scp);
@@ -655,7 +656,7 @@ void q6k_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int
         // byte of both 16-bit halves (of the low and the high half for a pair), then shifted down
         // with its sign, the same bits as sub16_scale and scale_pairs give.
         for (int v = 0; v < 4; ++v) {
-          const __m256i sv = vload(g.vec(kQ6Block, b, kQ6Scales + 64 * size_t(v)));
+          const __m256i sv = vload(g.vec(kQ6kBlock, b, kQ6kScales + 64 * size_t(v)));
           for (int i = 0; i < 4; ++i)
             sc[4 * v + i] = _mm256_srai_epi16(_mm256_shuffle_epi8(sv, lane_bytes(-1, i, -1, i)), 8);
           scp[2 * v] = _mm256_srai_epi16(_mm256_shuffle_epi8(sv, lane_bytes(-1, 0, -1, 1)), 8);
@@ -667,15 +668,15 @@ void q6k_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int
       // Half hh, quad m: elements 128hh + 32e + 4m + j for e = 0..3 (sub-blocks 8hh + 2e + m / 4).
       for (int hh = 0; hh < 2; ++hh)
         for (int q = 0; q < 2; ++q) {
-          prefetch_part(rows.group + size_t(b) * kQ6Block, kQ6Block, 4 * hi + 2 * hh + q, 4 * NH);
+          prefetch_part(rows.group + size_t(b) * kQ6kBlock, kQ6kBlock, 4 * hi + 2 * hh + q, 4 * NH);
           // One e at a time, its 4 vectors from the ql and qh lines (in L1 after the first e).
   #pragma GCC unroll 4
           for (int e = 0; e < 4; ++e) {
             __m256i W[4];  // [m - 4q]
             for (int mm = 0; mm < 4; ++mm) {
               const int m = 4 * q + mm;
-              const __m256i L = vload(g.vec(kQ6Block, b, 64 * size_t(16 * hh + 8 * (e % 2) + m)));  // A, B, A, B
-              const __m256i H = vload(g.vec(kQ6Block, b, kQ6Qh + 64 * size_t(8 * hh + m)));
+              const __m256i L = vload(g.vec(kQ6kBlock, b, q6k_ql(16 * hh + 8 * (e % 2) + m)));  // A, B, A, B
+              const __m256i H = vload(g.vec(kQ6kBlock, b, q6k_qh(8 * hh + m)));
               const __m256i lo = _mm256_and_si256(e < 2 ? L : _mm256_srli_epi16(L, 4), m4);
               const __m256i hb = e == 0   ? _mm256_slli_epi16(H, 4)
                                  : e == 1 ? _mm256_slli_epi16(H, 2)
@@ -688,7 +689,7 @@ void q6k_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int
               I1[t] = sub16<kVnni, 63>(I1[t], W, tk.q[t] + 256 * b + 16 * s, sc[s]);
           }
         }
-      const __m256 d = g.f16(kQ6Block, b, kQ6D);
+      const __m256 d = g.f16(kQ6kBlock, b, kQ6kD);
       for (int t = 0; t < TT; ++t) {
         const __m256i off = pair_dot<kVnni>(scp, tk.s16[t] + 16 * b);  // I1 -= 32 * sum sc * s16
         const __m256i i1 = _mm256_sub_epi32(I1[t], _mm256_slli_epi32(off, 5));

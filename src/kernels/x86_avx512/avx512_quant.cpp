@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "kernels/kernels.h"
+#include "kernels/pack/interleave16.h"
 
 namespace qwen35::kernels {
 namespace {
@@ -516,7 +517,7 @@ void k4_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int64_t
 
 // ---- Q6_K (16 sub-blocks of 16 with int8 scales; kQ8x256) --------------------------------------
 
-constexpr size_t kQ6Qh = 2048, kQ6Scales = 3072, kQ6D = 3328, kQ6Block = 3360;
+using interleave16::kQ6kBlock, interleave16::kQ6kD, interleave16::kQ6kScales, interleave16::q6k_ql, interleave16::q6k_qh;
 
 // Quants are taken unsigned (u = q + 32), so the block's integer sum is sum_s sc_s * sum(u * a)_s
 // - 32 * sum_s sc_s * s16_s: the offset term is 8 vpdpwssd of scale pairs against activation-sum
@@ -529,14 +530,14 @@ void q6k_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int64_
   for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
   const __m512i m4 = _mm512_set1_epi8(0x0f), m33 = _mm512_set1_epi8(0x33), mcc = _mm512_set1_epi8(int8_t(0xcc));
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* pb = group + size_t(b) * kQ6Block;
+    const uint8_t* pb = group + size_t(b) * kQ6kBlock;
     // Byte i of scale vector v is sub-block 4v + i. As int16 pairs (4v, 4v + 1) and (4v + 2, 4v + 3):
     // X holds the even bytes sign-extended, Y the odd ones.
     __m512i I1[TT];
     for (int t = 0; t < TT; ++t) I1[t] = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int v = 0; v < 4; ++v) {
-      const __m512i sv = vload(pb + kQ6Scales + 64 * v);
+      const __m512i sv = vload(pb + kQ6kScales + 64 * v);
       const __m512i X = _mm512_srai_epi16(_mm512_slli_epi16(sv, 8), 8), Y = _mm512_srai_epi16(sv, 8);
       const __m512i p01 = _mm512_mask_blend_epi16(0xaaaaaaaa, X, _mm512_slli_epi32(Y, 16));
       const __m512i p23 = _mm512_mask_blend_epi16(0xaaaaaaaa, _mm512_srli_epi32(X, 16), Y);
@@ -554,9 +555,9 @@ void q6k_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int64_
         __m512i A[4], Bv[4], H[4];
 #pragma GCC unroll 4
         for (int mm = 0; mm < 4; ++mm) {
-          A[mm] = vload(pb + 64 * (16 * h + 4 * g + mm));
-          Bv[mm] = vload(pb + 64 * (16 * h + 8 + 4 * g + mm));
-          H[mm] = vload(pb + kQ6Qh + 64 * (8 * h + 4 * g + mm));
+          A[mm] = vload(pb + q6k_ql(16 * h + 4 * g + mm));
+          Bv[mm] = vload(pb + q6k_ql(16 * h + 8 + 4 * g + mm));
+          H[mm] = vload(pb + q6k_qh(8 * h + 4 * g + mm));
         }
 #pragma GCC unroll 4
         for (int e = 0; e < 4; ++e) {
@@ -575,10 +576,10 @@ void q6k_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int64_
             W[mm] = _mm512_ternarylogic_epi32(lo, hi, m4, 0xe4);  // m4 ? lo : hi
           }
           const int s = 8 * h + 2 * e + g;  // sub-block
-          prefetch_part<16>(pb, kQ6Block, s);
+          prefetch_part<16>(pb, kQ6kBlock, s);
           // Scale s of every row: byte s % 4 of scale vector s / 4, sign-extended.
           const __m512i sc =
-              _mm512_srai_epi32(_mm512_slli_epi32(vload(pb + kQ6Scales + 64 * (s / 4)), 8 * (3 - s % 4)), 24);
+              _mm512_srai_epi32(_mm512_slli_epi32(vload(pb + kQ6kScales + 64 * (s / 4)), 8 * (3 - s % 4)), 24);
 #pragma GCC unroll 8
           for (int t = 0; t < TT; ++t) {
             const int8_t* qa = x.q(t, b) + 16 * s;
@@ -590,7 +591,7 @@ void q6k_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int64_
         }
       }
     }
-    const __m512 d = load_f16x16(pb + kQ6D);
+    const __m512 d = load_f16x16(pb + kQ6kD);
     for (int t = 0; t < TT; ++t)
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I1[t]), _mm512_mul_ps(d, _mm512_set1_ps(x.d(t, b))), acc[t]);
   }
