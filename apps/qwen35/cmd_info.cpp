@@ -6,6 +6,7 @@
 
 #include "apps/qwen35/args.h"
 #include "core/error.h"
+#include "kernels/kernels.h"
 #include "model/model.h"
 
 namespace qwen35::app {
@@ -100,6 +101,7 @@ int cmd_info(int argc, char** argv) {
     std::printf("MTP:           mtp.* tensors in the checkpoint\n");
   else
     std::printf("MTP:           none\n");
+  std::printf("kernels:       %s\n", kernels::active_table_reason().c_str());
   std::printf("tensors by kind:\n");
   for (const auto& [kind, types] : kinds) {
     std::string line;

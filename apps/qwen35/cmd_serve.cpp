@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "apps/qwen35/args.h"
+#include "kernels/kernels.h"
 #include "apps/qwen35/engine_options.h"
 #include "core/error.h"
 #include "server/http_server.h"
@@ -181,6 +182,7 @@ int run_serve(int argc, char** argv) {
                  "qwen35 serve: ready: model '%s' (%s), context %lld tokens, %d parallel, kernels %s, %d threads%s\n",
                  info.name.c_str(), info.has_vision ? "vision" : "text only", (long long)info.context_size,
                  so.worker.parallel, info.kernels.c_str(), info.threads, so.api_key.empty() ? "" : ", API key required");
+    std::fprintf(stderr, "qwen35 serve: kernels: %s\n", kernels::active_table_reason().c_str());
     server.set_engine(std::move(engine));
     loaded.store(true);
   });

@@ -2,11 +2,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/error.h"
+#include "kernels/cpu_tuning.h"
 #include "kernels/kernels.h"
 
 namespace qwen35::kernels {
@@ -94,6 +96,22 @@ const KernelTable& active_table() {
     return tables.back();
   }();
   return *chosen;
+}
+
+std::string active_table_reason() {
+  const KernelTable& k = active_table();
+  const char* isa = std::getenv("QWEN35_ISA");
+  const CpuTuning& t = cpu_tuning();
+  std::string out = std::string(k.name) + " on " + (*cpu_brand() ? cpu_brand() : "an unnamed CPU") + " (" + t.uarch + ")";
+  out += isa && *isa ? ": QWEN35_ISA" : ": the widest table this CPU runs";
+  if (k.name == "avx512" && k.qmatmul[size_t(DType::Q6_K)] != avx512_table_unchecked().qmatmul[size_t(DType::Q6_K)])
+    out += ", one token against Q4_K / Q5_K and up to two against Q6_K on the AVX-VNNI kernels";
+  if (k.name == "avx512" || k.name == "amx") {
+    out += "; block weights prefetched " + std::to_string(t.prefetch_distance) + " bytes ahead, the K-quants' into ";
+    out += t.kquants_to_l2 ? "L2" : "L1";
+    out += " (" + std::string(t.source) + ")";
+  }
+  return out;
 }
 
 }  // namespace qwen35::kernels

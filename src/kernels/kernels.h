@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -157,5 +158,8 @@ const KernelTable& ref_table();
 std::vector<const KernelTable*> supported_tables();
 // The table used by the engine: the best supported one, or QWEN35_ISA's choice.
 const KernelTable& active_table();
+// One line on that table and why it runs here: the CPU, how the choice was made, the routes and
+// the prefetch tuned for this microarchitecture (kernels/cpu_tuning.h), for `qwen35 info` / `serve`.
+std::string active_table_reason();
 
 }  // namespace qwen35::kernels
