@@ -13,7 +13,7 @@ namespace {
 
 struct Signature {
   bool amd = false;
-  unsigned family = 0, model = 0;
+  unsigned family = 0;
 };
 
 Signature signature() {
@@ -26,9 +26,8 @@ Signature signature() {
   std::memcpy(vendor + 8, &c, 4);
   s.amd = std::strcmp(vendor, "AuthenticAMD") == 0;
   if (!__get_cpuid(1, &a, &b, &c, &d)) return s;
-  const unsigned base_family = (a >> 8) & 0xf, base_model = (a >> 4) & 0xf;
+  const unsigned base_family = (a >> 8) & 0xf;
   s.family = base_family == 0xf ? base_family + ((a >> 20) & 0xff) : base_family;
-  s.model = base_family == 0xf || base_family == 6 ? (((a >> 16) & 0xf) << 4) | base_model : base_model;
   return s;
 }
 
@@ -38,9 +37,11 @@ CpuTuning measured() {
   // hardware prefetchers alone at every distance, into L2 8 KiB ahead won (bench/README.md, Zen 4).
   if (s.amd && s.family == 0x19 && __builtin_cpu_supports("avx512f"))
     return CpuTuning{"Zen 4", 8192, true, "bench/README.md, Zen 4 (2026-12-07)"};
-  // Zen 5 (family 26): into L1, 8 KiB ahead.
-  if (s.amd && s.family == 0x1a) return CpuTuning{"Zen 5", 8192, false, "bench/README.md, A Zen 5 machine with AVX-512 (2026-12-02)"};
-  return CpuTuning{"other", 1024, false, "the Sapphire Rapids VM (avx512_quant.cpp)"};
+  // Zen 5 (family 26, whose only cores yet are Zen 5): into L1, 8 KiB ahead.
+  if (s.amd && s.family == 0x1a) return CpuTuning{"Zen 5", 8192, false, "Zen 5, 2026-12-02 (git show edaf001:bench/README.md)"};
+  // Intel (measured on Sapphire Rapids) and the rest: into L1, 1 KiB ahead.
+  const char* uarch = !s.amd ? "Intel" : s.family == 0x19 ? "Zen 3" : "AMD, not measured";
+  return CpuTuning{uarch, 1024, false, "the Sapphire Rapids VM (avx512_quant.cpp)"};
 }
 
 }  // namespace
@@ -58,6 +59,11 @@ CpuTuning prefetch_override(const char* v, CpuTuning base) {
   base.kquants_to_l2 = level == "l2";
   base.source = "QWEN35_PREFETCH";
   return base;
+}
+
+const char* cpu_uarch() {
+  static const CpuTuning t = measured();
+  return t.uarch;
 }
 
 const CpuTuning& cpu_tuning() {

@@ -8,7 +8,7 @@
 namespace qwen35::kernels {
 
 struct CpuTuning {
-  const char* uarch;         // "Zen 4", "Zen 5", or "other" (given the Sapphire Rapids figures)
+  const char* uarch;         // "Zen 3", "Zen 4", "Zen 5", "Intel" or "AMD, not measured"
   size_t prefetch_distance;  // bytes ahead of the block being read
   bool kquants_to_l2;        // the K-quant kernels' prefetcht1 rather than prefetcht0 (the legacy
                              // formats' prefetch into L1 everywhere)
@@ -21,6 +21,8 @@ const CpuTuning& cpu_tuning();
 // `base` with the prefetch of QWEN35_PREFETCH's value ("l2:8192": 8 KiB ahead, the K-quants' into
 // L2); fails on anything else.
 CpuTuning prefetch_override(const char* value, CpuTuning base);
+// The microarchitecture cpu_tuning() is for, without reading QWEN35_PREFETCH.
+const char* cpu_uarch();
 // The CPU's brand string ("AMD EPYC 9R14 96-Core Processor"), or "" where CPUID has none.
 const char* cpu_brand();
 

@@ -36,9 +36,11 @@ bool request_amx() {
 // that have both ISAs, because there it streams them from memory faster than the AVX-512 kernel:
 // Q4_K and Q5_K up to 2048 columns (at 4096, or at two tokens, the AVX-512 Q4_K kernel is level
 // or ahead), Q6_K at any width and for a one-draft verify or two batched conversations too, though
-// the AVX-512 Q6_K kernel is the faster one from L2, for a reason not found; from three tokens the
-// AVX-512 kernel leads. Figures: bench/README.md, "Zen 5, third session" to "Zen 5, fifth
-// session". Both kernels give the reference's bits, so a row's result does not depend on the route.
+// the AVX-512 Q6_K kernel is the faster one from L2, for a reason not found (measured on the Q6_K
+// block order before 80d5d88, whose three streams a block halved Zen 4's Q6_K speed from memory;
+// to be measured again on Zen 5); from three tokens the AVX-512 kernel leads. Figures: "Zen 5, third session" to "Zen 5, fifth
+// session" in bench/README.md's diary (git show edaf001:bench/README.md). Both kernels give the
+// reference's bits, so a row's result does not depend on the route.
 QMatmulFn g_avx512[size_t(DType::kCount)], g_avxvnni[size_t(DType::kCount)];
 
 template <DType D, int64_t kMaxTokens, int64_t kMaxCols>
@@ -101,15 +103,16 @@ const KernelTable& active_table() {
 std::string active_table_reason() {
   const KernelTable& k = active_table();
   const char* isa = std::getenv("QWEN35_ISA");
-  const CpuTuning& t = cpu_tuning();
-  std::string out = std::string(k.name) + " on " + (*cpu_brand() ? cpu_brand() : "an unnamed CPU") + " (" + t.uarch + ")";
+  std::string out = std::string(k.name) + " on " + (*cpu_brand() ? cpu_brand() : "an unnamed CPU") + " (" +
+                    cpu_uarch() + ")";
   out += isa && *isa ? ": QWEN35_ISA" : ": the widest table this CPU runs";
-  if (k.name == "avx512" && k.qmatmul[size_t(DType::Q6_K)] != avx512_table_unchecked().qmatmul[size_t(DType::Q6_K)])
-    out += ", one token against Q4_K / Q5_K and up to two against Q6_K on the AVX-VNNI kernels";
+  if (k.name == "avx512" && &k != &avx512_table_unchecked())
+    out += ", one token against Q4_K / Q5_K of up to 2048 columns and up to two against Q6_K on the AVX-VNNI kernels";
   if (k.name == "avx512" || k.name == "amx") {
-    out += "; block weights prefetched " + std::to_string(t.prefetch_distance) + " bytes ahead, the K-quants' into ";
-    out += t.kquants_to_l2 ? "L2" : "L1";
-    out += " (" + std::string(t.source) + ")";
+    // Only here: the tuning is read when the AVX-512 table is built, which a CPU without it never does.
+    const CpuTuning& t = cpu_tuning();
+    out += "; the AVX-512 block kernels prefetch " + std::to_string(t.prefetch_distance) +
+           " bytes ahead, the K-quants' into " + (t.kquants_to_l2 ? "L2" : "L1") + " (" + t.source + ")";
   }
   return out;
 }

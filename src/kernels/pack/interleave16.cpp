@@ -98,10 +98,10 @@ std::vector<Field> fields(DType t) {
     case DType::Q6_K: {
       // Scales first, then per half h and quad group g the vectors one sub-block step reads, in the
       // order it reads them: ql A (bytes 64h + 16g..), ql B (64h + 32 + 16g..), qh (32h + 16g..).
-      std::vector<Field> f{{192, 16, 0}, {208, 2, 3328}};
+      std::vector<Field> f{{192, 16, kQ6kScales}, {208, 2, kQ6kD}};
       for (size_t h = 0; h < 2; ++h)
         for (size_t g = 0; g < 2; ++g) {
-          const size_t chunk = 256 + 768 * (2 * h + g);
+          const size_t chunk = kQ6kChunks + 768 * (2 * h + g);
           f.push_back({64 * h + 16 * g, 16, chunk});
           f.push_back({64 * h + 32 + 16 * g, 16, chunk + 256});
           f.push_back({128 + 32 * h + 16 * g, 16, chunk + 512});

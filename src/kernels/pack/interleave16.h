@@ -44,12 +44,15 @@ namespace qwen35::kernels::interleave16 {
 
 constexpr uint8_t kLayout = 1;
 
-// Q6_K: byte offsets in a packed block of ql vector v (0..31) and qh vector v (0..15).
-constexpr size_t q6k_ql(int v) {
-  return 256 + 768 * size_t(2 * (v / 16) + v % 8 / 4) + 256 * size_t(v % 16 / 8) + 64 * size_t(v % 4);
+// Q6_K: byte offsets in a packed block of ql vector v (0..31) and qh vector v (0..15). Static: the
+// ISA-flagged kernel files include them, and each must keep its own copy.
+constexpr size_t kQ6kScales = 0, kQ6kChunks = 256, kQ6kD = 3328, kQ6kBlock = 3360;
+static constexpr size_t q6k_ql(int v) {
+  return kQ6kChunks + 768 * size_t(2 * (v / 16) + v % 8 / 4) + 256 * size_t(v % 16 / 8) + 64 * size_t(v % 4);
 }
-constexpr size_t q6k_qh(int v) { return 256 + 768 * size_t(2 * (v / 8) + v % 8 / 4) + 512 + 64 * size_t(v % 4); }
-constexpr size_t kQ6kScales = 0, kQ6kD = 3328, kQ6kBlock = 3360;
+static constexpr size_t q6k_qh(int v) {
+  return kQ6kChunks + 768 * size_t(2 * (v / 8) + v % 8 / 4) + 512 + 64 * size_t(v % 4);
+}
 constexpr int64_t kRows = 16;
 
 // Bytes of one packed block of 16 rows (0: not packed).
