@@ -2,8 +2,8 @@
 // delta rule) relative to one decode step: that ratio decides when prompt lookup pays on a CPU.
 //
 //   build/bin/make_random_model --out /tmp/qwen35-9b-random          # real 9B shapes, random weights
-//   QWEN35_BENCH_MODEL=/tmp/qwen35-9b-random build/bin/pld_verify_bench \
-//       --benchmark_format=json --benchmark_out=pld_verify.json
+//   QWEN35_BENCH_MODEL=/tmp/qwen35-9b-random build/bin/pld_verify_bench
+//       --benchmark_format=json --benchmark_out=pld_verify.json     (one command line)
 //
 // Without QWEN35_BENCH_MODEL it runs on the bundled tiny model. Each iteration feeds tokens after
 // a 64-token prompt and rewinds, so every iteration sees the same state. The summary line at the

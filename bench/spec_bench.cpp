@@ -3,9 +3,9 @@
 // a verified block (the rejection path), and end-to-end decode speed at controlled acceptance.
 //
 //   build/bin/make_random_model --out /tmp/qwen35-9b-random          # real 9B shapes, with mtp.*
-//   build/bin/spec_bench --model /tmp/qwen35-9b-random [--weights q4_k_m] --summary spec.json \
-//       [--threads N] [--prompt 64] [--tokens 24] [--alphas 0,0.25,0.5,0.75,0.9,1] [--ks 2,4] [--iterations 3] \
-//       [--draft-vocab N|full] [--temperature T] \
+//   build/bin/spec_bench --model /tmp/qwen35-9b-random [--weights q4_k_m] --summary spec.json
+//       [--threads N] [--prompt 64] [--tokens 24] [--alphas 0,0.25,0.5,0.75,0.9,1] [--ks 2,4] [--iterations 3]
+//       [--draft-vocab N|full] [--temperature T]
 //       [--benchmark_format=json --benchmark_out=spec_gbench.json]
 //
 // Without --model it runs on the bundled tiny model. $QWEN35_CACHE_DIR: keep the prepared weights

@@ -182,8 +182,12 @@ TEST(CliGenerate, SpeculationModesKeepTheGreedyIds) {
     EXPECT_EQ(j["speculative"]["draft_max"], 3);
     EXPECT_EQ(j["speculative"]["drafted"].get<int64_t>(),
               j["mtp"]["drafted"].get<int64_t>() + j["pld"]["drafted"].get<int64_t>());
-    if (std::string(mode) == "mtp") EXPECT_GT(j["mtp"]["drafted"].get<int64_t>(), 0);
-    if (std::string(mode) == "off") EXPECT_EQ(j["speculative"]["drafted"], 0);
+    if (std::string(mode) == "mtp") {
+      EXPECT_GT(j["mtp"]["drafted"].get<int64_t>(), 0);
+    }
+    if (std::string(mode) == "off") {
+      EXPECT_EQ(j["speculative"]["drafted"], 0);
+    }
     EXPECT_TRUE(j["timings"].contains("draft_ms"));
   }
   RunOutput r = run("generate -m " + tiny_model_dir() + " --ids 1,2 --spec eagle");

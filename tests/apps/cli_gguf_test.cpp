@@ -61,7 +61,10 @@ TEST(CliGguf, ConvertInfoTokenizeRenderGenerate) {
   // forward --dump cache writes the DeltaNet state in the HF head order whatever the weights' order.
   const Golden golden("tiny-qwen35/golden/text_L7.safetensors");
   std::string ids;
-  for (int64_t id : golden.i64("input_ids")) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  for (int64_t id : golden.i64("input_ids")) {
+    if (!ids.empty()) ids += ",";
+    ids += std::to_string(id);
+  }
   r = run("forward -m " + model + " --ids " + ids + " --out " + dir + "/fwd.safetensors --dump cache");
   ASSERT_EQ(r.status, 0) << r.out;
   SafetensorsFile fwd(dir + "/fwd.safetensors");

@@ -52,7 +52,10 @@ TEST(JsonParse, KeyAndValueLimits) {
   EXPECT_THROW(parse_json_limited<>(object_of(100000)), Error);
   // Many objects, each within the limit, are fine.
   std::string many = "[";
-  for (int i = 0; i < 200; ++i) many += (i ? "," : "") + object_of(1000);
+  for (int i = 0; i < 200; ++i) {
+    if (i) many += ",";
+    many += object_of(1000);
+  }
   EXPECT_EQ(parse_json_limited<>(many + "]").size(), 200u);
   auto ones = [](int n) {
     std::string s = "[";

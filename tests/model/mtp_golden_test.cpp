@@ -107,7 +107,7 @@ class MtpGolden : public ::testing::TestWithParam<int> {};
 
 TEST_P(MtpGolden, TeacherForcedLogitsCacheAndDraftMatchOfficialBlocks) {
   const Golden g("tiny-qwen35/golden/mtp.safetensors");
-  const std::string p = "p" + std::to_string(GetParam()) + ".";
+  const std::string p = std::string("p") + std::to_string(GetParam()) + ".";
   const Model& m = tiny_model();
   ASSERT_NE(m.mtp(), nullptr) << "the tiny model has mtp.* tensors";
   const TextConfig& cfg = m.config().text;
