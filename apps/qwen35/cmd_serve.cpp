@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "apps/qwen35/args.h"
-#include "kernels/kernels.h"
 #include "apps/qwen35/engine_options.h"
 #include "core/error.h"
+#include "kernels/kernels.h"
 #include "server/http_server.h"
 
 extern char** environ;

@@ -38,10 +38,17 @@ CpuTuning measured() {
   if (s.amd && s.family == 0x19 && __builtin_cpu_supports("avx512f"))
     return CpuTuning{"Zen 4", 8192, true, "bench/README.md, Zen 4 (2026-12-07)"};
   // Zen 5 (family 26, whose only cores yet are Zen 5): into L1, 8 KiB ahead.
-  if (s.amd && s.family == 0x1a) return CpuTuning{"Zen 5", 8192, false, "Zen 5, 2026-12-02 (git show edaf001:bench/README.md)"};
+  if (s.amd && s.family == 0x1a)
+    return CpuTuning{"Zen 5", 8192, false, "Zen 5, 2026-12-02 (git show edaf001:bench/README.md)"};
   // Intel (measured on Sapphire Rapids) and the rest: into L1, 1 KiB ahead.
   const char* uarch = !s.amd ? "Intel" : s.family == 0x19 ? "Zen 3" : "AMD, not measured";
   return CpuTuning{uarch, 1024, false, "the Sapphire Rapids VM (avx512_quant.cpp)"};
+}
+
+// The CPU's own tuning, read from CPUID once.
+const CpuTuning& measured_tuning() {
+  static const CpuTuning t = measured();
+  return t;
 }
 
 }  // namespace
@@ -61,15 +68,12 @@ CpuTuning prefetch_override(const char* v, CpuTuning base) {
   return base;
 }
 
-const char* cpu_uarch() {
-  static const CpuTuning t = measured();
-  return t.uarch;
-}
+const char* cpu_uarch() { return measured_tuning().uarch; }
 
 const CpuTuning& cpu_tuning() {
   static const CpuTuning t = [] {
     const char* v = std::getenv("QWEN35_PREFETCH");
-    return v && *v ? prefetch_override(v, measured()) : measured();
+    return v && *v ? prefetch_override(v, measured_tuning()) : measured_tuning();
   }();
   return t;
 }

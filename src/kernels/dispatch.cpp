@@ -38,9 +38,10 @@ bool request_amx() {
 // or ahead), Q6_K at any width and for a one-draft verify or two batched conversations too, though
 // the AVX-512 Q6_K kernel is the faster one from L2, for a reason not found (measured on the Q6_K
 // block order before 80d5d88, whose three streams a block halved Zen 4's Q6_K speed from memory;
-// to be measured again on Zen 5); from three tokens the AVX-512 kernel leads. Figures: "Zen 5, third session" to "Zen 5, fifth
-// session" in bench/README.md's diary (git show edaf001:bench/README.md). Both kernels give the
-// reference's bits, so a row's result does not depend on the route.
+// to be measured again on Zen 5); from three tokens the AVX-512 kernel leads. Figures: "Zen 5,
+// third session" to "Zen 5, fifth session" in bench/README.md's diary (git show
+// edaf001:bench/README.md). Both kernels give the reference's bits, so a row's result does not
+// depend on the route.
 QMatmulFn g_avx512[size_t(DType::kCount)], g_avxvnni[size_t(DType::kCount)];
 
 template <DType D, int64_t kMaxTokens, int64_t kMaxCols>
@@ -107,7 +108,8 @@ std::string active_table_reason() {
                     cpu_uarch() + ")";
   out += isa && *isa ? ": QWEN35_ISA" : ": the widest table this CPU runs";
   if (k.name == "avx512" && &k != &avx512_table_unchecked())
-    out += ", one token against Q4_K / Q5_K of up to 2048 columns and up to two against Q6_K on the AVX-VNNI kernels";
+    out += ", one token against Q4_K / Q5_K of up to 2048 columns and up to two against Q6_K on the AVX-VNNI "
+           "kernels";
   if (k.name == "avx512" || k.name == "amx") {
     // Only here: the tuning is read when the AVX-512 table is built, which a CPU without it never does.
     const CpuTuning& t = cpu_tuning();

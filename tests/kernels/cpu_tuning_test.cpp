@@ -22,7 +22,8 @@ TEST(CpuTuning, OverrideNamesTheLevelAndTheDistance) {
 }
 
 TEST(CpuTuning, OverrideRejectsWhatItCannotRead) {
-  for (const char* bad : {"", "l2", "l2:", "l3:1024", "L1:64", "l1:-64", "l1:64k", "l1: 64", "l2:1048577", "l2:99999999999999999999"})
+  for (const char* bad :
+       {"", "l2", "l2:", "l3:1024", "L1:64", "l1:-64", "l1:64k", "l1: 64", "l2:1048577", "l2:99999999999999999999"})
     EXPECT_THROW(prefetch_override(bad, CpuTuning{"Zen 9", 4096, false, "a table"}), Error) << bad;
 }
 

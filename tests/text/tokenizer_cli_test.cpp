@@ -20,7 +20,8 @@ struct CliRun {
 CliRun run_tokenize(const std::string& args, const std::string& input) {
   std::string dir = temp_dir("tokenize-cli");
   std::ofstream(dir + "/in.jsonl", std::ios::binary) << input;
-  std::string cmd = std::string("'") + cli_binary() + "' tokenize " + args + " < '" + dir + "/in.jsonl' > '" + dir + "/out' 2> '" + dir + "/err'";
+  std::string cmd = std::string("'") + cli_binary() + "' tokenize " + args + " < '" + dir + "/in.jsonl' > '" + dir +
+                    "/out' 2> '" + dir + "/err'";
   int raw = std::system(cmd.c_str());
   CliRun r;
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;

@@ -633,7 +633,8 @@ inline __m256i sub16(__m256i I1, const __m256i W[4], const int8_t* qa, __m256i s
   }
 }
 
-using interleave16::kQ6kBlock, interleave16::kQ6kD, interleave16::kQ6kScales, interleave16::q6k_ql, interleave16::q6k_qh;
+using interleave16::kQ6kBlock, interleave16::kQ6kD, interleave16::kQ6kScales;
+using interleave16::q6k_ql, interleave16::q6k_qh;
 
 template <bool kVnni, int TT, int NH>
 void q6k_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {

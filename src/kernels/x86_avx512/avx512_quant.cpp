@@ -531,7 +531,8 @@ void k4_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int64_t
 
 // ---- Q6_K (16 sub-blocks of 16 with int8 scales; kQ8x256) --------------------------------------
 
-using interleave16::kQ6kBlock, interleave16::kQ6kD, interleave16::kQ6kScales, interleave16::q6k_ql, interleave16::q6k_qh;
+using interleave16::kQ6kBlock, interleave16::kQ6kD, interleave16::kQ6kScales;
+using interleave16::q6k_ql, interleave16::q6k_qh;
 
 // Quants are taken unsigned (u = q + 32), so the block's integer sum is sum_s sc_s * sum(u * a)_s
 // - 32 * sum_s sc_s * s16_s: the offset term is 8 vpdpwssd of scale pairs against activation-sum
@@ -830,12 +831,14 @@ void run_groups(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_
   for (int64_t t0 = 0; t0 < full; t0 += kTokenTile)
     for (int64_t o = o_begin; o < o_end; o += 16) {
       if (a.tiles) {
-        K::template run<kTokenTile, P>(TileActs<K::F>{a.tile(t0 / kTokenTile)}, group(o), nb, y + t0 * ys, ys, o, o_end);
+        K::template run<kTokenTile, P>(TileActs<K::F>{a.tile(t0 / kTokenTile)}, group(o), nb, y + t0 * ys, ys, o,
+                                       o_end);
       } else {
         K::template run<kTokenTile, P>(RowActs<K::F, kTokenTile>(a, t0), group(o), nb, y + t0 * ys, ys, o, o_end);
       }
     }
-  for (int64_t o = o_begin; o < o_end; o += 16) remainder_tile<K, P, kTokenTile - 1>(a, full, group(o), nb, y, ys, o, o_end);
+  for (int64_t o = o_begin; o < o_end; o += 16)
+    remainder_tile<K, P, kTokenTile - 1>(a, full, group(o), nb, y, ys, o, o_end);
 }
 
 // The K-quant kernels with prefetches into level P. The legacy formats always prefetch into L1:
