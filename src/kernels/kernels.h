@@ -55,6 +55,44 @@ using AxpyFn = void (*)(float a, const float* x, float* y, int64_t n);
 // double, the rest in float as written. y may alias x. A row's result depends on its values alone.
 using LayerNormFn = void (*)(const float* x, const float* w, const float* b, double eps, float* y, int64_t n);
 
+// ---- Row operations of the decoder and the vision tower ------------------------------------------
+// Elementwise steps and the norms between the matmuls. Each works on one row (or one token's heads)
+// and computes every element the same way wherever it sits; the sums of squares run left to right
+// in float in every table, as the reference does, so a norm's bits do not depend on the table.
+
+// y = x / sqrt(mean(x^2) + eps) * w (w holds 1 + weight for the decoder's norms). y may alias x.
+using RmsNormFn = void (*)(const float* x, const float* w, float eps, float* y, int64_t n);
+// y = (x / sqrt(mean(x^2) + eps) * w) * silu(z): the DeltaNet output's gated norm. y may alias x.
+using GatedRmsNormFn = void (*)(const float* x, const float* w, const float* z, float eps, float* y, int64_t n);
+// y = x / sqrt(sum(x^2) + eps) * scale: the DeltaNet q and k norm. y may alias x.
+using L2NormFn = void (*)(const float* x, float scale, float eps, float* y, int64_t n);
+// y[i] += x[i] (the residual adds).
+using AddFn = void (*)(const float* x, float* y, int64_t n);
+// y[i] *= sigmoid(g[i]) (the attention output gate).
+using SigmoidGateFn = void (*)(const float* g, float* y, int64_t n);
+// The DeltaNet decay gates of one token, g[h] = neg_a[h] * softplus(g[h] + dt_bias[h]), softplus
+// as torch's (linear above 20).
+using DecayGateFn = void (*)(const float* neg_a, const float* dt_bias, float* g, int64_t n);
+// Rotate-half RoPE in place on `heads` vectors, head_stride floats apart: the pairs (d, d + half)
+// for d < half turn by the angle whose cosine and sine are cos[d], sin[d].
+using RopeFn = void (*)(float* x, int64_t heads, int64_t head_stride, int half, const float* cos, const float* sin);
+
+// The DeltaNet's causal depthwise conv and SiLU (spec 3.5) over channels [c0, c1) of T new rows.
+// The state keeps each channel's last K inputs, oldest first, and is advanced by the T rows. Every
+// output is its K taps summed in tap order from zero, whatever T, so decoding token by token gives
+// the bits of the block.
+struct ConvArgs {
+  const float* x = nullptr;  // [T, C] new inputs
+  int64_t T = 0;
+  int64_t C = 0;       // channels: the row stride of x, y and taps
+  int K = 0;           // taps, at most 16
+  const float* taps = nullptr;  // tap j of channel ch at taps[j * C + ch]
+  float* state = nullptr;  // [C, K]
+  float* y = nullptr;  // [T, C] outputs, after SiLU
+  int64_t c0 = 0, c1 = 0;
+};
+using CausalConvFn = void (*)(const ConvArgs& a);
+
 // One value head of the gated delta rule (spec 4). q and k are l2-normalised (q also scaled by
 // 1/sqrt(dk)); row t of each input sits `*_stride` floats after row t-1. S is [dk, dv], fp32.
 struct DeltaRuleHead {
@@ -147,6 +185,17 @@ struct KernelTable {
   // as the equal x / (1 + e^(-2u)), which keeps its accuracy where 1 + tanh(u) cancels.
   UnaryFn gelu_tanh = nullptr;
   LayerNormFn layer_norm = nullptr;
+  // The vision merger's exact GELU, 0.5 x (1 + erf(x / sqrt(2))): std::erf in every table (a
+  // vector erf would change its bits; it runs once per image).
+  UnaryFn gelu_erf = nullptr;
+  RmsNormFn rms_norm = nullptr;
+  GatedRmsNormFn gated_rms_norm = nullptr;
+  L2NormFn l2_norm = nullptr;
+  AddFn add = nullptr;
+  SigmoidGateFn sigmoid_gate = nullptr;
+  DecayGateFn decay_gate = nullptr;
+  RopeFn rope = nullptr;
+  CausalConvFn causal_conv = nullptr;
   StreamReadFn stream_read = nullptr;
   DeltaRecurrentFn delta_recurrent = nullptr;
   DeltaChunkFn delta_chunk = nullptr;

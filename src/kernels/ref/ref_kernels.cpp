@@ -117,6 +117,15 @@ KernelTable make_ref() {
   k.swiglu = ref_swiglu;
   k.gelu_tanh = ref_gelu_tanh;
   k.layer_norm = ref_layer_norm;
+  k.gelu_erf = ref::gelu_erf;
+  k.rms_norm = ref::rms_norm;
+  k.gated_rms_norm = ref::gated_rms_norm;
+  k.l2_norm = ref::l2_norm;
+  k.add = ref::add;
+  k.sigmoid_gate = ref::sigmoid_gate;
+  k.decay_gate = ref::decay_gate;
+  k.rope = ref::rope;
+  k.causal_conv = ref::causal_conv;
   k.stream_read = ref_stream_read;
   k.delta_recurrent = ref::delta_recurrent;
   k.delta_chunk = ref::delta_chunk;

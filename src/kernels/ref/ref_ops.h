@@ -23,4 +23,15 @@ void delta_chunk(const DeltaRuleHead& h, int64_t n, int dk, int dv, float* S, fl
 void invert_unit_lower(const float* A, int64_t n, int64_t ld, float* Tinv, float* tmp);
 void attention(const AttnArgs& a);
 
+// ref/row_ops.cpp
+void rms_norm(const float* x, const float* w, float eps, float* y, int64_t n);
+void gated_rms_norm(const float* x, const float* w, const float* z, float eps, float* y, int64_t n);
+void l2_norm(const float* x, float scale, float eps, float* y, int64_t n);
+void add(const float* x, float* y, int64_t n);
+void sigmoid_gate(const float* g, float* y, int64_t n);
+void decay_gate(const float* neg_a, const float* dt_bias, float* g, int64_t n);
+void gelu_erf(const float* x, float* y, int64_t n);
+void rope(float* x, int64_t heads, int64_t head_stride, int half, const float* cos, const float* sin);
+void causal_conv(const ConvArgs& a);
+
 }  // namespace qwen35::kernels::ref

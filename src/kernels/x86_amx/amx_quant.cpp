@@ -24,6 +24,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/pack/interleave16.h"
+#include "kernels/x86_avx512/int512.h"
 
 namespace qwen35::kernels {
 
@@ -31,39 +32,7 @@ void install_avx512_quant(KernelTable& k);  // avx512_quant.cpp (the small-block
 
 namespace {
 
-// Internal-linkage helpers only (this file has ISA flags; see avx512_kernels.cpp).
-inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
-inline __m512i vload(const uint8_t* p) { return _mm512_loadu_si512(p); }
 inline void vstore(uint8_t* p, __m512i v) { _mm512_storeu_si512(p, v); }
-inline __m512 load_f16x16(const uint8_t* p) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
-inline __m512i lo_nib(__m512i v) { return _mm512_and_si512(v, _mm512_set1_epi8(0x0f)); }
-inline __m512i hi_nib(__m512i v) { return _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0f)); }
-inline int32_t load_i32(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-struct ThreadScratch {
-  uint8_t* data = nullptr;
-  size_t bytes = 0;
-  ~ThreadScratch() { std::free(data); }
-};
-uint8_t* scratch(size_t bytes) {
-  thread_local ThreadScratch s;
-  if (s.bytes < bytes) {
-    std::free(s.data);
-    s.data = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) & ~size_t(63)));
-    if (!s.data) {
-      s.bytes = 0;
-      throw std::bad_alloc();
-    }
-    s.bytes = bytes;
-  }
-  return s.data;
-}
 
 // ---- Tile configuration ------------------------------------------------------------------------
 
@@ -312,11 +281,6 @@ void decode_group(const uint8_t* group, int64_t nb, uint8_t* out) {
 
 // ---- Per-block scale steps (the canonical float part) -----------------------------------------
 
-inline void store_rows(float* y, int64_t o, int64_t o_end, __m512 v) {
-  const int64_t n = imin(16, o_end - o);
-  _mm512_mask_storeu_ps(y + o, n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1), v);
-}
-
 // The 8 scales and 4 min pairs of a Q4_K/Q5_K block for 16 rows (as in avx512_quant.cpp).
 inline void k4_scales(const uint8_t* pb_scales, __m512i sc[8], __m512i mn_pairs[4]) {
   const __m512i u0 = vload(pb_scales), u1 = vload(pb_scales + 64), u2 = vload(pb_scales + 128);
@@ -563,7 +527,7 @@ void qmatmul_amx(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64
   constexpr bool kPairs = block_elems(F) == 32;
   const size_t dec_bytes = size_t(w.cols) * 16;
   const size_t sums_bytes = (kPairs ? 8 * 256 : 2 * sums_per_block(F)) * sizeof(int32_t);
-  uint8_t* decoded = scratch(2 * dec_bytes + sums_bytes);
+  uint8_t* decoded = thread_scratch_bytes(2 * dec_bytes + sums_bytes);
   int32_t* sums = reinterpret_cast<int32_t*>(decoded + 2 * dec_bytes);
   int configured_m = 0;  // -1: the 2 x 2 layout
   for (int64_t c0 = 0; c0 < a.T; c0 += chunk) {

@@ -3,23 +3,17 @@
 
 
 #include "kernels/kernels.h"
+#include "kernels/simd/isa_local.h"
 
 namespace qwen35::kernels {
 
-void install_avx2_activations(KernelTable& k);  // avx2_activations.cpp
+void install_avx2_elementwise(KernelTable& k);  // avx2_elementwise.cpp
 void install_avx2_delta(KernelTable& k);        // avx2_delta.cpp
 void install_avx2_attention(KernelTable& k);    // avx2_attention.cpp
 void install_avx2_quant(KernelTable& k);        // avx2_quant.cpp
 
 namespace {
 
-// This file is compiled with ISA flags, so it must not instantiate templates or inline functions
-// that baseline code also uses (the linker could pick this file's copy for all callers): local
-// helpers with internal linkage instead of std::min, WeightMatrix::row, std::vector.
-inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
-inline const void* row_of(const WeightMatrix& w, int64_t r) {
-  return static_cast<const uint8_t*>(w.data) + size_t(r) * w.row_bytes;
-}
 
 inline float hsum(__m256 v) {
   __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
@@ -102,7 +96,7 @@ KernelTable make_avx2() {
   k.matmul[size_t(DType::F16)] = matmul_avx2<DType::F16>;
   k.dot = dot_avx2;
   k.axpy = axpy_avx2;
-  install_avx2_activations(k);
+  install_avx2_elementwise(k);
   install_avx2_delta(k);
   install_avx2_attention(k);
   install_avx2_quant(k);

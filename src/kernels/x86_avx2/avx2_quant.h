@@ -22,17 +22,12 @@
 
 #include "kernels/kernels.h"
 #include "kernels/pack/interleave16.h"
+#include "kernels/simd/isa_local.h"
 
 namespace qwen35::kernels {
 namespace {
 namespace avx2q {
 
-inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
-inline int32_t load_i32(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 inline __m256i bcast32(const void* p) { return _mm256_set1_epi32(load_i32(p)); }
 inline __m256i vload(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 inline __m256 load_f16x8(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }

@@ -40,10 +40,17 @@ struct VecAvx2 {
   static F add(F a, F b) { return _mm256_add_ps(a, b); }
   static F sub(F a, F b) { return _mm256_sub_ps(a, b); }
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F div(F a, F b) { return _mm256_div_ps(a, b); }
   static F max(F a, F b) { return _mm256_max_ps(a, b); }
   static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }  // a * b + c, one rounding
   static F select(M m, F a, F b) { return _mm256_blendv_ps(b, a, _mm256_castsi256_ps(m)); }  // m ? a : b
   static M less(F a, F b) { return _mm256_castps_si256(_mm256_cmp_ps(a, b, _CMP_LT_OQ)); }
+  static M is_nan(F a) { return _mm256_castps_si256(_mm256_cmp_ps(a, a, _CMP_UNORD_Q)); }
+  // The lanes of m from p[0], p[stride], p[2 * stride], ...; the others 0.
+  static F gather(const float* p, int64_t stride, M m) {
+    const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(int(stride)));
+    return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), p, idx, _mm256_castsi256_ps(m), 4);
+  }
 
   static float lane0(F v) { return _mm256_cvtss_f32(v); }
   static float hsum(F v) {
@@ -77,11 +84,14 @@ struct VecAvx2 {
     return _mm256_add_ps(_mm256_permute2f128_ps(u[0], u[1], 0x20), _mm256_permute2f128_ps(u[0], u[1], 0x31));
   }
 
-  // e^x to about 1 ulp (Cephes' expf polynomial); exactly 0 below -87.33 (no subnormal results)
-  // and for -inf.
-  static F exp(F x) {
-    const F tiny = _mm256_cmp_ps(x, _mm256_set1_ps(-87.33f), _CMP_LT_OQ);
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.33f)), _mm256_set1_ps(88.3f));
+  // e^x to about 1 ulp (Cephes' expf polynomial): exactly 0 below -87.33 (no subnormal results)
+  // and for -inf, inf above 88.72 (the float range); 2^n is built in the exponent field, so the
+  // polynomial's input stops at 88.3 (n <= 127) and (88.3, 88.72] gives e^88.3. NaN gives a
+  // number, so callers that must keep NaN select it back (sigmoid_v).
+  static F exp(F x0) {
+    const F tiny = _mm256_cmp_ps(x0, _mm256_set1_ps(-87.33f), _CMP_LT_OQ);
+    const F huge = _mm256_cmp_ps(x0, _mm256_set1_ps(88.7228f), _CMP_GT_OQ);
+    const F x = _mm256_min_ps(_mm256_max_ps(x0, _mm256_set1_ps(-87.33f)), _mm256_set1_ps(88.3f));
     const F n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     F r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
@@ -94,7 +104,8 @@ struct VecAvx2 {
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
     p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_andnot_ps(tiny, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
+    const F y = _mm256_andnot_ps(tiny, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
+    return _mm256_blendv_ps(y, _mm256_set1_ps(__builtin_inff()), huge);
   }
 
   // out[i] = float(e^x[i]) for i < n, x[i] <= 0, with e^x evaluated in double (Taylor to degree 13

@@ -8,23 +8,17 @@
 
 #include "kernels/kernels.h"
 #include "kernels/pack/interleave16.h"
+#include "kernels/simd/isa_local.h"
 
 namespace qwen35::kernels {
 
 void install_avx512_quant(KernelTable& k);        // avx512_quant.cpp
-void install_avx512_activations(KernelTable& k);  // avx512_activations.cpp
+void install_avx512_elementwise(KernelTable& k);  // avx512_elementwise.cpp
 void install_avx512_delta(KernelTable& k);        // avx512_delta.cpp
 void install_avx512_attention(KernelTable& k);    // avx512_attention.cpp
 
 namespace {
 
-// This file is compiled with ISA flags, so it must not instantiate templates or inline functions
-// that baseline code also uses (the linker could pick this file's copy for all callers): local
-// helpers with internal linkage instead of std::min, WeightMatrix::row, std::vector.
-inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
-inline const void* row_of(const WeightMatrix& w, int64_t r) {
-  return static_cast<const uint8_t*>(w.data) + size_t(r) * w.row_bytes;
-}
 
 template <DType D>
 inline __m512 load16(const void* base, int64_t i) {
@@ -98,26 +92,6 @@ inline void tile_tokens(const float* x, int64_t xs, int64_t C, const WeightMatri
 // path (what keeps results independent of T).
 constexpr int64_t kPanelRows = 32;
 
-// Per-thread scratch that only grows, managed with malloc (see the note at the top of the file).
-struct ThreadScratch {
-  float* data = nullptr;
-  size_t floats = 0;
-  ~ThreadScratch() { std::free(data); }
-};
-
-float* thread_scratch(size_t floats) {
-  thread_local ThreadScratch s;
-  if (s.floats < floats) {
-    std::free(s.data);
-    s.data = static_cast<float*>(std::malloc(floats * sizeof(float)));
-    if (!s.data) {
-      s.floats = 0;
-      throw std::bad_alloc();
-    }
-    s.floats = floats;
-  }
-  return s.data;
-}
 constexpr int64_t kBlockCols = 512;
 
 template <DType D, int R, int C>
@@ -203,7 +177,7 @@ void matmul_panels_chunk(const float* x, int64_t T, int64_t xs, const WeightMatr
   // Accumulators of one panel: [tile][token group][4 tokens x 4 rows][16 lanes], then the
   // f32 copy of one tile's weight block.
   const size_t tile_floats = size_t(groups) * 16 * 16, acc_floats = size_t(kPanelRows / 4) * tile_floats;
-  float* acc_buf = thread_scratch(acc_floats + size_t(4 * kBlockCols));
+  float* acc_buf = reinterpret_cast<float*>(thread_scratch_bytes((acc_floats + size_t(4 * kBlockCols)) * sizeof(float)));
   float* wf32 = acc_buf + acc_floats;
   for (int64_t p0 = o_begin; p0 < o_end; p0 += kPanelRows) {
     const int64_t p1 = imin(p0 + kPanelRows, o_end);
@@ -297,7 +271,7 @@ KernelTable make_avx512() {
   k.axpy = axpy_avx512;
   k.packing = interleave16::format();
   install_avx512_quant(k);
-  install_avx512_activations(k);
+  install_avx512_elementwise(k);
   install_avx512_delta(k);
   install_avx512_attention(k);
   return k;

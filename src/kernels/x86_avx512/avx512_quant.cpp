@@ -14,27 +14,11 @@
 #include "kernels/cpu_tuning.h"
 #include "kernels/kernels.h"
 #include "kernels/pack/interleave16.h"
+#include "kernels/x86_avx512/int512.h"
 
 namespace qwen35::kernels {
 namespace {
 
-// This file is compiled with ISA flags: internal-linkage helpers only (see avx512_kernels.cpp).
-inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
-inline int32_t load_i32(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-inline int16_t load_i16(const void* p) {
-  int16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
-inline __m512i bcast32(const void* p) { return _mm512_set1_epi32(load_i32(p)); }
-inline __m512 load_f16x16(const uint8_t* p) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
-inline __m512i vload(const uint8_t* p) { return _mm512_loadu_si512(p); }
 
 // A block's bytes prefetch_distance further on, requested as this block starts: with the
 // hardware prefetchers alone a decoding core streamed weights at 9-11 GB/s. The distance must
@@ -139,17 +123,6 @@ void quantize_act_avx512(ActFormat fmt, const float* x, int64_t T, int64_t x_str
 }
 
 // ---- Shared pieces of the matmuls ------------------------------------------------------------
-
-// Rows [o, o + 16) of y for token t: store the valid lanes.
-inline void store_rows(float* y, int64_t o, int64_t o_end, __m512 v) {
-  const int64_t n = imin(16, o_end - o);
-  const __mmask16 m = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
-  _mm512_mask_storeu_ps(y + o, m, v);
-}
-
-// Low and high nibbles of a packed vector as bytes 0..15.
-inline __m512i lo_nib(__m512i v) { return _mm512_and_si512(v, _mm512_set1_epi8(0x0f)); }
-inline __m512i hi_nib(__m512i v) { return _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0f)); }
 
 // Token tiles: up to TT tokens share one unpacking of a block's weights. 8 rather than 4 (the
 // 32 zmm registers hold 8 tokens' sums beside a sub-block's weights): on Zen 5, one thread at

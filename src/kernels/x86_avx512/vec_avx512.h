@@ -30,10 +30,18 @@ struct VecAvx512 {
   static F add(F a, F b) { return _mm512_add_ps(a, b); }
   static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F div(F a, F b) { return _mm512_div_ps(a, b); }
   static F max(F a, F b) { return _mm512_max_ps(a, b); }
   static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }  // a * b + c, one rounding
   static F select(M m, F a, F b) { return _mm512_mask_blend_ps(m, b, a); }  // m ? a : b
   static M less(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+  static M is_nan(F a) { return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q); }
+  // The lanes of m from p[0], p[stride], p[2 * stride], ...; the others 0.
+  static F gather(const float* p, int64_t stride, M m) {
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32(int(stride)));
+    return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, p, 4);
+  }
 
   static float lane0(F v) { return _mm512_cvtss_f32(v); }
   static float hsum(F v) { return _mm512_reduce_add_ps(v); }
@@ -62,11 +70,12 @@ struct VecAvx512 {
                          _mm512_shuffle_f32x4(w0, w1, _MM_SHUFFLE(3, 1, 3, 1)));
   }
 
-  // e^x to about 1 ulp (Cephes' expf polynomial); exactly 0 below -87.33 (no subnormal results)
-  // and for -inf.
+  // e^x to about 1 ulp (Cephes' expf polynomial, 2^n applied by scalef): exactly 0 below -87.33
+  // (no subnormal results) and for -inf, inf above 88.72 (the float range); NaN gives a number,
+  // so callers that must keep NaN select it back (sigmoid_v).
   static F exp(F x) {
     const M tiny = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.33f), _CMP_LT_OQ);
-    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.33f)), _mm512_set1_ps(88.7f));
+    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.33f)), _mm512_set1_ps(89.0f));
     const F n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     F r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
