@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "model/norm.h"
 
 namespace qwen35 {
 
@@ -54,20 +53,21 @@ void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const A
 
   kernels::linear_fused(c, a, {{&w.q, s.qg.data(), w.q.rows}, {&w.k, s.k.data(), KD}, {&w.v, s.v.data(), KD}});
 
+  // Per token: the q and k heads' RMSNorms, then RoPE. q_proj rows are per head [query(hd) ;
+  // gate(hd)] when gated.
+  const int64_t head_stride = cfg.attn_output_gate ? 2 * hd : hd;
   for (int64_t t = 0; t < T; ++t) {
-    // q_proj rows are per head [query(hd) ; gate(hd)] when gated.
-    const int64_t head_stride = cfg.attn_output_gate ? 2 * hd : hd;
     for (int h = 0; h < nq; ++h)
-      rms_norm(s.qg.data() + t * qg_stride + h * head_stride, w.q_norm.data(), hd, cfg.rms_norm_eps,
-               s.q.data() + t * QD + int64_t(h) * hd);
+      c.k->rms_norm(s.qg.data() + t * qg_stride + h * head_stride, w.q_norm.data(), cfg.rms_norm_eps,
+                    s.q.data() + t * QD + int64_t(h) * hd, hd);
     for (int h = 0; h < nkv; ++h) {
       float* k = s.k.data() + t * KD + int64_t(h) * hd;
-      rms_norm(k, w.k_norm.data(), hd, cfg.rms_norm_eps, k);
+      c.k->rms_norm(k, w.k_norm.data(), cfg.rms_norm_eps, k, hd);
     }
     const float* cs = s.cos.data() + t * half;
     const float* sn = s.sin.data() + t * half;
-    rope.apply(s.q.data() + t * QD, nq, hd, cs, sn);
-    rope.apply(s.k.data() + t * KD, nkv, hd, cs, sn);
+    c.k->rope(s.q.data() + t * QD, nq, hd, half, cs, sn);
+    c.k->rope(s.k.data() + t * KD, nkv, hd, half, cs, sn);
   }
 
   // Per span: its rows join its cache, then tasks of kAttnBlock tokens x one KV head, so the group
@@ -76,14 +76,7 @@ void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const A
   // so neither the block size, the other spans nor the thread count changes a bit of the result.
   constexpr int64_t kAttnBlock = 16;
   const int group = nq / nkv;
-  struct Task {
-    const KvCache* kv;
-    int64_t t0;        // first row of the task, in the whole block
-    int64_t n;         // rows
-    int64_t n_kv0;     // keys the first row sees
-  };
-  thread_local std::vector<Task> task_blocks;  // the caller's; the tasks read it through the reference
-  std::vector<Task>& blocks = task_blocks;
+  std::vector<AttentionBlock>& blocks = s.blocks;
   blocks.clear();
   int64_t row = 0;
   for (const AttentionSpan& sp : spans) {
@@ -93,13 +86,13 @@ void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const A
       blocks.push_back({sp.kv, row + b, std::min(kAttnBlock, sp.T - b), past + b + 1});  // causal
     row += sp.T;
   }
-  std::stable_sort(blocks.begin(), blocks.end(), [](const Task& x, const Task& y) { return x.n_kv0 > y.n_kv0; });
+  std::stable_sort(blocks.begin(), blocks.end(), [](const AttentionBlock& x, const AttentionBlock& y) { return x.n_kv0 > y.n_kv0; });
   const size_t tasks = blocks.size() * size_t(nkv);
   c.pool->parallel_for(
       tasks, 1,
       [&](size_t b, size_t e) {
         for (size_t task = b; task < e; ++task) {
-          const Task& bt = blocks[task / size_t(nkv)];
+          const AttentionBlock& bt = blocks[task / size_t(nkv)];
           const int kvh = int(task % size_t(nkv));
           const KvCache& kv = *bt.kv;
           kernels::AttnArgs args;
@@ -122,16 +115,10 @@ void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const A
       },
       tasks);
 
-  if (cfg.attn_output_gate) {
-    thread_local std::vector<float> gate;
-    gate.resize(size_t(hd));
+  if (cfg.attn_output_gate)
     for (int64_t t = 0; t < T; ++t)
-      for (int h = 0; h < nq; ++h) {
-        c.k->sigmoid(s.qg.data() + t * qg_stride + int64_t(h) * 2 * hd + hd, gate.data(), hd);
-        float* o = s.attn.data() + t * QD + int64_t(h) * hd;
-        for (int d = 0; d < hd; ++d) o[d] *= gate[size_t(d)];
-      }
-  }
+      for (int h = 0; h < nq; ++h)
+        c.k->sigmoid_gate(s.qg.data() + t * qg_stride + int64_t(h) * 2 * hd + hd, s.attn.data() + t * QD + int64_t(h) * hd, hd);
   s.attn_in.bind(s.attn.data(), T, QD);
   kernels::linear(c, s.attn_in, w.o, out, w.o.rows);
 }

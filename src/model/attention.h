@@ -13,6 +13,14 @@
 
 namespace qwen35 {
 
+// kAttnBlock query rows of one span against its cache (attention.cpp hands them out per KV head).
+struct AttentionBlock {
+  const KvCache* kv = nullptr;
+  int64_t t0 = 0;     // first row, in the whole call
+  int64_t n = 0;      // rows
+  int64_t n_kv0 = 0;  // keys the first row sees
+};
+
 struct AttentionScratch {
   int64_t capacity = 0;
   std::vector<float> qg;    // [T, q_proj rows]
@@ -21,6 +29,7 @@ struct AttentionScratch {
   std::vector<float> v;     // [T, nkv*hd]
   std::vector<float> attn;  // [T, nq*hd]
   std::vector<float> cos, sin;  // [T, rotary/2], shared by every attention layer of one call
+  std::vector<AttentionBlock> blocks;
   kernels::Activations in;       // the layer input, when the caller passes plain rows
   kernels::Activations attn_in;  // attn, input of the output projection
   void reserve(const TextConfig& cfg, int64_t tokens);

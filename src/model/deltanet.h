@@ -26,6 +26,7 @@ struct DeltaNetScratch {
   std::vector<float> q;      // [T, Hk*dk] normalised and scaled
   std::vector<float> k;      // [T, Hk*dk] normalised
   std::vector<float> core;   // [T, Hv*dv] delta-rule output, then gated-normed
+  std::vector<int64_t> span_rows;  // first row of each span of the call, then the rows in all
   kernels::Activations in;       // the layer input, when the caller passes plain rows
   kernels::Activations core_in;  // core, input of the output projection
   void reserve(const TextConfig& cfg, int64_t tokens);

@@ -1,7 +1,6 @@
 #include "model/mtp.h"
 
 #include "core/error.h"
-#include "model/norm.h"
 
 namespace qwen35 {
 
@@ -33,9 +32,13 @@ void MtpHead::forward(const kernels::Compute& c, const float* embeddings, const 
   ws.reserve(cfg_, T);
   const int64_t H = cfg_.hidden_size;
   const float eps = cfg_.rms_norm_eps;
+  const kernels::KernelTable& k = *c.k;
+  auto norm_rows = [&](const float* in, const std::vector<float>& w, float* y) {
+    for (int64_t t = 0; t < T; ++t) k.rms_norm(in + t * H, w.data(), eps, y + t * H, H);
+  };
   for (int64_t t = 0; t < T; ++t) {  // [T, 2H]: embedding part first
-    rms_norm(embeddings + t * H, w_.pre_fc_norm_embedding.data(), H, eps, ws.cat.data() + t * 2 * H);
-    rms_norm(hidden + t * H, w_.pre_fc_norm_hidden.data(), H, eps, ws.cat.data() + t * 2 * H + H);
+    k.rms_norm(embeddings + t * H, w_.pre_fc_norm_embedding.data(), eps, ws.cat.data() + t * 2 * H, H);
+    k.rms_norm(hidden + t * H, w_.pre_fc_norm_hidden.data(), eps, ws.cat.data() + t * 2 * H + H, H);
   }
   float* x = ws.x.data();
   kernels::linear(c, ws.cat.data(), T, w_.fc, x);  // [T, H]
@@ -44,17 +47,17 @@ void MtpHead::forward(const kernels::Compute& c, const float* embeddings, const 
   // One pre-norm full-attention decoder layer, as in the main model.
   const LayerWeights& L = w_.layer;
   ws.attention.set_positions(rope_, positions, T);
-  rms_norm_rows(x, L.input_norm.data(), T, H, eps, ws.normed.data());
+  norm_rows(x, L.input_norm, ws.normed.data());
   ws.normed_in.bind(ws.normed.data(), T, H);
   attention_forward(c, cfg_, L.attention, rope_, ws.normed_in, kv, ws.attention, ws.mixed.data());
-  for (int64_t j = 0; j < T * H; ++j) x[j] += ws.mixed[size_t(j)];
-  rms_norm_rows(x, L.post_norm.data(), T, H, eps, ws.normed.data());
+  k.add(ws.mixed.data(), x, T * H);
+  norm_rows(x, L.post_norm, ws.normed.data());
   ws.normed_in.bind(ws.normed.data(), T, H);
   mlp_forward(c, L.mlp, ws.normed_in, ws.mlp, ws.mixed.data());
-  for (int64_t j = 0; j < T * H; ++j) x[j] += ws.mixed[size_t(j)];
+  k.add(ws.mixed.data(), x, T * H);
   if (observer) observer->on_layer_out(x, T);
 
-  rms_norm_rows(x, w_.norm.data(), T, H, eps, out);
+  norm_rows(x, w_.norm, out);
 }
 
 void MtpHead::logits(const kernels::Compute& c, const float* hidden, int64_t n, float* out) const {

@@ -28,15 +28,4 @@ void MRope::angles(int64_t pos_t, int64_t pos_h, int64_t pos_w, float* cos_out, 
   }
 }
 
-void MRope::apply(float* x, int heads, int head_dim, const float* cos, const float* sin) const {
-  for (int h = 0; h < heads; ++h) {
-    float* v = x + int64_t(h) * head_dim;
-    for (int d = 0; d < half_; ++d) {
-      const float a = v[d], b = v[d + half_];
-      v[d] = a * cos[d] - b * sin[d];
-      v[d + half_] = b * cos[d] + a * sin[d];
-    }
-  }
-}
-
 }  // namespace qwen35

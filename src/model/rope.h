@@ -1,6 +1,6 @@
 // Interleaved multimodal RoPE of the text decoder (spec 5.3): frequency slot j takes its
 // position from the temporal, height or width axis; the leading rotary_dim dims of each head
-// rotate in rotate-half pairs (d, d + rotary_dim/2), the rest pass through.
+// rotate in rotate-half pairs (d, d + rotary_dim/2) (the kernel table's rope), the rest pass through.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +16,6 @@ class MRope {
 
   // Fills cos/sin [rotary_dim / 2] for one token at positions (t, h, w).
   void angles(int64_t pos_t, int64_t pos_h, int64_t pos_w, float* cos_out, float* sin_out) const;
-  // Rotates the leading rotary dims of `heads` consecutive head vectors of length head_dim.
-  void apply(float* x, int heads, int head_dim, const float* cos, const float* sin) const;
   int half() const { return half_; }
 
  private:

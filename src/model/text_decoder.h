@@ -99,6 +99,9 @@ class TextDecoder {
   void logits(const kernels::Compute& c, const float* hidden, int64_t n, float* out) const;
 
  private:
+  // Checks the segments, records their first rows in ws.segment_rows and sizes ws; the rows in all.
+  int64_t lay_out_segments(std::span<const DecoderSegment> segments, DecoderWorkspace& ws) const;
+
   const TextConfig& cfg_;
   const TextWeights& w_;
   MRope rope_;

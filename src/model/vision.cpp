@@ -45,10 +45,6 @@ void add_biased(const kernels::Compute& c, float* x, float* y, const std::vector
   });
 }
 
-// exact GELU: 0.5 x (1 + erf(x / sqrt(2))), the merger's: 1.2e6 values for a 512x512 image, a few
-// milliseconds of std::erf, so no table kernel
-inline float gelu_erf(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f)); }
-
 // ---- Patch order ---------------------------------------------------------------------------------
 
 // Calls fn(row, col) for the patches of one h x w frame in the processor's order: m x m merge
@@ -132,16 +128,6 @@ void attend_frame(const kernels::Compute& c, const float* qkv, int heads, int hd
   }, size_t(heads * blocks));
 }
 
-// Rotate-half RoPE of one head vector in place with cos/sin [hd/2]: pairs (d, d + hd/2) share
-// angle d.
-inline void rotate(float* x, const float* cs, const float* sn, int half) {
-  for (int d = 0; d < half; ++d) {
-    const float x0 = x[d], x1 = x[d + half];
-    x[d] = x0 * cs[d] - x1 * sn[d];
-    x[d + half] = x1 * cs[d] + x0 * sn[d];
-  }
-}
-
 // Buffers of one forward call. The MLP's hidden layer, the only one wider than the qkv rows, runs
 // over row chunks, so that buffer stays [chunk, I] however many patches an image has.
 struct VisionBuffers {
@@ -171,7 +157,7 @@ void qkv_rows(const kernels::Compute& c, const VisionConfig& cfg, const VisionBl
     c.k->axpy(1.0f, b.qkv.b.data(), row, 3 * D);
     const float* cs = s.cos.data() + p * half;
     const float* sn = s.sin.data() + p * half;
-    for (int h = 0; h < 2 * heads; ++h) rotate(row + int64_t(h) * hd, cs, sn, half);  // q heads, then k heads
+    c.k->rope(row, 2 * heads, hd, half, cs, sn);  // q heads, then k heads (rotate-half, pairs (d, d + hd/2))
   });
 }
 
@@ -438,7 +424,8 @@ bool VisionRun::step(const kernels::Compute& c) {
       kernels::linear(c, s.normed.data() + r0 * m2 * D, n, w.merger_fc1.w, hidden);
       for_rows(c, n, [&](int64_t i) {
         float* h = hidden + i * D * m2;
-        for (int64_t k = 0; k < D * m2; ++k) h[k] = gelu_erf(h[k] + w.merger_fc1.b[size_t(k)]);
+        c.k->axpy(1.0f, w.merger_fc1.b.data(), h, D * m2);
+        c.k->gelu_erf(h, h, D * m2);
       });
       linear_bias(c, hidden, n, w.merger_fc2, st.out.data() + r0 * t.out_dim());
       break;
