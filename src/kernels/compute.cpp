@@ -29,12 +29,6 @@ QMatmulFn block_kernel(const Compute& c, const WeightMatrix& w) {
   return fn;
 }
 
-struct Item {
-  int out;  // index into the outputs
-  int64_t r0, r1;
-  double cost;
-};
-
 }  // namespace
 
 void Activations::bind(const float* x, int64_t T, int64_t n, int64_t stride) {
@@ -82,31 +76,20 @@ namespace {
 // The smallest chunk is 1/512 of the pass at two threads (in practice one item: 64 rows), not
 // 1/32: the threads' waits at the end of each of a token's 161 passes were 3% of its samples;
 // same VM, 3 interleaved runs: one-token decode +0.5-3%, pp256 +3-4%, four streams +2-3%.
-const std::vector<double>& guided_fractions(int threads) {
-  thread_local int cached_threads = -1;
-  thread_local std::vector<double> f;
-  if (threads == cached_threads) return f;
-  cached_threads = threads;
+void guided_fractions(int threads, std::vector<double>& f) {
   f.assign(1, 0.0);
-  if (threads <= 1) return f;
+  if (threads <= 1) return;
   const double keep = 1.0 - 1.0 / (2.0 * threads), last = 1.0 / (256.0 * threads);
   for (double left = keep; left > last; left *= keep) f.push_back(1.0 - left);
-  return f;
 }
 }  // namespace
 
 void linear_fused(const Compute& c, Activations& x, std::span<const LinearOut> outs) {
   const LinearOut* o = outs.data();
   const int n_out = int(outs.size());
-  // The lists live on between calls (a decoded token makes over a hundred of them). They are the
-  // calling thread's: the pass's tasks reach them through these references, since a thread_local
-  // named inside a task would be the worker's own.
-  thread_local std::vector<const ActRows*> acts_tl;
-  thread_local std::vector<Item> items_tl;
-  thread_local std::vector<size_t> starts_tl;
-  std::vector<const ActRows*>& acts = acts_tl;
-  std::vector<Item>& items = items_tl;
-  std::vector<size_t>& starts = starts_tl;
+  std::vector<const ActRows*>& acts = x.pass_acts_;
+  std::vector<Activations::PassItem>& items = x.pass_items_;
+  std::vector<size_t>& starts = x.pass_starts_;
   acts.assign(size_t(n_out), nullptr);
   // Quantize the input once per format before the parallel pass.
   for (int i = 0; i < n_out; ++i) {
@@ -128,7 +111,7 @@ void linear_fused(const Compute& c, Activations& x, std::span<const LinearOut> o
     const int64_t per_item = std::max<int64_t>(q, (item_rows + q - 1) / q * q);
     const double row_cost = double(dtype_bytes(w.dtype, size_t(w.cols)) + 64);
     for (int64_t r = 0; r < w.rows; r += per_item) {
-      Item it{i, r, std::min(w.rows, r + per_item), 0};
+      Activations::PassItem it{i, r, std::min(w.rows, r + per_item), 0};
       it.cost = row_cost * double(it.r1 - it.r0);
       total += it.cost;
       items.push_back(it);
@@ -137,7 +120,8 @@ void linear_fused(const Compute& c, Activations& x, std::span<const LinearOut> o
   // Chunks claimed dynamically in order: whichever thread finishes first takes the next, so a
   // slow core is helped by the other. Chunk k starts at the first item whose preceding cost
   // reaches fractions[k] of the total.
-  const std::vector<double>& fractions = guided_fractions(c.pool->limit());
+  std::vector<double>& fractions = x.pass_fractions_;
+  guided_fractions(c.pool->limit(), fractions);
   starts.assign(1, 0);
   {
     double acc = 0;
@@ -153,7 +137,7 @@ void linear_fused(const Compute& c, Activations& x, std::span<const LinearOut> o
   const size_t n_chunks = starts.size() - 1;
   c.pool->parallel_for(n_chunks, 1, [&](size_t b, size_t e) {
     for (size_t j = starts[b]; j < starts[e]; ++j) {
-      const Item& it = items[j];
+      const Activations::PassItem& it = items[j];
       const LinearOut& out = o[it.out];
       const WeightMatrix& w = *out.w;
       if (acts[size_t(it.out)]) {
@@ -171,7 +155,7 @@ void linear(const Compute& c, Activations& x, const WeightMatrix& w, float* y, i
 
 void linear_strided(const Compute& c, const float* x, int64_t T, int64_t x_stride, const WeightMatrix& w, float* y,
                     int64_t y_stride) {
-  thread_local Activations a;
+  Activations a;
   a.bind(x, T, w.cols, x_stride);
   linear(c, a, w, y, y_stride);
 }

@@ -19,6 +19,8 @@ struct Compute {
 // The input rows of one or more matmuls: T rows of n floats, and, made on first use, their
 // quantized forms for block-format weights. Each form is computed once and shared by every matrix
 // that reads these rows (q/k/v/z/b/a all read the same normed hidden state).
+struct LinearOut;
+
 class Activations {
  public:
   // Views x [T, n] (rows `stride` floats apart); forgets earlier quantized forms.
@@ -41,6 +43,19 @@ class Activations {
     bool valid = false;
   };
   Form forms_[2];  // kQ8x32, kQ8x256
+
+  // The work list of the last linear pass over these rows: the rows' owner keeps its memory
+  // (a decoded token makes over a hundred passes), and the pass's tasks read it from here.
+  friend void linear_fused(const Compute& c, Activations& x, std::span<const LinearOut> outs);
+  struct PassItem {
+    int out;  // index into the outputs
+    int64_t r0, r1;
+    double cost;
+  };
+  std::vector<const ActRows*> pass_acts_;
+  std::vector<PassItem> pass_items_;
+  std::vector<size_t> pass_starts_;
+  std::vector<double> pass_fractions_;
 };
 
 // One output of a (fused) linear call: y[T, w.rows] with rows y_stride floats apart.
@@ -51,6 +66,8 @@ struct LinearOut {
 };
 
 // y[T, W.rows] = x[T, W.cols] * W^T, rows of y and x contiguous unless strides say otherwise.
+// These two bind the rows to an Activations of their own for the call (its quantized rows and
+// work list are allocated each time); hot paths keep an Activations in their workspace.
 void linear(const Compute& c, const float* x, int64_t T, const WeightMatrix& w, float* y);
 void linear_strided(const Compute& c, const float* x, int64_t T, int64_t x_stride, const WeightMatrix& w, float* y,
                     int64_t y_stride);

@@ -41,7 +41,8 @@ void MtpHead::forward(const kernels::Compute& c, const float* embeddings, const 
     k.rms_norm(hidden + t * H, w_.pre_fc_norm_hidden.data(), eps, ws.cat.data() + t * 2 * H + H, H);
   }
   float* x = ws.x.data();
-  kernels::linear(c, ws.cat.data(), T, w_.fc, x);  // [T, H]
+  ws.cat_in.bind(ws.cat.data(), T, 2 * H);
+  kernels::linear(c, ws.cat_in, w_.fc, x, w_.fc.rows);  // [T, H]
   if (observer) observer->on_fc_out(x, T);
 
   // One pre-norm full-attention decoder layer, as in the main model.

@@ -42,6 +42,7 @@ struct MtpWorkspace {
   std::vector<float> normed;  // [T, H]
   std::vector<float> mixed;   // [T, H] attention / MLP output
   kernels::Activations normed_in;  // normed, shared by the matrices that read it (q/k/v, gate/up)
+  kernels::Activations cat_in;  // cat, input of fc
   AttentionScratch attention;
   MlpScratch mlp;
   void reserve(const TextConfig& cfg, int64_t tokens);

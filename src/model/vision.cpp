@@ -30,9 +30,17 @@ void for_rows(const kernels::Compute& c, int64_t T, F fn) {
   });
 }
 
+// y[T, w.rows] = x[T, w.cols] W^T through `a`, whose quantized rows stay allocated between calls.
+void linear(const kernels::Compute& c, kernels::Activations& a, const float* x, int64_t T, const kernels::WeightMatrix& w,
+            float* y) {
+  a.bind(x, T, w.cols);
+  kernels::linear(c, a, w, y, w.rows);
+}
+
 // y[T, out] = x[T, in] W^T + b
-void linear_bias(const kernels::Compute& c, const float* x, int64_t T, const LinearWeights& l, float* y) {
-  kernels::linear(c, x, T, l.w, y);
+void linear_bias(const kernels::Compute& c, kernels::Activations& a, const float* x, int64_t T, const LinearWeights& l,
+                 float* y) {
+  linear(c, a, x, T, l.w, y);
   const int64_t n = l.w.rows;
   for_rows(c, T, [&](int64_t t) { c.k->axpy(1.0f, l.b.data(), y + t * n, n); });
 }
@@ -140,6 +148,7 @@ struct VisionBuffers {
   PageArray<float> wide;      // [chunk, I] MLP hidden of one row chunk
   PageArray<float> cos, sin;  // [Np, hd/2]
   std::vector<int64_t> frame_starts;  // attention segments: [start of frame f, ..., Np]
+  kernels::Activations in;  // the input rows of the current linear layer
 };
 
 // Block stages over the rows [r0, r0 + n). x += proj(attention(rope(q), rope(k), v)) with q, k, v
@@ -150,7 +159,7 @@ void qkv_rows(const kernels::Compute& c, const VisionConfig& cfg, const VisionBl
   const int64_t D = cfg.hidden_size;
   const int heads = cfg.num_heads, hd = int(D / heads), half = hd / 2;
   layer_norm_rows(c, s.x.data() + r0 * D, b.norm1, n, D, cfg.layer_norm_eps, s.normed.data() + r0 * D);
-  kernels::linear(c, s.normed.data() + r0 * D, n, b.qkv.w, s.qkv.data() + r0 * 3 * D);
+  linear(c, s.in, s.normed.data() + r0 * D, n, b.qkv.w, s.qkv.data() + r0 * 3 * D);
   for_rows(c, n, [&](int64_t i) {
     const int64_t p = r0 + i;
     float* row = s.qkv.data() + p * 3 * D;
@@ -164,7 +173,7 @@ void qkv_rows(const kernels::Compute& c, const VisionConfig& cfg, const VisionBl
 void proj_rows(const kernels::Compute& c, const VisionConfig& cfg, const VisionBlockWeights& b, VisionBuffers& s,
                int64_t r0, int64_t n) {
   const int64_t D = cfg.hidden_size;
-  kernels::linear(c, s.attn.data() + r0 * D, n, b.proj.w, s.mixed.data() + r0 * D);
+  linear(c, s.in, s.attn.data() + r0 * D, n, b.proj.w, s.mixed.data() + r0 * D);
   add_biased(c, s.x.data() + r0 * D, s.mixed.data() + r0 * D, b.proj.b, n, D);
 }
 
@@ -172,13 +181,13 @@ void mlp_rows(const kernels::Compute& c, const VisionConfig& cfg, const VisionBl
               int64_t r0, int64_t n) {
   const int64_t D = cfg.hidden_size, I = b.fc1.w.rows;  // I: the prepared width (weight_prep may pad it)
   layer_norm_rows(c, s.x.data() + r0 * D, b.norm2, n, D, cfg.layer_norm_eps, s.normed.data() + r0 * D);
-  kernels::linear(c, s.normed.data() + r0 * D, n, b.fc1.w, s.wide.data());  // [n, I]
+  linear(c, s.in, s.normed.data() + r0 * D, n, b.fc1.w, s.wide.data());  // [n, I]
   for_rows(c, n, [&](int64_t i) {
     float* h = s.wide.data() + i * I;
     c.k->axpy(1.0f, b.fc1.b.data(), h, I);
     c.k->gelu_tanh(h, h, I);
   });
-  kernels::linear(c, s.wide.data(), n, b.fc2.w, s.mixed.data() + r0 * D);
+  linear(c, s.in, s.wide.data(), n, b.fc2.w, s.mixed.data() + r0 * D);
   add_biased(c, s.x.data() + r0 * D, s.mixed.data() + r0 * D, b.fc2.b, n, D);
 }
 
@@ -365,7 +374,7 @@ bool VisionRun::step(const kernels::Compute& c) {
   switch (st.stage) {
     case VisionStage::kPatchEmbed:  // 1. Patch embedding.  x [Np, D]
       if (st.next_rows(Np, r0, n)) st.stage = VisionStage::kPositions;
-      linear_bias(c, st.pixel_values + r0 * t.patch_dim(), n, w.patch_embed, s.x.data() + r0 * D);
+      linear_bias(c, s.in, st.pixel_values + r0 * t.patch_dim(), n, w.patch_embed, s.x.data() + r0 * D);
       break;
     case VisionStage::kPositions:  // + interpolated position embedding; rotary angles shared by every block
       st.emit("vision.patch_embed", s.x.data(), D);
@@ -421,13 +430,13 @@ bool VisionRun::step(const kernels::Compute& c) {
       if (st.next_rows(T, r0, n)) st.stage = VisionStage::kDone;
       layer_norm_rows(c, s.x.data() + r0 * m2 * D, w.merger_norm, n * m2, D, cfg.layer_norm_eps, s.normed.data() + r0 * m2 * D);
       float* hidden = s.mixed.data() + r0 * D * m2;  // [T, D*m2], the same size as [Np, D]
-      kernels::linear(c, s.normed.data() + r0 * m2 * D, n, w.merger_fc1.w, hidden);
+      linear(c, s.in, s.normed.data() + r0 * m2 * D, n, w.merger_fc1.w, hidden);
       for_rows(c, n, [&](int64_t i) {
         float* h = hidden + i * D * m2;
         c.k->axpy(1.0f, w.merger_fc1.b.data(), h, D * m2);
         c.k->gelu_erf(h, h, D * m2);
       });
-      linear_bias(c, hidden, n, w.merger_fc2, st.out.data() + r0 * t.out_dim());
+      linear_bias(c, s.in, hidden, n, w.merger_fc2, st.out.data() + r0 * t.out_dim());
       break;
     }
     case VisionStage::kDone:
