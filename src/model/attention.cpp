@@ -86,7 +86,8 @@ void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const A
       blocks.push_back({sp.kv, row + b, std::min(kAttnBlock, sp.T - b), past + b + 1});  // causal
     row += sp.T;
   }
-  std::stable_sort(blocks.begin(), blocks.end(), [](const AttentionBlock& x, const AttentionBlock& y) { return x.n_kv0 > y.n_kv0; });
+  std::stable_sort(blocks.begin(), blocks.end(),
+                   [](const AttentionBlock& x, const AttentionBlock& y) { return x.n_kv0 > y.n_kv0; });
   const size_t tasks = blocks.size() * size_t(nkv);
   c.pool->parallel_for(
       tasks, 1,
@@ -118,7 +119,8 @@ void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const A
   if (cfg.attn_output_gate)
     for (int64_t t = 0; t < T; ++t)
       for (int h = 0; h < nq; ++h)
-        c.k->sigmoid_gate(s.qg.data() + t * qg_stride + int64_t(h) * 2 * hd + hd, s.attn.data() + t * QD + int64_t(h) * hd, hd);
+        c.k->sigmoid_gate(s.qg.data() + t * qg_stride + int64_t(h) * 2 * hd + hd,
+                          s.attn.data() + t * QD + int64_t(h) * hd, hd);
   s.attn_in.bind(s.attn.data(), T, QD);
   kernels::linear(c, s.attn_in, w.o, out, w.o.rows);
 }

@@ -179,7 +179,9 @@ void TextDecoder::forward_batch(const kernels::Compute& c, const float* inputs, 
       deltanet_forward(c, cfg_, Lw.deltanet, ws.normed_in, ws.deltanet_spans, ws.deltanet, mixed);
     } else {
       ws.attention_spans.clear();
-      rows.for_each_active([&](size_t s) { ws.attention_spans.push_back({&segments[s].state->kv[size_t(mixer)], segments[s].T}); });
+      rows.for_each_active([&](size_t s) {
+        ws.attention_spans.push_back({&segments[s].state->kv[size_t(mixer)], segments[s].T});
+      });
       attention_forward(c, cfg_, Lw.attention, rope_, ws.normed_in, ws.attention_spans, ws.attention, mixed);
     }
     over_rows(c, T, [&](int64_t t0, int64_t t1) {

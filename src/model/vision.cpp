@@ -31,8 +31,8 @@ void for_rows(const kernels::Compute& c, int64_t T, F fn) {
 }
 
 // y[T, w.rows] = x[T, w.cols] W^T through `a`, whose quantized rows stay allocated between calls.
-void linear(const kernels::Compute& c, kernels::Activations& a, const float* x, int64_t T, const kernels::WeightMatrix& w,
-            float* y) {
+void linear(const kernels::Compute& c, kernels::Activations& a, const float* x, int64_t T,
+            const kernels::WeightMatrix& w, float* y) {
   a.bind(x, T, w.cols);
   kernels::linear(c, a, w, y, w.rows);
 }

@@ -38,7 +38,8 @@ TEST(RowOps, NormsAddAndRopeGiveTheReferenceBits) {
   uint32_t seed = 1;
   for (int64_t n : kLengths)
     for (int64_t off : kOffsets) {
-      const std::vector<float> xs = random_values(size_t(n + off), 2.0f, seed++), ws = random_values(size_t(n), 1.0f, seed++);
+      const std::vector<float> xs = random_values(size_t(n + off), 2.0f, seed++);
+      const std::vector<float> ws = random_values(size_t(n), 1.0f, seed++);
       const float* x = xs.data() + off;
       std::vector<float> want(static_cast<size_t>(n + off)), got(static_cast<size_t>(n + off));
       for (const KernelTable* t : supported_tables()) {
@@ -60,7 +61,8 @@ TEST(RowOps, NormsAddAndRopeGiveTheReferenceBits) {
 
         // Two heads, the second `n + 5` floats after the first; only the leading 2 * half rotate.
         const int half = int((n + 1) / 2);
-        const std::vector<float> cs = random_values(size_t(half), 1.0f, seed++), sn = random_values(size_t(half), 1.0f, seed++);
+        const std::vector<float> cs = random_values(size_t(half), 1.0f, seed++);
+        const std::vector<float> sn = random_values(size_t(half), 1.0f, seed++);
         std::vector<float> r_ref = random_values(size_t(off + 2 * (n + 5) + 1), 1.0f, seed++), r_got = r_ref;
         ref.rope(r_ref.data() + off, 2, n + 5, half, cs.data(), sn.data());
         t->rope(r_got.data() + off, 2, n + 5, half, cs.data(), sn.data());
@@ -79,7 +81,8 @@ TEST(RowOps, ReferenceNormsAreTheFormulas) {
   for (size_t i = 0; i < 300; ++i)
     EXPECT_NEAR(y[i], x[i] / std::sqrt(ss / 300 + 1e-6) * w[i], 1e-5 * std::fabs(y[i]) + 1e-7) << i;
   ref_table().l2_norm(x.data(), 0.5f, 1e-6f, y.data(), 300);
-  for (size_t i = 0; i < 300; ++i) EXPECT_NEAR(y[i], x[i] / std::sqrt(ss + 1e-6) * 0.5, 1e-5 * std::fabs(y[i]) + 1e-7) << i;
+  for (size_t i = 0; i < 300; ++i)
+    EXPECT_NEAR(y[i], x[i] / std::sqrt(ss + 1e-6) * 0.5, 1e-5 * std::fabs(y[i]) + 1e-7) << i;
   std::vector<float> g = {-30.0f, -1.0f, 0.0f, 0.5f, 19.0f, 25.0f}, neg_a(6, -0.5f), bias(6, 1.0f);
   const std::vector<float> g0 = g;
   ref_table().decay_gate(neg_a.data(), bias.data(), g.data(), 6);
@@ -94,13 +97,15 @@ TEST(RowOps, FusedGatesAreTheTablesOwnSteps) {
   uint32_t seed = 100;
   for (int64_t n : kLengths)
     for (int64_t off : kOffsets) {
-      const std::vector<float> xs = random_values(size_t(n + off), 2.0f, seed++), ws = random_values(size_t(n), 1.0f, seed++);
+      const std::vector<float> xs = random_values(size_t(n + off), 2.0f, seed++),
+                               ws = random_values(size_t(n), 1.0f, seed++);
       const std::vector<float> zs = random_values(size_t(n + off), 4.0f, seed++);
       const float* x = xs.data() + off;
       const float* z = zs.data() + off;
       for (const KernelTable* t : supported_tables()) {
         // gated_rms_norm = rms_norm, then times the table's silu(z)
-        std::vector<float> steps(static_cast<size_t>(n)), silu(static_cast<size_t>(n)), fused(static_cast<size_t>(n + off)), want(static_cast<size_t>(n));
+        std::vector<float> steps(static_cast<size_t>(n)), silu(static_cast<size_t>(n)),
+            fused(static_cast<size_t>(n + off)), want(static_cast<size_t>(n));
         t->rms_norm(x, ws.data(), 1e-6f, steps.data(), n);
         t->silu(z, silu.data(), n);
         for (int64_t i = 0; i < n; ++i) steps[size_t(i)] *= silu[size_t(i)];
@@ -112,14 +117,16 @@ TEST(RowOps, FusedGatesAreTheTablesOwnSteps) {
               << "gated_rms_norm " << where(*t, n, off) << " i=" << i;
 
         // sigmoid_gate = y times the table's sigmoid(g)
-        std::vector<float> y = random_values(size_t(n + off), 1.0f, seed++), y_steps = y, y_ref = y, sig(static_cast<size_t>(n));
+        std::vector<float> y = random_values(size_t(n + off), 1.0f, seed++), y_steps = y, y_ref = y,
+                           sig(static_cast<size_t>(n));
         t->sigmoid(z, sig.data(), n);
         for (int64_t i = 0; i < n; ++i) y_steps[size_t(off + i)] *= sig[size_t(i)];
         t->sigmoid_gate(z, y.data() + off, n);
         EXPECT_TRUE(same_bits(y.data(), y_steps.data(), n + off)) << "sigmoid_gate " << where(*t, n, off);
         ref.sigmoid_gate(z, y_ref.data() + off, n);
         for (int64_t i = 0; i < n + off; ++i)
-          EXPECT_NEAR(y[size_t(i)], y_ref[size_t(i)], 1e-6f * std::fabs(y_ref[size_t(i)]) + 1e-30f) << "sigmoid_gate " << where(*t, n, off);
+          EXPECT_NEAR(y[size_t(i)], y_ref[size_t(i)], 1e-6f * std::fabs(y_ref[size_t(i)]) + 1e-30f)
+              << "sigmoid_gate " << where(*t, n, off);
       }
     }
 }
@@ -130,8 +137,11 @@ struct ConvCase {
   int K;
   std::vector<float> taps, state, x;
   ConvCase(int64_t channels, int k, int64_t T, uint32_t seed)
-      : C(channels), K(k), taps(random_values(size_t(k * channels), 0.5f, seed)),
-        state(random_values(size_t(channels * k), 1.0f, seed + 1)), x(random_values(size_t(T * channels), 1.0f, seed + 2)) {}
+      : C(channels),
+        K(k),
+        taps(random_values(size_t(k * channels), 0.5f, seed)),
+        state(random_values(size_t(channels * k), 1.0f, seed + 1)),
+        x(random_values(size_t(T * channels), 1.0f, seed + 2)) {}
   ConvArgs args(const float* in, int64_t T, float* st, float* y, int64_t c0, int64_t c1) const {
     ConvArgs a;
     a.x = in;
@@ -163,15 +173,16 @@ TEST(RowOps, CausalConvIsTheReferencesTapsAtAnyBlockSize) {
             float acc = 0;
             for (int64_t j = 0; j < K; ++j) {
               const int64_t src = t - (K - 1) + j;
-              acc += cc.taps[size_t(j * C + ch)] * (src >= 0 ? cc.x[size_t(src * C + ch)] : cc.state[size_t(ch * K + K + src)]);
+              acc += cc.taps[size_t(j * C + ch)] *
+                     (src >= 0 ? cc.x[size_t(src * C + ch)] : cc.state[size_t(ch * K + K + src)]);
             }
             pre[size_t(t * C + ch)] = acc;
           }
         std::vector<float> ref_state = cc.state, ref_y(static_cast<size_t>(T * C));
         ref.causal_conv(cc.args(cc.x.data(), T, ref_state.data(), ref_y.data(), 0, C));
         for (const KernelTable* t : supported_tables()) {
-          const std::string at = std::string(t->name) + " K=" + std::to_string(K) + " C=" + std::to_string(C) +
-                                 " T=" + std::to_string(T);
+          const std::string at =
+              std::string(t->name) + " K=" + std::to_string(K) + " C=" + std::to_string(C) + " T=" + std::to_string(T);
           std::vector<float> want(static_cast<size_t>(T * C));
           t->silu(pre.data(), want.data(), T * C);
           // one call over all channels

@@ -52,9 +52,8 @@ void sigmoid_simd(const float* x, float* y, int64_t n) {
 
 template <class V>
 void swiglu_simd(const float* g, const float* u, float* y, int64_t n) {
-  each_vector<V>(n, [&](int64_t i, auto m) {
-    V::store(y + i, m, V::mul(silu_v<V>(V::load(g + i, m)), V::load(u + i, m)));
-  });
+  each_vector<V>(
+      n, [&](int64_t i, auto m) { V::store(y + i, m, V::mul(silu_v<V>(V::load(g + i, m)), V::load(u + i, m))); });
 }
 
 // The same float steps as the reference's gelu_tanh, then e^x.
@@ -80,7 +79,8 @@ inline float sum_of_squares(const float* x, int64_t n) {
 template <class V>
 void rms_norm_simd(const float* x, const float* w, float eps, float* y, int64_t n) {
   const auto inv = V::set1(1.0f / std::sqrt(sum_of_squares(x, n) / float(n) + eps));
-  each_vector<V>(n, [&](int64_t i, auto m) { V::store(y + i, m, V::mul(V::mul(V::load(x + i, m), inv), V::load(w + i, m))); });
+  each_vector<V>(
+      n, [&](int64_t i, auto m) { V::store(y + i, m, V::mul(V::mul(V::load(x + i, m), inv), V::load(w + i, m))); });
 }
 
 template <class V>
@@ -105,7 +105,8 @@ void add_simd(const float* x, float* y, int64_t n) {
 
 template <class V>
 void sigmoid_gate_simd(const float* g, float* y, int64_t n) {
-  each_vector<V>(n, [&](int64_t i, auto m) { V::store(y + i, m, V::mul(V::load(y + i, m), sigmoid_v<V>(V::load(g + i, m)))); });
+  each_vector<V>(
+      n, [&](int64_t i, auto m) { V::store(y + i, m, V::mul(V::load(y + i, m), sigmoid_v<V>(V::load(g + i, m)))); });
 }
 
 template <class V>

@@ -177,7 +177,8 @@ void matmul_panels_chunk(const float* x, int64_t T, int64_t xs, const WeightMatr
   // Accumulators of one panel: [tile][token group][4 tokens x 4 rows][16 lanes], then the
   // f32 copy of one tile's weight block.
   const size_t tile_floats = size_t(groups) * 16 * 16, acc_floats = size_t(kPanelRows / 4) * tile_floats;
-  float* acc_buf = reinterpret_cast<float*>(thread_scratch_bytes((acc_floats + size_t(4 * kBlockCols)) * sizeof(float)));
+  const size_t scratch_floats = acc_floats + size_t(4 * kBlockCols);
+  float* acc_buf = reinterpret_cast<float*>(thread_scratch_bytes(scratch_floats * sizeof(float)));
   float* wf32 = acc_buf + acc_floats;
   for (int64_t p0 = o_begin; p0 < o_end; p0 += kPanelRows) {
     const int64_t p1 = imin(p0 + kPanelRows, o_end);
