@@ -74,6 +74,24 @@ class LayerRows {
       if (ws_.segment_active[s] && segments_[s].T > 0) fn(s);
   }
 
+  // The current layout's segments as the mixers take them: their states of mixer `index`.
+  std::span<const DeltaNetSpan> deltanet_spans(int index) {
+    ws_.deltanet_spans.clear();
+    for_each_active([&](size_t s) {
+      const DecoderSegment& sg = segments_[s];
+      ws_.deltanet_spans.push_back({&sg.state->deltanet[size_t(index)], sg.T, sg.mode,
+                                    sg.traces ? &(*sg.traces)[size_t(index)] : nullptr});
+    });
+    return ws_.deltanet_spans;
+  }
+  std::span<const AttentionSpan> attention_spans(int index) {
+    ws_.attention_spans.clear();
+    for_each_active([&](size_t s) {
+      ws_.attention_spans.push_back({&segments_[s].state->kv[size_t(index)], segments_[s].T});
+    });
+    return ws_.attention_spans;
+  }
+
   // Puts the rows of a compact layout back into the call's rows.
   void write_back() {
     if (!compact_) return;
@@ -169,21 +187,10 @@ void TextDecoder::forward_batch(const kernels::Compute& c, const float* inputs, 
     const int64_t T = rows.T();
     over_rows(c, T, [&](int64_t t0, int64_t t1) { norm_rows(c, x, Lw.input_norm, eps, t0, t1, H, normed); });
     ws.normed_in.bind(normed, T, H);
-    if (deltanet) {
-      ws.deltanet_spans.clear();
-      rows.for_each_active([&](size_t s) {
-        const DecoderSegment& sg = segments[s];
-        ws.deltanet_spans.push_back({&sg.state->deltanet[size_t(mixer)], sg.T, sg.mode,
-                                     sg.traces ? &(*sg.traces)[size_t(mixer)] : nullptr});
-      });
-      deltanet_forward(c, cfg_, Lw.deltanet, ws.normed_in, ws.deltanet_spans, ws.deltanet, mixed);
-    } else {
-      ws.attention_spans.clear();
-      rows.for_each_active([&](size_t s) {
-        ws.attention_spans.push_back({&segments[s].state->kv[size_t(mixer)], segments[s].T});
-      });
-      attention_forward(c, cfg_, Lw.attention, rope_, ws.normed_in, ws.attention_spans, ws.attention, mixed);
-    }
+    if (deltanet)
+      deltanet_forward(c, cfg_, Lw.deltanet, ws.normed_in, rows.deltanet_spans(mixer), ws.deltanet, mixed);
+    else
+      attention_forward(c, cfg_, Lw.attention, rope_, ws.normed_in, rows.attention_spans(mixer), ws.attention, mixed);
     over_rows(c, T, [&](int64_t t0, int64_t t1) {
       c.k->add(mixed + t0 * H, x + t0 * H, (t1 - t0) * H);
       norm_rows(c, x, Lw.post_norm, eps, t0, t1, H, normed);
