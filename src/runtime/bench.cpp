@@ -103,7 +103,8 @@ BenchRun bench_generate_parallel(const Engine& engine, int64_t n, int64_t depth,
       started[size_t(s)] = now();
       try {
         for (int64_t i = 0; i < n; ++i)
-          seqs[size_t(s)]->feed_text(&ids[size_t(s)][size_t(i)], 1, DeltaRuleMode::kAuto, 1, logits[size_t(s)].data());
+          seqs[size_t(s)]->feed_text(&ids[size_t(s)][size_t(i)], 1, DeltaRuleMode::kAuto, 1, logits[size_t(s)].data(),
+                                     /*traced=*/false, &gate);
       } catch (...) {
         std::lock_guard<std::mutex> lock(error_mu);
         if (!error) error = std::current_exception();

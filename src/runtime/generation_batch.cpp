@@ -23,7 +23,8 @@ PrefillPacer make_pacer(const EngineImpl& e) {
   const int64_t limit = decoding_prefill_limit(e.options);
   return PrefillPacer(limit, limit * e.text_config().num_layers, 2 * limit, e.options.decoding_prefill_share);
 }
-// One step of each of `stepped` on a thread of its own, their model passes batched by the gate.
+// One step of each of `stepped` on a thread of its own, each handed the gate that batches their
+// model passes: one(i, &gate).
 template <typename Step>
 void step_together(BatchGate& gate, const std::vector<size_t>& stepped, Step& one) {
   gate.begin_round(int(stepped.size()));
@@ -34,7 +35,7 @@ void step_together(BatchGate& gate, const std::vector<size_t>& stepped, Step& on
   for (size_t i : stepped)
     threads.emplace_back([&, i] {
       const BatchGate::Participant participant(gate);
-      one(i);
+      one(i, &gate);
     });
   for (std::thread& t : threads) t.join();
 }
@@ -78,9 +79,9 @@ void GenerationBatch::step(const std::vector<Generation*>& gens, std::vector<Out
     gens[i]->impl().prefill_layer_budget = budget;
     stepped.push_back(i);
   }
-  auto one = [&](size_t i) {
+  auto one = [&](size_t i, BatchGate* gate) {
     try {
-      outcomes[i].more = gens[i]->step();
+      outcomes[i].more = gens[i]->impl().step(gate);
     } catch (...) {
       outcomes[i].error = std::current_exception();
     }
@@ -88,7 +89,7 @@ void GenerationBatch::step(const std::vector<Generation*>& gens, std::vector<Out
   const auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   if (stepped.size() == 1) {  // nothing to batch with: the plain path
-    one(stepped[0]);
+    one(stepped[0], nullptr);
     // A decode step alone is the pacer's plain round too (a burst of prompts may leave it no other).
     if (paced && decoding && stepped[0] != chosen) impl_->pacer.decode_round(seconds(), 1);
     return;
