@@ -182,8 +182,6 @@ double measure_weights_read_bandwidth(const Engine& engine, int threads) {
   });
 }
 
-void bench_set_threads(const Engine& engine, int n) { engine.impl().pool->set_limit(n); }
-
 size_t decode_weight_bytes(const Engine& engine) {
   const TextWeights& w = engine.impl().model->text_weights();
   const size_t embed_table = w.embed.row_bytes * size_t(w.embed.rows);
