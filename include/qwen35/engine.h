@@ -268,6 +268,7 @@ class Snapshot;
 class Generation;
 class PreparedChat;
 struct EngineImpl;
+struct ImplAccess;
 
 class Engine {
  public:
@@ -290,9 +291,8 @@ class Engine {
   // (kInvalidArgument, kContextOverflow) for a request that cannot run.
   std::unique_ptr<PreparedChat> prepare_chat(const ChatRequest& request, Status* status) const;
 
-  const EngineImpl& impl() const { return *impl_; }
-
  private:
+  friend struct ImplAccess;  // the runtime's side (src/runtime/engine_internal.h)
   Engine() = default;
   std::unique_ptr<EngineImpl> impl_;
 };
@@ -310,9 +310,9 @@ class PrefixCache {
   int64_t misses() const;
 
   struct Impl;
-  Impl& impl() { return *impl_; }
 
  private:
+  friend struct ImplAccess;
   std::unique_ptr<Impl> impl_;
 };
 
@@ -326,10 +326,10 @@ class Snapshot {
   int64_t tokens() const;
 
   struct Impl;
-  const Impl& impl() const { return *impl_; }
-  explicit Snapshot(std::unique_ptr<Impl> impl);
 
  private:
+  friend struct ImplAccess;
+  explicit Snapshot(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
@@ -362,10 +362,10 @@ class Session {
   void reset();
 
   struct Impl;
-  Impl& impl() { return *impl_; }
-  explicit Session(std::unique_ptr<Impl> impl);
 
  private:
+  friend struct ImplAccess;
+  explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
@@ -380,10 +380,10 @@ class PreparedChat {
   const std::vector<int32_t>& tokens() const;
 
   struct Impl;
-  explicit PreparedChat(std::unique_ptr<Impl> impl);
-  Impl& impl() { return *impl_; }
 
  private:
+  friend struct ImplAccess;
+  explicit PreparedChat(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
@@ -402,10 +402,10 @@ class Generation {
   int64_t pending_prompt_tokens() const;
 
   struct Impl;
-  explicit Generation(std::unique_ptr<Impl> impl);
-  Impl& impl() { return *impl_; }
 
  private:
+  friend struct ImplAccess;
+  explicit Generation(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

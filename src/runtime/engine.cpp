@@ -10,6 +10,7 @@
 #include "io/gguf.h"
 #include "text/chat_template_check.h"
 #include "text/tokenizer_gguf.h"
+#include "runtime/engine_internal.h"
 #include "runtime/session_impl.h"
 
 namespace qwen35 {
@@ -199,7 +200,7 @@ const ModelInfo& Engine::info() const { return impl_->info; }
 SamplingParams Engine::default_sampling() const { return impl_->defaults; }
 
 std::unique_ptr<Session> Engine::new_session(PrefixCache* cache) const {
-  return std::make_unique<Session>(std::make_unique<Session::Impl>(*impl_, cache));
+  return ImplAccess::make<Session>(std::make_unique<Session::Impl>(*impl_, cache));
 }
 
 std::vector<int32_t> Engine::tokenize(const std::string& text) const { return impl_->tokenizer->encode(text); }
@@ -219,7 +220,7 @@ std::unique_ptr<PreparedChat> Engine::prepare_chat(const ChatRequest& request, S
       return nullptr;
     }
     *status = Status::Ok();
-    return std::make_unique<PreparedChat>(std::move(impl));
+    return ImplAccess::make<PreparedChat>(std::move(impl));
   } catch (const ContextOverflow& e) {
     *status = Status::Error(StatusCode::kContextOverflow, e.what());
   } catch (const std::exception& e) {

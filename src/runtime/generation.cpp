@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "runtime/batch_gate.h"
+#include "runtime/engine_internal.h"
 #include "runtime/prefix_cache.h"
 #include "runtime/session_impl.h"
 
@@ -115,7 +116,7 @@ void Generation::Impl::prefill_step(BatchGate* gate) {
   result.timings.prefill_tokens += n;
 
   if (std::find(plan.snapshot_points.begin(), plan.snapshot_points.end(), next_prompt) != plan.snapshot_points.end())
-    session.cache->impl().put(session.seq.snapshot());
+    impl_of(*session.cache).put(session.seq.snapshot());
   if (last) {
     session.seq.set_rope_delta(plan.rope_delta);
     if (params.max_tokens == 0) return finish(StopReason::kMaxTokens);

@@ -5,6 +5,7 @@
 #include "qwen35/engine.h"
 #include "kernels/kernels.h"
 #include "runtime/batch_gate.h"
+#include "runtime/engine_internal.h"
 #include "runtime/prefill_pacer.h"
 #include "runtime/session_impl.h"
 
@@ -43,7 +44,7 @@ void step_together(BatchGate& gate, const std::vector<size_t>& stepped, Step& on
 }  // namespace
 
 struct GenerationBatch::Impl {
-  explicit Impl(const Engine& e) : engine(e.impl()), gate(e.impl()), pacer(make_pacer(e.impl())) {}
+  explicit Impl(const Engine& e) : engine(impl_of(e)), gate(impl_of(e)), pacer(make_pacer(impl_of(e))) {}
   const EngineImpl& engine;
   BatchGate gate;
   PrefillPacer pacer;  // used when options.decoding_prefill_layers is 0
@@ -66,7 +67,7 @@ void GenerationBatch::step(const std::vector<Generation*>& gens, std::vector<Out
   auto prompt = [&](size_t i) { return !gens[i]->done() && gens[i]->pending_prompt_tokens() > 0; };
   size_t chosen = gens.size();
   for (size_t i = 0; i < gens.size() && chosen == gens.size(); ++i)
-    if (prompt(i) && gens[i]->impl().block_in_flight > 0) chosen = i;
+    if (prompt(i) && impl_of(*gens[i]).block_in_flight > 0) chosen = i;
   for (size_t i = 0; i < gens.size() && chosen == gens.size(); ++i)
     if (prompt(i)) chosen = i;
   std::vector<size_t> stepped;
@@ -75,13 +76,13 @@ void GenerationBatch::step(const std::vector<Generation*>& gens, std::vector<Out
       outcomes[i].more = true;  // not this round
       continue;
     }
-    gens[i]->impl().prefill_limit = limit;
-    gens[i]->impl().prefill_layer_budget = budget;
+    impl_of(*gens[i]).prefill_limit = limit;
+    impl_of(*gens[i]).prefill_layer_budget = budget;
     stepped.push_back(i);
   }
   auto one = [&](size_t i, BatchGate* gate) {
     try {
-      outcomes[i].more = gens[i]->impl().step(gate);
+      outcomes[i].more = impl_of(*gens[i]).step(gate);
     } catch (...) {
       outcomes[i].error = std::current_exception();
     }
@@ -96,9 +97,9 @@ void GenerationBatch::step(const std::vector<Generation*>& gens, std::vector<Out
   }
   if (!paced || !decoding) return step_together(impl_->gate, stepped, one);
   int64_t token_layers = 0;
-  for (size_t i : stepped) token_layers -= gens[i]->impl().prefill_token_layers;
+  for (size_t i : stepped) token_layers -= impl_of(*gens[i]).prefill_token_layers;
   step_together(impl_->gate, stepped, one);
-  for (size_t i : stepped) token_layers += gens[i]->impl().prefill_token_layers;
+  for (size_t i : stepped) token_layers += impl_of(*gens[i]).prefill_token_layers;
   const bool prompt_stepped = chosen < gens.size();  // the chosen prompt always steps
   const int streams = int(stepped.size()) - (prompt_stepped ? 1 : 0);
   if (!prompt_stepped) impl_->pacer.decode_round(seconds(), streams);
