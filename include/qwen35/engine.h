@@ -189,6 +189,21 @@ using EventCallback = std::function<bool(const GenerationEvent&)>;
 // ---------------------------------------------------------------------------------------------
 // Engine, sessions, caches
 
+// Diagnostics, not tuning: how GenerationBatch advances a prompt while other generations batched
+// with it are decoding (their next token waits for each round). The defaults are the release
+// path; the other values exist to measure and check it, and no value changes an output.
+struct DecodingPrefillDiagnostics {
+  // Prompt tokens per round, rounded up to the delta rule's chunk (64). Not applied when
+  // prefill_block is no multiple of 64: a prompt keeps its bits only where every block boundary
+  // is also a chunk boundary of its solo run.
+  int64_t block = 64;
+  // Layers that block goes through per round (a shorter block through proportionally more), the
+  // rest in the next rounds. 0: paced, as many as keep a round within (1 + share) times a round
+  // of decoding alone, measured.
+  int layers = 2;
+  double share = 0.5;
+};
+
 struct EngineOptions {
   std::string model_dir;         // a Hugging Face folder or a GGUF file
   std::string mmproj_path;       // GGUF only: the vision projector; empty: an mmproj*.gguf beside the model
@@ -197,21 +212,7 @@ struct EngineOptions {
   int threads = 0;               // 0: one per core
   int64_t context_size = 0;      // tokens per session; 0: min(model maximum, 32768)
   int64_t prefill_block = 512;   // tokens per prefill step
-  // Tokens per prefill step while other generations batched with it are decoding: their next
-  // token waits for the pass, so this bounds their inter-token gap (GenerationBatch). Rounded up
-  // to the delta rule's chunk (64), and not applied when prefill_block is no multiple of it: the
-  // chunked delta rule restarts its chunks at a block's start, so a prompt keeps its bits only
-  // where every block boundary is also one of its solo run's chunk boundaries.
-  int64_t decoding_prefill_block = 64;
-  // And through this many layers per step (a shorter block through proportionally more), so the
-  // others' gap holds about decoding_prefill_block * decoding_prefill_layers token-layers of
-  // prefill; the block goes on in the next steps. The layers of a block compute the same bits
-  // however they are spread over steps. 0: paced (PrefillPacer), as many token-layers as keep
-  // such a step within (1 + decoding_prefill_share) times a step of decoding alone, measured
-  // (level with 2 on the Zen 5 machine, bench/README.md; not the default for want of a machine
-  // where it measured better).
-  int decoding_prefill_layers = 2;
-  double decoding_prefill_share = 0.5;
+  DecodingPrefillDiagnostics decoding_prefill;
   int image_size = 0;            // > 0: resize images to this square size (multiple of 32) first
   int64_t image_min_pixels = 0;  // 0: from preprocessor_config.json
   int64_t image_max_pixels = 0;  // 0: from preprocessor_config.json

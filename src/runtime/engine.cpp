@@ -145,10 +145,10 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     e.context_size = options.context_size > 0 ? options.context_size : std::min<int64_t>(max_pos, 32768);
     if (e.context_size > max_pos) fail("context size ", e.context_size, " exceeds the model's maximum of ", max_pos);
     if (options.prefill_block <= 0) fail("prefill block must be positive");
-    if (options.decoding_prefill_block <= 0) fail("prefill block while decoding must be positive");
-    if (options.decoding_prefill_layers < 0) fail("prefill layers while decoding must not be negative (0: paced)");
-    if (!(options.decoding_prefill_share > 0 && options.decoding_prefill_share <= 16))
-      fail("prefill share while decoding must be in (0, 16], got ", options.decoding_prefill_share);
+    if (options.decoding_prefill.block <= 0) fail("prefill block while decoding must be positive");
+    if (options.decoding_prefill.layers < 0) fail("prefill layers while decoding must not be negative (0: paced)");
+    if (!(options.decoding_prefill.share > 0 && options.decoding_prefill.share <= 16))
+      fail("prefill share while decoding must be in (0, 16], got ", options.decoding_prefill.share);
     if (options.kv_type == "f16") e.kv_dtype = DType::F16;
     else if (options.kv_type == "f32") e.kv_dtype = DType::F32;
     else fail("KV cache type '", options.kv_type, "': expected f16 or f32");

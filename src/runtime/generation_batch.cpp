@@ -14,7 +14,7 @@ namespace qwen35 {
 int64_t decoding_prefill_limit(const EngineOptions& o) {
   const int64_t chunk = kernels::kDeltaChunk;
   if (o.prefill_block % chunk != 0) return o.prefill_block;
-  return std::min(o.prefill_block, (o.decoding_prefill_block + chunk - 1) / chunk * chunk);
+  return std::min(o.prefill_block, (o.decoding_prefill.block + chunk - 1) / chunk * chunk);
 }
 
 namespace {
@@ -22,7 +22,7 @@ namespace {
 // through every layer at most; it starts at two layers.
 PrefillPacer make_pacer(const EngineImpl& e) {
   const int64_t limit = decoding_prefill_limit(e.options);
-  return PrefillPacer(limit, limit * e.text_config().num_layers, 2 * limit, e.options.decoding_prefill_share);
+  return PrefillPacer(limit, limit * e.text_config().num_layers, 2 * limit, e.options.decoding_prefill.share);
 }
 // One step of each of `stepped` on a thread of its own, each handed the gate that batches their
 // model passes: one(i, &gate).
@@ -47,7 +47,7 @@ struct GenerationBatch::Impl {
   explicit Impl(const Engine& e) : engine(impl_of(e)), gate(impl_of(e)), pacer(make_pacer(impl_of(e))) {}
   const EngineImpl& engine;
   BatchGate gate;
-  PrefillPacer pacer;  // used when options.decoding_prefill_layers is 0
+  PrefillPacer pacer;  // used when options.decoding_prefill.layers is 0
 };
 
 GenerationBatch::GenerationBatch(const Engine& engine) : impl_(std::make_unique<Impl>(engine)) {}
@@ -62,8 +62,8 @@ void GenerationBatch::step(const std::vector<Generation*>& gens, std::vector<Out
   for (Generation* g : gens) decoding |= !g->done() && g->pending_prompt_tokens() == 0;
   const EngineOptions& o = impl_->engine.options;
   const int64_t limit = decoding ? decoding_prefill_limit(o) : 0;
-  const bool paced = o.decoding_prefill_layers <= 0;
-  const int64_t budget = !decoding ? 0 : paced ? impl_->pacer.budget() : limit * o.decoding_prefill_layers;
+  const bool paced = o.decoding_prefill.layers <= 0;
+  const int64_t budget = !decoding ? 0 : paced ? impl_->pacer.budget() : limit * o.decoding_prefill.layers;
   auto prompt = [&](size_t i) { return !gens[i]->done() && gens[i]->pending_prompt_tokens() > 0; };
   size_t chosen = gens.size();
   for (size_t i = 0; i < gens.size() && chosen == gens.size(); ++i)
