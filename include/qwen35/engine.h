@@ -2,7 +2,7 @@
 //
 // Thread contract
 //   * Engine is immutable after Engine::load and safe to share across threads: weights,
-//     tokenizer, chat format and kernel table never change.
+//     tokenizer, chat format, kernel table and thread pool (EngineOptions::threads) never change.
 //   * A Session belongs to one thread at a time; it owns one timeline (tokens and caches).
 //     Different sessions may run on different threads at once, but each forward pass uses the
 //     engine's thread pool, so one worker thread driving all sessions is the intended use.
@@ -10,13 +10,14 @@
 //   * Callbacks run on the thread that drives the session.
 #pragma once
 
-#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace qwen35 {
@@ -86,9 +87,7 @@ struct ChatRequest {
 
 // Speculative decoding: cheap guesses of the next tokens (drafts), checked by the model in one
 // block. It never changes the output: greedy requests get exactly the plain greedy tokens, and
-// sampled requests exactly the tokens plain sampling draws with the same seed (each draft token is
-// accepted with probability min(1, p/q), q one-hot for these deterministic drafts, the rejected
-// case drawing from normalize(max(0, p - q)); see runtime/generation.cpp).
+// sampled requests exactly the tokens plain sampling draws with the same seed.
 enum class SpecMode {
   kAuto,  // per step: the draft source and length that pay, from the measured cost of verifying
           // k tokens against one decode step and the running acceptance; no draft when none pays
@@ -120,10 +119,9 @@ struct SamplingParams {
   int top_logprobs = 0;          // 0..20 alternatives per token
   SpeculativeParams speculative;
   bool ignore_eos = false;
-  // Chats: the most tokens the model may generate inside a thought (after <think>, before
-  // </think>; all thoughts of the answer together). When they are used up the engine closes the
-  // thought itself with kThoughtClosing (forced, not sampled) and the model answers. -1:
-  // unlimited; 0: the thought is closed at once. Raw completions have no thoughts.
+  // Chats: the most tokens generated inside thoughts (<think> ... </think>, all of an answer's
+  // together); then the engine closes the thought with kThoughtClosing (forced, not sampled) and
+  // the model answers. -1: unlimited; 0: closed at once. Raw completions have no thoughts.
   int64_t reasoning_budget = -1;
 };
 
@@ -190,16 +188,14 @@ using EventCallback = std::function<bool(const GenerationEvent&)>;
 // Engine, sessions, caches
 
 // Diagnostics, not tuning: how GenerationBatch advances a prompt while other generations batched
-// with it are decoding (their next token waits for each round). The defaults are the release
-// path; the other values exist to measure and check it, and no value changes an output.
+// with it decode (their next token waits for each round). The defaults are the release path; the
+// other values exist to measure it, and no value changes an output.
 struct DecodingPrefillDiagnostics {
-  // Prompt tokens per round, rounded up to the delta rule's chunk (64). Not applied when
-  // prefill_block is no multiple of 64: a prompt keeps its bits only where every block boundary
-  // is also a chunk boundary of its solo run.
+  // Prompt tokens per round, rounded up to a multiple of 64; only when prefill_block is one (a
+  // prompt keeps its bits where each block boundary is a delta-rule chunk boundary of its solo run).
   int64_t block = 64;
-  // Layers that block goes through per round (a shorter block through proportionally more), the
-  // rest in the next rounds. 0: paced, as many as keep a round within (1 + share) times a round
-  // of decoding alone, measured.
+  // Layers that block goes through per round, the rest in the next rounds. 0: paced, as many as
+  // keep a round within (1 + share) times a round of decoding alone, measured.
   int layers = 2;
   double share = 0.5;
 };
@@ -212,7 +208,7 @@ struct EngineOptions {
   int threads = 0;               // 0: one per core
   int64_t context_size = 0;      // tokens per session; 0: min(model maximum, 32768)
   int64_t prefill_block = 512;   // tokens per prefill step
-  DecodingPrefillDiagnostics decoding_prefill;
+  DecodingPrefillDiagnostics decoding_prefill;  // diagnostics: leave at the defaults
   int image_size = 0;            // > 0: resize images to this square size (multiple of 32) first
   int64_t image_min_pixels = 0;  // 0: from preprocessor_config.json
   int64_t image_max_pixels = 0;  // 0: from preprocessor_config.json
@@ -226,12 +222,11 @@ struct EngineOptions {
   // Vocabulary of the MTP head's drafts: ids [0, N) (rounded up to 16) and the added tokens. A draft
   // is only a guess the main model checks, so this changes speed, never the output. 0: every id.
   int64_t draft_vocab = 32768;
-  // Attention KV cache element type: "f16" (default: half the memory and bandwidth) or "f32"
-  // (the reference's math exactly, for parity checks).
+  // Attention KV cache element type: "f16" (half the memory and bandwidth) or "f32" (the
+  // reference's math exactly, for parity checks).
   std::string kv_type = "f16";
-  // A folder for prepared (repacked / quantized) weights: the first load writes them there and
-  // later loads of the same model files, weights and kernels map them instead of preparing them
-  // again (a start in about a second). Empty: none.
+  // A folder for prepared (repacked / quantized) weights: the first load writes them there, later
+  // loads of the same model files, weights and kernels map them instead. Empty: none.
   std::string weights_cache_dir;
   // Progress while loading: stage name and fraction in [0, 1].
   std::function<void(const std::string& stage, double fraction)> on_progress;
