@@ -161,7 +161,8 @@ int cmd_bench(int argc, char** argv) {
     // an engine loaded with that many threads, as `--threads` runs one; one model in memory at a time.
     engine.reset();
     options.threads = t;
-    if (!json) std::fprintf(stderr, "qwen35 bench: loading %s (%d threads)\n", options.model_dir.c_str(), t);
+    if (!json)
+      std::fprintf(stderr, "qwen35 bench: loading %s, %d thread%s\n", options.model_dir.c_str(), t, t == 1 ? "" : "s");
     engine = load_engine(options);
     const ModelInfo& info = engine->info();
     step_bytes = decode_weight_bytes(*engine);
