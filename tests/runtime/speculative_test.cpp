@@ -364,7 +364,8 @@ TEST(MtpSpeculation, AcceptedAndRejectedDraftsKeepGreedyOutputAndTheHeadsCache) 
     EXPECT_LT(r.mtp_accepted, r.mtp_drafted);
     EXPECT_EQ(session->tokens().size(), prompt.size() + plain.tokens.size() - 1);
     expect_same_head_state(head_state(impl_of(*session).seq),
-                           reference_head_state(impl_of(engine), prompt, session->tokens()), "trial " + std::to_string(trial));
+                           reference_head_state(impl_of(engine), prompt, session->tokens()),
+                           "trial " + std::to_string(trial));
   }
 }
 
