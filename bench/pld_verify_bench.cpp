@@ -19,6 +19,7 @@
 
 #include "qwen35/engine.h"
 #include "runtime/engine_impl.h"
+#include "runtime/engine_internal.h"
 #include "runtime/sequence.h"
 
 namespace {
@@ -45,7 +46,7 @@ Fixture& fixture() {
       std::fprintf(stderr, "pld_verify_bench: %s\n", st.message.c_str());
       std::exit(1);
     }
-    const EngineImpl& e = f.engine->impl();
+    const EngineImpl& e = impl_of(*f.engine);
     f.seq = std::make_unique<Sequence>(e);
     std::vector<int32_t> prompt(64);
     for (int i = 0; i < 64; ++i) prompt[size_t(i)] = 1000 + 37 * i;

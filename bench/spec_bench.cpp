@@ -41,6 +41,7 @@
 
 #include "qwen35/engine.h"
 #include "runtime/engine_impl.h"
+#include "runtime/engine_internal.h"
 #include "runtime/sequence.h"
 #include "runtime/session_impl.h"
 
@@ -104,11 +105,11 @@ Fixture& fixture() {
       std::exit(1);
     }
     for (int i = 0; i < g_opt.prompt; ++i) f.prompt.push_back(1000 + 37 * i);
-    f.seq = std::make_unique<Sequence>(f.engine->impl());
+    f.seq = std::make_unique<Sequence>(impl_of(*f.engine));
     f.seq->feed_text(f.prompt.data(), int64_t(f.prompt.size()), DeltaRuleMode::kAuto, 0, nullptr);
     f.seq->flush_mtp();
     f.seq->save_deltanet(f.save);
-    f.logits.resize(size_t(17 * f.engine->impl().text_config().vocab_size));
+    f.logits.resize(size_t(17 * impl_of(*f.engine).text_config().vocab_size));
     return f;
   }();
   return f;
@@ -237,7 +238,7 @@ void BM_EndToEnd(benchmark::State& state, double alpha, int k) {
     }
     std::mt19937 rng(uint32_t(1000 * alpha) * 31 + uint32_t(k));
     std::uniform_real_distribution<double> u(0, 1);
-    gen->impl().rewrite_mtp_draft = [&](const std::vector<int32_t>& history, std::vector<int32_t>& d) {
+    impl_of(*gen).rewrite_mtp_draft = [&](const std::vector<int32_t>& history, std::vector<int32_t>& d) {
       const size_t done = history.size() - f.prompt.size();
       bool right = true;
       for (size_t i = 0; i < d.size(); ++i) {

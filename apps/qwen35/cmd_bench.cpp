@@ -44,7 +44,8 @@ const char* kHelp =
     "  -p N                  prompt tokens (0: no pp test; default 512)\n"
     "  -n N                  generated tokens (0: no tg test; default 128)\n"
     "  -d N                  context depth before each test (default 0)\n"
-    "  -t LIST               thread counts, comma separated (default: all cores)\n"
+    "  -t LIST               thread counts, comma separated; the model is loaded once per count\n"
+    "                        (default: all cores)\n"
     "  -np LIST              sequences decoding at once in tg, comma separated (default 1)\n"
     "  -r N                  repetitions (default 5)\n"
     "  --json                JSON output\n";
@@ -146,21 +147,25 @@ int cmd_bench(int argc, char** argv) {
   const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
   const std::vector<int> threads = args.has("-t") ? parse_counts(args.require("-t"), "-t", "thread count", 1024) : std::vector<int>{cores};
   const std::vector<int> parallel = args.has("-np") ? parse_counts(args.require("-np"), "-np", "sequence count", 64) : std::vector<int>{1};
-  options.threads = *std::max_element(threads.begin(), threads.end());
   options.context_size = std::max<int64_t>(options.context_size, depth + std::max(n_prompt, n_gen) + 16);
-  if (!json) std::fprintf(stderr, "qwen35 bench: loading %s\n", options.model_dir.c_str());
-  std::unique_ptr<Engine> engine = load_engine(options);
-  const ModelInfo& info = engine->info();
-  const size_t step_bytes = decode_weight_bytes(*engine);
+  std::unique_ptr<Engine> engine;
+  size_t step_bytes = 0;
 
   nlohmann::json results = nlohmann::json::array();
   if (!json)
     std::printf("| model | weights | kernels | threads | test | tok/s (min / median / max) | GB/s | of %s | of a plain read of the weights | syncs/token |\n"
                 "|---|---|---|---|---|---|---|---|---|---|\n",
                 "read bandwidth");
-  for (size_t ti = 0; ti < threads.size(); ++ti) {
-    const int t = threads[ti];
-    bench_set_threads(*engine, t);
+  for (const int t : threads) {
+    // An engine's thread pool is part of what it loads (engine.h), so each thread count measures
+    // an engine loaded with that many threads, as `--threads` runs one; one model in memory at a time.
+    engine.reset();
+    options.threads = t;
+    if (!json)
+      std::fprintf(stderr, "qwen35 bench: loading %s, %d thread%s\n", options.model_dir.c_str(), t, t == 1 ? "" : "s");
+    engine = load_engine(options);
+    const ModelInfo& info = engine->info();
+    step_bytes = decode_weight_bytes(*engine);
     // Tests: pp, then tg once per sequence count.
     std::vector<std::pair<int, int>> tests;  // (kind, sequences)
     tests.push_back({0, 1});

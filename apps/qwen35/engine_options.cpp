@@ -35,21 +35,13 @@ const char* kEngineOptionsHelp =
     "  --image-max-tokens N  larger images are resized down to at most N tokens, 32x32 pixels\n"
     "                        each (default 1024, about one megapixel; 0: only the pixel limits)\n"
     "  --prefill-block N     prompt tokens per prefill step (default 512)\n"
-    "  --decoding-prefill-block N\n"
-    "                        the same while other conversations are decoding, one prompt at a\n"
-    "                        time (default 64: their next token waits for the step; rounded up to\n"
-    "                        a multiple of 64, and only when --prefill-block is one, so that\n"
-    "                        outputs keep their bits)\n"
-    "  --decoding-prefill-layers N\n"
-    "                        and through N of the model's layers per step (a shorter block\n"
-    "                        through proportionally more), the rest in the next steps: the\n"
-    "                        others wait for about N/layers of the block's prefill per token\n"
-    "                        (default 2). 0: paced, as many layers as keep such a step within\n"
-    "                        1 + --decoding-prefill-share times a step of decoding alone\n"
-    "  --decoding-prefill-share F\n"
-    "                        with --decoding-prefill-layers 0: the paced steps' extra time, as a\n"
-    "                        share of a step of decoding alone\n"
-    "                        (default 0.5; 0.01-16)\n"
+    "  --decoding-prefill-block N, --decoding-prefill-layers N, --decoding-prefill-share F\n"
+    "                        (diagnostic; outputs are the same under any value) while other\n"
+    "                        conversations decode, one prompt at a time advances by N tokens\n"
+    "                        (default 64; rounded up to a multiple of 64, and only when\n"
+    "                        --prefill-block is one) through N layers per step (default 2), the\n"
+    "                        rest in the next steps; layers 0: paced, as many as keep a step\n"
+    "                        within 1 + F (default 0.5; 0.01-16) times a step of decoding alone\n"
     "  --weights TYPE        convert float weights at load: q4_k_m, q8_0, q4_0, ..., bf16, f16, f32\n"
     "                        (default: the checkpoint's own types, or q4_k_m when they would not\n"
     "                        fit comfortably in memory)\n"
@@ -145,9 +137,10 @@ EngineOptions engine_options_from(const Args& args, bool bundled_fallback) {
   o.image_size = int(args.get_int_in("--image-size", 0, 0, 8192));
   if (o.image_size % 32 != 0) fail("option --image-size must be a multiple of 32, got ", o.image_size);
   o.prefill_block = args.get_int_in("--prefill-block", 512, 1, 65536);
-  o.decoding_prefill_block = args.get_int_in("--decoding-prefill-block", 64, 1, 65536);
-  o.decoding_prefill_layers = int(args.get_int_in("--decoding-prefill-layers", 2, 0, 4096));
-  o.decoding_prefill_share = args.get_double_in("--decoding-prefill-share", 0.5, 0.01, 16);
+  DecodingPrefillDiagnostics& d = o.decoding_prefill;
+  d.block = args.get_int_in("--decoding-prefill-block", d.block, 1, 65536);
+  d.layers = int(args.get_int_in("--decoding-prefill-layers", d.layers, 0, 4096));
+  d.share = args.get_double_in("--decoding-prefill-share", d.share, 0.01, 16);
   o.image_min_pixels = args.get_int_in("--image-min-pixels", 0, 0, int64_t(1) << 30);
   o.image_max_pixels = args.get_int_in("--image-max-pixels", 0, 0, int64_t(1) << 30);
   o.kv_type = args.get_or("--kv-type", "f16");

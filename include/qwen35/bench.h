@@ -35,9 +35,6 @@ double measure_read_bandwidth(int threads);
 // loads, the ceiling of a decode on this run's pages.
 double measure_weights_read_bandwidth(const Engine& engine, int threads);
 
-// Lets at most n of the engine's threads work from now on (n <= 0: all of them).
-void bench_set_threads(const Engine& engine, int n);
-
 // Bytes of weights one decode step reads: every matrix, the embedding only for one row.
 size_t decode_weight_bytes(const Engine& engine);
 

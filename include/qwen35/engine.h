@@ -2,7 +2,7 @@
 //
 // Thread contract
 //   * Engine is immutable after Engine::load and safe to share across threads: weights,
-//     tokenizer, chat format and kernel table never change.
+//     tokenizer, chat format, kernel table and thread pool (EngineOptions::threads) never change.
 //   * A Session belongs to one thread at a time; it owns one timeline (tokens and caches).
 //     Different sessions may run on different threads at once, but each forward pass uses the
 //     engine's thread pool, so one worker thread driving all sessions is the intended use.
@@ -10,13 +10,14 @@
 //   * Callbacks run on the thread that drives the session.
 #pragma once
 
-#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace qwen35 {
@@ -86,9 +87,7 @@ struct ChatRequest {
 
 // Speculative decoding: cheap guesses of the next tokens (drafts), checked by the model in one
 // block. It never changes the output: greedy requests get exactly the plain greedy tokens, and
-// sampled requests exactly the tokens plain sampling draws with the same seed (each draft token is
-// accepted with probability min(1, p/q), q one-hot for these deterministic drafts, the rejected
-// case drawing from normalize(max(0, p - q)); see runtime/generation.cpp).
+// sampled requests exactly the tokens plain sampling draws with the same seed.
 enum class SpecMode {
   kAuto,  // per step: the draft source and length that pay, from the measured cost of verifying
           // k tokens against one decode step and the running acceptance; no draft when none pays
@@ -120,10 +119,9 @@ struct SamplingParams {
   int top_logprobs = 0;          // 0..20 alternatives per token
   SpeculativeParams speculative;
   bool ignore_eos = false;
-  // Chats: the most tokens the model may generate inside a thought (after <think>, before
-  // </think>; all thoughts of the answer together). When they are used up the engine closes the
-  // thought itself with kThoughtClosing (forced, not sampled) and the model answers. -1:
-  // unlimited; 0: the thought is closed at once. Raw completions have no thoughts.
+  // Chats: the most tokens generated inside thoughts (<think> ... </think>, all of an answer's
+  // together); then the engine closes the thought with kThoughtClosing (forced, not sampled) and
+  // the model answers. -1: unlimited; 0: closed at once. Raw completions have no thoughts.
   int64_t reasoning_budget = -1;
 };
 
@@ -189,6 +187,19 @@ using EventCallback = std::function<bool(const GenerationEvent&)>;
 // ---------------------------------------------------------------------------------------------
 // Engine, sessions, caches
 
+// Diagnostics, not tuning: how GenerationBatch advances a prompt while other generations batched
+// with it decode (their next token waits for each round). The defaults are the release path; the
+// other values exist to measure it, and no value changes an output.
+struct DecodingPrefillDiagnostics {
+  // Prompt tokens per round, rounded up to a multiple of 64; only when prefill_block is one (a
+  // prompt keeps its bits where each block boundary is a delta-rule chunk boundary of its solo run).
+  int64_t block = 64;
+  // Layers that block goes through per round, the rest in the next rounds. 0: paced, as many as
+  // keep a round within (1 + share) times a round of decoding alone, measured.
+  int layers = 2;
+  double share = 0.5;
+};
+
 struct EngineOptions {
   std::string model_dir;         // a Hugging Face folder or a GGUF file
   std::string mmproj_path;       // GGUF only: the vision projector; empty: an mmproj*.gguf beside the model
@@ -197,21 +208,7 @@ struct EngineOptions {
   int threads = 0;               // 0: one per core
   int64_t context_size = 0;      // tokens per session; 0: min(model maximum, 32768)
   int64_t prefill_block = 512;   // tokens per prefill step
-  // Tokens per prefill step while other generations batched with it are decoding: their next
-  // token waits for the pass, so this bounds their inter-token gap (GenerationBatch). Rounded up
-  // to the delta rule's chunk (64), and not applied when prefill_block is no multiple of it: the
-  // chunked delta rule restarts its chunks at a block's start, so a prompt keeps its bits only
-  // where every block boundary is also one of its solo run's chunk boundaries.
-  int64_t decoding_prefill_block = 64;
-  // And through this many layers per step (a shorter block through proportionally more), so the
-  // others' gap holds about decoding_prefill_block * decoding_prefill_layers token-layers of
-  // prefill; the block goes on in the next steps. The layers of a block compute the same bits
-  // however they are spread over steps. 0: paced (PrefillPacer), as many token-layers as keep
-  // such a step within (1 + decoding_prefill_share) times a step of decoding alone, measured
-  // (level with 2 on the Zen 5 machine, bench/README.md; not the default for want of a machine
-  // where it measured better).
-  int decoding_prefill_layers = 2;
-  double decoding_prefill_share = 0.5;
+  DecodingPrefillDiagnostics decoding_prefill;  // diagnostics: leave at the defaults
   int image_size = 0;            // > 0: resize images to this square size (multiple of 32) first
   int64_t image_min_pixels = 0;  // 0: from preprocessor_config.json
   int64_t image_max_pixels = 0;  // 0: from preprocessor_config.json
@@ -225,12 +222,11 @@ struct EngineOptions {
   // Vocabulary of the MTP head's drafts: ids [0, N) (rounded up to 16) and the added tokens. A draft
   // is only a guess the main model checks, so this changes speed, never the output. 0: every id.
   int64_t draft_vocab = 32768;
-  // Attention KV cache element type: "f16" (default: half the memory and bandwidth) or "f32"
-  // (the reference's math exactly, for parity checks).
+  // Attention KV cache element type: "f16" (half the memory and bandwidth) or "f32" (the
+  // reference's math exactly, for parity checks).
   std::string kv_type = "f16";
-  // A folder for prepared (repacked / quantized) weights: the first load writes them there and
-  // later loads of the same model files, weights and kernels map them instead of preparing them
-  // again (a start in about a second). Empty: none.
+  // A folder for prepared (repacked / quantized) weights: the first load writes them there, later
+  // loads of the same model files, weights and kernels map them instead. Empty: none.
   std::string weights_cache_dir;
   // Progress while loading: stage name and fraction in [0, 1].
   std::function<void(const std::string& stage, double fraction)> on_progress;
@@ -268,6 +264,7 @@ class Snapshot;
 class Generation;
 class PreparedChat;
 struct EngineImpl;
+struct ImplAccess;
 
 class Engine {
  public:
@@ -290,9 +287,8 @@ class Engine {
   // (kInvalidArgument, kContextOverflow) for a request that cannot run.
   std::unique_ptr<PreparedChat> prepare_chat(const ChatRequest& request, Status* status) const;
 
-  const EngineImpl& impl() const { return *impl_; }
-
  private:
+  friend struct ImplAccess;  // the runtime's side (src/runtime/engine_internal.h)
   Engine() = default;
   std::unique_ptr<EngineImpl> impl_;
 };
@@ -310,9 +306,9 @@ class PrefixCache {
   int64_t misses() const;
 
   struct Impl;
-  Impl& impl() { return *impl_; }
 
  private:
+  friend struct ImplAccess;
   std::unique_ptr<Impl> impl_;
 };
 
@@ -326,10 +322,10 @@ class Snapshot {
   int64_t tokens() const;
 
   struct Impl;
-  const Impl& impl() const { return *impl_; }
-  explicit Snapshot(std::unique_ptr<Impl> impl);
 
  private:
+  friend struct ImplAccess;
+  explicit Snapshot(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
@@ -362,10 +358,10 @@ class Session {
   void reset();
 
   struct Impl;
-  Impl& impl() { return *impl_; }
-  explicit Session(std::unique_ptr<Impl> impl);
 
  private:
+  friend struct ImplAccess;
+  explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
@@ -380,10 +376,10 @@ class PreparedChat {
   const std::vector<int32_t>& tokens() const;
 
   struct Impl;
-  explicit PreparedChat(std::unique_ptr<Impl> impl);
-  Impl& impl() { return *impl_; }
 
  private:
+  friend struct ImplAccess;
+  explicit PreparedChat(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
@@ -402,10 +398,10 @@ class Generation {
   int64_t pending_prompt_tokens() const;
 
   struct Impl;
-  explicit Generation(std::unique_ptr<Impl> impl);
-  Impl& impl() { return *impl_; }
 
  private:
+  friend struct ImplAccess;
+  explicit Generation(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

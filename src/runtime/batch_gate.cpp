@@ -6,14 +6,8 @@
 #include "runtime/engine_impl.h"
 
 namespace qwen35 {
-namespace {
-thread_local BatchGate* tl_gate = nullptr;
-}  // namespace
 
 BatchGate::BatchGate(const EngineImpl& engine) : engine_(engine) {}
-
-BatchGate* BatchGate::current() { return tl_gate; }
-void BatchGate::set_current(BatchGate* gate) { tl_gate = gate; }
 
 void BatchGate::begin_round(int participants) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -26,7 +20,7 @@ void BatchGate::leave() {
   maybe_run(lock);
 }
 
-BatchGate::Outside::Outside() : gate_(BatchGate::current()) {
+BatchGate::Outside::Outside(BatchGate* gate) : gate_(gate) {
   if (gate_) gate_->leave();
 }
 

@@ -1,9 +1,9 @@
 // Continuous batching by rendezvous: the generations of one round step on threads of their own,
-// and every model pass they make (Sequence::feed) waits at the gate until each generation still
-// stepping has either asked for one too or finished its step; the passes then run as one
-// batched forward (TextDecoder::forward_batch), every weight streamed once for all of them.
-// The generation code stays what it is alone, and so do its bits: the decoder computes a
-// segment's rows the same way in any batch.
+// each handed the round's gate, and every model pass they make through it (Sequence::feed with
+// the gate) waits until each generation still stepping has either asked for one too or finished
+// its step; the passes then run as one batched forward (TextDecoder::forward_batch), every weight
+// streamed once for all of them. The generation code stays what it is alone, and so do its bits:
+// the decoder computes a segment's rows the same way in any batch.
 #pragma once
 
 #include <condition_variable>
@@ -22,10 +22,6 @@ struct EngineImpl;
 class BatchGate {
  public:
   explicit BatchGate(const EngineImpl& engine);
-
-  // The gate of the step running on this thread (nullptr: not in a batched round).
-  static BatchGate* current();
-  static void set_current(BatchGate* gate);
 
   // Before a round's participants start: how many will step.
   void begin_round(int participants);
@@ -50,15 +46,12 @@ class BatchGate {
   // Blocks until the batch holding this pass has run; rethrows that batch's error.
   void forward(const Feed& feed);
 
-  // A participant's step on its own thread: while one lives, the thread's passes go through
-  // `gate`; its end is the participant's leave().
+  // A participant's step on its own thread: its end, however the step ends, is the
+  // participant's leave().
   class Participant {
    public:
-    explicit Participant(BatchGate& gate) : gate_(gate) { set_current(&gate); }
-    ~Participant() {
-      set_current(nullptr);
-      gate_.leave();
-    }
+    explicit Participant(BatchGate& gate) : gate_(gate) {}
+    ~Participant() { gate_.leave(); }
     Participant(const Participant&) = delete;
     Participant& operator=(const Participant&) = delete;
 
@@ -66,11 +59,11 @@ class BatchGate {
     BatchGate& gate_;
   };
 
-  // While one lives, its thread's participant does work outside the model passes that may take
-  // long (the vision tower): the others' batches do not wait for it.
+  // While one lives, a participant of `gate` does work outside the model passes that may take
+  // long (the vision tower): the others' batches do not wait for it. nullptr: not in a round.
   class Outside {
    public:
-    Outside();
+    explicit Outside(BatchGate* gate);
     ~Outside();
     Outside(const Outside&) = delete;
     Outside& operator=(const Outside&) = delete;

@@ -14,6 +14,7 @@
 #include "core/page_buffer.h"
 #include "model/text_weights.h"
 #include "runtime/batch_gate.h"
+#include "runtime/engine_internal.h"
 #include "runtime/sequence.h"
 
 namespace qwen35 {
@@ -43,7 +44,7 @@ void feed_blocks(const EngineImpl& e, Sequence& seq, const std::vector<int32_t>&
 }  // namespace
 
 BenchRun bench_prompt(const Engine& engine, int64_t n, int64_t depth, uint64_t seed) {
-  const EngineImpl& e = engine.impl();
+  const EngineImpl& e = impl_of(engine);
   Sequence seq(e);
   std::vector<float> logits(size_t(e.text_config().vocab_size));
   feed_blocks(e, seq, random_ids(e, depth, seed), logits);
@@ -59,7 +60,7 @@ BenchRun bench_prompt(const Engine& engine, int64_t n, int64_t depth, uint64_t s
 }
 
 BenchRun bench_generate(const Engine& engine, int64_t n, int64_t depth, uint64_t seed) {
-  const EngineImpl& e = engine.impl();
+  const EngineImpl& e = impl_of(engine);
   Sequence seq(e);
   std::vector<float> logits(size_t(e.text_config().vocab_size));
   feed_blocks(e, seq, random_ids(e, depth, seed), logits);
@@ -77,7 +78,7 @@ BenchRun bench_generate(const Engine& engine, int64_t n, int64_t depth, uint64_t
 
 BenchRun bench_generate_parallel(const Engine& engine, int64_t n, int64_t depth, int streams, uint64_t seed) {
   if (streams <= 1) return bench_generate(engine, n, depth, seed);
-  const EngineImpl& e = engine.impl();
+  const EngineImpl& e = impl_of(engine);
   std::vector<std::unique_ptr<Sequence>> seqs;
   std::vector<std::vector<float>> logits(size_t(streams), std::vector<float>(size_t(e.text_config().vocab_size)));
   std::vector<std::vector<int32_t>> ids;
@@ -103,7 +104,8 @@ BenchRun bench_generate_parallel(const Engine& engine, int64_t n, int64_t depth,
       started[size_t(s)] = now();
       try {
         for (int64_t i = 0; i < n; ++i)
-          seqs[size_t(s)]->feed_text(&ids[size_t(s)][size_t(i)], 1, DeltaRuleMode::kAuto, 1, logits[size_t(s)].data());
+          seqs[size_t(s)]->feed_text(&ids[size_t(s)][size_t(i)], 1, DeltaRuleMode::kAuto, 1, logits[size_t(s)].data(),
+                                     /*traced=*/false, &gate);
       } catch (...) {
         std::lock_guard<std::mutex> lock(error_mu);
         if (!error) error = std::current_exception();
@@ -166,7 +168,7 @@ double measure_read_bandwidth(int threads) {
 }
 
 double measure_weights_read_bandwidth(const Engine& engine, int threads) {
-  const std::vector<const kernels::WeightMatrix*> mats = decode_matrices(engine.impl().model->text_weights());
+  const std::vector<const kernels::WeightMatrix*> mats = decode_matrices(impl_of(engine).model->text_weights());
   const kernels::KernelTable& k = kernels::active_table();
   auto part = [&](const kernels::WeightMatrix* w) { return w->bytes() / size_t(threads) / 256 * 256; };
   double bytes = 0;
@@ -181,17 +183,15 @@ double measure_weights_read_bandwidth(const Engine& engine, int threads) {
   });
 }
 
-void bench_set_threads(const Engine& engine, int n) { engine.impl().pool->set_limit(n); }
-
 size_t decode_weight_bytes(const Engine& engine) {
-  const TextWeights& w = engine.impl().model->text_weights();
+  const TextWeights& w = impl_of(engine).model->text_weights();
   const size_t embed_table = w.embed.row_bytes * size_t(w.embed.rows);
   const bool tied_view = w.lm_head.data == w.embed.data;
-  size_t bytes = engine.impl().model->weight_bytes();
+  size_t bytes = impl_of(engine).model->weight_bytes();
   // The embedding is read one row per token (unless the head reads the very same bytes); the
   // vision tower not at all.
   if (!tied_view) bytes = bytes - embed_table + w.embed.row_bytes;
-  return bytes - engine.impl().model->vision_weight_bytes();
+  return bytes - impl_of(engine).model->vision_weight_bytes();
 }
 
 }  // namespace qwen35

@@ -10,6 +10,7 @@
 #include "io/gguf.h"
 #include "text/chat_template_check.h"
 #include "text/tokenizer_gguf.h"
+#include "runtime/engine_internal.h"
 #include "runtime/session_impl.h"
 
 namespace qwen35 {
@@ -144,10 +145,10 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     e.context_size = options.context_size > 0 ? options.context_size : std::min<int64_t>(max_pos, 32768);
     if (e.context_size > max_pos) fail("context size ", e.context_size, " exceeds the model's maximum of ", max_pos);
     if (options.prefill_block <= 0) fail("prefill block must be positive");
-    if (options.decoding_prefill_block <= 0) fail("prefill block while decoding must be positive");
-    if (options.decoding_prefill_layers < 0) fail("prefill layers while decoding must not be negative (0: paced)");
-    if (!(options.decoding_prefill_share > 0 && options.decoding_prefill_share <= 16))
-      fail("prefill share while decoding must be in (0, 16], got ", options.decoding_prefill_share);
+    if (options.decoding_prefill.block <= 0) fail("prefill block while decoding must be positive");
+    if (options.decoding_prefill.layers < 0) fail("prefill layers while decoding must not be negative (0: paced)");
+    if (!(options.decoding_prefill.share > 0 && options.decoding_prefill.share <= 16))
+      fail("prefill share while decoding must be in (0, 16], got ", options.decoding_prefill.share);
     if (options.kv_type == "f16") e.kv_dtype = DType::F16;
     else if (options.kv_type == "f32") e.kv_dtype = DType::F32;
     else fail("KV cache type '", options.kv_type, "': expected f16 or f32");
@@ -199,7 +200,7 @@ const ModelInfo& Engine::info() const { return impl_->info; }
 SamplingParams Engine::default_sampling() const { return impl_->defaults; }
 
 std::unique_ptr<Session> Engine::new_session(PrefixCache* cache) const {
-  return std::make_unique<Session>(std::make_unique<Session::Impl>(*impl_, cache));
+  return ImplAccess::make<Session>(std::make_unique<Session::Impl>(*impl_, cache));
 }
 
 std::vector<int32_t> Engine::tokenize(const std::string& text) const { return impl_->tokenizer->encode(text); }
@@ -219,7 +220,7 @@ std::unique_ptr<PreparedChat> Engine::prepare_chat(const ChatRequest& request, S
       return nullptr;
     }
     *status = Status::Ok();
-    return std::make_unique<PreparedChat>(std::move(impl));
+    return ImplAccess::make<PreparedChat>(std::move(impl));
   } catch (const ContextOverflow& e) {
     *status = Status::Error(StatusCode::kContextOverflow, e.what());
   } catch (const std::exception& e) {

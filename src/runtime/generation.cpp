@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "runtime/batch_gate.h"
+#include "runtime/engine_internal.h"
 #include "runtime/prefix_cache.h"
 #include "runtime/session_impl.h"
 
@@ -48,7 +49,7 @@ Generation::Impl::Impl(Session::Impl& s, PromptPlan p, const SamplingParams& prm
 
 // Vision runs in slices, one per step(), so a server interleaves it with other requests' steps
 // and can cancel it between any two (a large image is many slices, not one long stall).
-bool Generation::Impl::vision_slice(int64_t from, int64_t to) {
+bool Generation::Impl::vision_slice(int64_t from, int64_t to, BatchGate* gate) {
   for (PromptImage& img : plan.images) {
     if (!img.embeddings.empty() || img.start + img.count <= from || img.start >= to) continue;
     const auto t0 = Clock::now();
@@ -59,7 +60,7 @@ bool Generation::Impl::vision_slice(int64_t from, int64_t to) {
                                                std::vector<ImageGrid>{img.processed.grid});
     bool more;
     {
-      const BatchGate::Outside outside;  // the other generations' passes need not wait for the slice
+      const BatchGate::Outside outside(gate);  // the other generations' passes need not wait for the slice
       more = img.vision->step(engine.compute);
     }
     if (!more) {
@@ -76,7 +77,7 @@ bool Generation::Impl::vision_slice(int64_t from, int64_t to) {
   return false;
 }
 
-void Generation::Impl::prefill_step() {
+void Generation::Impl::prefill_step(BatchGate* gate) {
   const int64_t P = plan.size(), H = engine.text_config().hidden_size;
   Sequence& seq = session.seq;
   int64_t n = block_in_flight;  // a block part-way through the layers goes on first
@@ -84,7 +85,7 @@ void Generation::Impl::prefill_step() {
     n = std::min<int64_t>(prefill_limit > 0 ? prefill_limit : engine.options.prefill_block, P - next_prompt);
     for (int64_t point : plan.snapshot_points)
       if (point > next_prompt && point < next_prompt + n) n = point - next_prompt;
-    if (vision_slice(next_prompt, next_prompt + n)) return;  // this step was a slice of vision
+    if (vision_slice(next_prompt, next_prompt + n, gate)) return;  // this step was a slice of vision
   }
   const auto t0 = Clock::now();
   const bool last = next_prompt + n == P;
@@ -105,7 +106,7 @@ void Generation::Impl::prefill_step() {
     block_in_flight = n;
   }
   const int first_layer = seq.block_layers_done();
-  const bool through = seq.advance_block(prefill_layers(n), last ? 1 : 0, logits.data());
+  const bool through = seq.advance_block(prefill_layers(n), last ? 1 : 0, logits.data(), gate);
   prefill_token_layers += n * ((through ? engine.text_config().num_layers : seq.block_layers_done()) - first_layer);
   result.timings.prefill_ms += ms_since(t0);
   if (!through) return;
@@ -115,7 +116,7 @@ void Generation::Impl::prefill_step() {
   result.timings.prefill_tokens += n;
 
   if (std::find(plan.snapshot_points.begin(), plan.snapshot_points.end(), next_prompt) != plan.snapshot_points.end())
-    session.cache->impl().put(session.seq.snapshot());
+    impl_of(*session.cache).put(session.seq.snapshot());
   if (last) {
     session.seq.set_rope_delta(plan.rope_delta);
     if (params.max_tokens == 0) return finish(StopReason::kMaxTokens);
@@ -192,10 +193,10 @@ bool Generation::Impl::emit(std::vector<OutputPiece>& ps, std::vector<TokenLogpr
   return true;
 }
 
-void Generation::Impl::decode_step() {
+void Generation::Impl::decode_step(BatchGate* gate) {
   const auto t0 = Clock::now();
   if (thought.closing_due()) {
-    close_thought();
+    close_thought(gate);
     result.timings.decode_ms += ms_since(t0);
     return;
   }
@@ -225,15 +226,15 @@ void Generation::Impl::decode_step() {
       session.spec_costs.record_mtp_step(ms / double(plan.tokens));
     }
   }
-  if (!draft.empty()) decode_with_draft(draft, plan.source);
-  else plain_step();
+  if (!draft.empty()) decode_with_draft(draft, plan.source, gate);
+  else plain_step(gate);
   result.timings.decode_ms += ms_since(t0);
 }
 
-void Generation::Impl::plain_step() {
+void Generation::Impl::plain_step(BatchGate* gate) {
   const auto t0 = Clock::now();
   const int32_t in = pending;
-  session.seq.feed_text(&in, 1, DeltaRuleMode::kAuto, 1, logits.data());
+  session.seq.feed_text(&in, 1, DeltaRuleMode::kAuto, 1, logits.data(), /*traced=*/false, gate);
   session.spec_costs.record_block(1, ms_since(t0));
   TokenLogprob lp;
   const int32_t t = sampler.sample(logits.data(), params.logprobs ? &lp : nullptr);
@@ -256,14 +257,14 @@ void Generation::Impl::plain_step() {
 // emitted token, in order), temperature, top-k/p, min-p -- and each emitted token takes exactly
 // one draw, so the output is the very token sequence plain decoding gives for the same seed.
 // Greedy is the same rule with p one-hot at the argmax.
-void Generation::Impl::decode_with_draft(const std::vector<int32_t>& d, DraftSource source) {
+void Generation::Impl::decode_with_draft(const std::vector<int32_t>& d, DraftSource source, BatchGate* gate) {
   const int64_t k = int64_t(d.size()), V = engine.text_config().vocab_size;
   block.assign(1, pending);
   block.insert(block.end(), d.begin(), d.end());
   session.seq.save_deltanet(save);
   logits.resize(size_t((k + 1) * V));
   const auto t0 = Clock::now();
-  session.seq.feed_text(block.data(), k + 1, DeltaRuleMode::kRecurrent, k + 1, logits.data(), /*traced=*/true);
+  session.seq.feed_text(block.data(), k + 1, DeltaRuleMode::kRecurrent, k + 1, logits.data(), /*traced=*/true, gate);
   session.spec_costs.record_block(int(k + 1), ms_since(t0));
   std::vector<int32_t> emitted;
   std::vector<TokenLogprob> lps;
@@ -306,7 +307,7 @@ void Generation::Impl::decode_with_draft(const std::vector<int32_t>& d, DraftSou
 // then fed as one block with the recurrent delta rule, the arithmetic of feeding them one by
 // one. As everywhere, the last emitted token stays pending; if the generation stops at closing
 // token i, the timeline ends just before it, as plain decoding would leave it.
-void Generation::Impl::close_thought() {
+void Generation::Impl::close_thought(BatchGate* gate) {
   const std::vector<int32_t>& closing = thought.begin_closing();
   block.clear();
   if (pending >= 0) block.push_back(pending);  // none yet when a budget of 0 closes the thought at once
@@ -315,7 +316,8 @@ void Generation::Impl::close_thought() {
     if (i + 1 < closing.size()) block.push_back(closing[i]);
   }
   if (!block.empty())
-    session.seq.feed_text(block.data(), int64_t(block.size()), DeltaRuleMode::kRecurrent, 0, nullptr);
+    session.seq.feed_text(block.data(), int64_t(block.size()), DeltaRuleMode::kRecurrent, 0, nullptr,
+                          /*traced=*/false, gate);
 }
 
 int Generation::Impl::prefill_layers(int64_t n) const {
@@ -346,11 +348,11 @@ void Generation::Impl::finish(StopReason reason) {
   session.busy = false;
 }
 
-bool Generation::Impl::step() {
+bool Generation::Impl::step(BatchGate* gate) {
   if (done) return false;
   try {
-    if (next_prompt < plan.size()) prefill_step();
-    else decode_step();
+    if (next_prompt < plan.size()) prefill_step(gate);
+    else decode_step(gate);
   } catch (...) {
     drop_block_in_flight();
     session.busy = false;
@@ -367,7 +369,7 @@ Generation::~Generation() {
     impl_->session.busy = false;
   }
 }
-bool Generation::step() { return impl_->step(); }
+bool Generation::step() { return impl_->step(nullptr); }
 bool Generation::done() const { return impl_->done; }
 void Generation::cancel() {
   impl_->cancelled = true;

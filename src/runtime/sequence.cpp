@@ -41,10 +41,10 @@ Sequence::Sequence(const EngineImpl& engine)
 }
 
 void Sequence::feed(const int32_t* ids, const uint64_t* keys, const float* embeddings, const int32_t* positions,
-                    int64_t n, DeltaRuleMode mode, int64_t n_logits, float* logits) {
+                    int64_t n, DeltaRuleMode mode, int64_t n_logits, float* logits, BatchGate* gate) {
   if (n <= 0) return;
   begin_block(ids, keys, embeddings, positions, n, mode);
-  advance_block(0, n_logits, logits);
+  advance_block(0, n_logits, logits, gate);
 }
 
 void Sequence::begin_block(const int32_t* ids, const uint64_t* keys, const float* embeddings,
@@ -68,7 +68,7 @@ void Sequence::begin_block(const int32_t* ids, const uint64_t* keys, const float
   block_.next_layer = 0;
 }
 
-bool Sequence::advance_block(int layers, int64_t n_logits, float* logits) {
+bool Sequence::advance_block(int layers, int64_t n_logits, float* logits, BatchGate* gate) {
   if (block_.n == 0) fail("Sequence::advance_block: no block is part-way through the decoder");
   const TextDecoder& dec = engine_.model->decoder();
   const int L = engine_.text_config().num_layers;
@@ -77,7 +77,7 @@ bool Sequence::advance_block(int layers, int64_t n_logits, float* logits) {
   n_logits = end == L ? std::min(n_logits, n) : 0;
   std::vector<DeltaNetTrace>* traces = ws_.trace ? &ws_.traces : nullptr;
   try {
-    if (BatchGate* gate = BatchGate::current()) {
+    if (gate) {
       // The gate's batched pass; the rows come back as the solo pass leaves them, and the traces
       // land in this sequence's workspace.
       BatchGate::Feed f{&state_, block_.rows.data(), block_.positions.data(), n, block_.mode, n_logits, logits,
@@ -117,7 +117,7 @@ void Sequence::require_no_block(const char* what) const {
 }
 
 void Sequence::feed_text(const int32_t* ids, int64_t n, DeltaRuleMode mode, int64_t n_logits, float* logits,
-                         bool traced) {
+                         bool traced, BatchGate* gate) {
   const int64_t H = engine_.text_config().hidden_size;
   if (int64_t(emb_.size()) < n * H) emb_.resize(size_t(n * H));
   if (int64_t(pos_.size()) < 3 * n) pos_.resize(size_t(3 * n));
@@ -129,7 +129,7 @@ void Sequence::feed_text(const int32_t* ids, int64_t n, DeltaRuleMode mode, int6
   key_buf_.assign(ids, ids + n);
   ws_.trace = traced;
   try {
-    feed(ids, key_buf_.data(), emb_.data(), pos_.data(), n, mode, n_logits, logits);
+    feed(ids, key_buf_.data(), emb_.data(), pos_.data(), n, mode, n_logits, logits, gate);
   } catch (...) {
     ws_.trace = false;
     throw;

@@ -22,6 +22,8 @@
 
 namespace qwen35 {
 
+class BatchGate;
+
 // Cache key of a prompt token: the id for text, a value derived from the image's content hash and
 // the token's index in the image for image pads (identical pad ids of different images must not
 // match), always outside the id range.
@@ -53,25 +55,29 @@ class Sequence {
   void set_rope_delta(int64_t d) { rope_delta_ = d; }
 
   // Processes n tokens: embeddings [n, H], positions [3, n]. Writes logits of the last `n_logits`
-  // rows (0..n) to `logits` ([n_logits, vocab]).
+  // rows (0..n) to `logits` ([n_logits, vocab]). With a `gate` (a round of GenerationBatch) the
+  // pass joins the others of the round in one batched forward; nullptr: a pass of its own. The
+  // rows are the same bits either way.
   void feed(const int32_t* ids, const uint64_t* keys, const float* embeddings, const int32_t* positions, int64_t n,
-            DeltaRuleMode mode, int64_t n_logits, float* logits);
+            DeltaRuleMode mode, int64_t n_logits, float* logits, BatchGate* gate = nullptr);
   // The same a few layers at a time, so that a prompt block need not hold up the other
   // conversations' decode steps batched with it: begin_block takes the block (copies; nothing
   // runs), each advance_block runs its next `layers` layers (<= 0: all the rest) and, once past
-  // the last, finishes it as feed() does and returns true. The rows are those of one pass. While
+  // the last, finishes it as feed() does and returns true (`gate` as for feed()). The rows are
+  // those of one pass. While
   // a block is part-way, the sequence is in between (some layers hold the block, some not): only
   // advance_block and discard_block (which resets the sequence) may follow.
   void begin_block(const int32_t* ids, const uint64_t* keys, const float* embeddings, const int32_t* positions,
                    int64_t n, DeltaRuleMode mode);
-  bool advance_block(int layers, int64_t n_logits, float* logits);
+  bool advance_block(int layers, int64_t n_logits, float* logits, BatchGate* gate = nullptr);
   bool block_pending() const { return block_.n > 0; }
   int block_layers_done() const { return block_.next_layer; }
   void discard_block();
   // Text tokens at decode positions (index + rope_delta on all axes). With `traced`, the block's
-  // DeltaNet inputs are kept so that rewind(save, keep) can later keep part of it.
+  // DeltaNet inputs are kept so that rewind(save, keep) can later keep part of it. `gate` as for
+  // feed().
   void feed_text(const int32_t* ids, int64_t n, DeltaRuleMode mode, int64_t n_logits, float* logits,
-                 bool traced = false);
+                 bool traced = false, BatchGate* gate = nullptr);
 
   // The MTP head. has_mtp(): the engine runs it for this sequence.
   static constexpr int64_t kMaxMtpPending = 64;

@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "runtime/engine_internal.h"
 #include "runtime/prefix_cache.h"
 #include "runtime/session_impl.h"
 
@@ -27,7 +28,7 @@ int64_t Session::Impl::reuse_prefix(const PromptPlan& plan) {
   const int64_t own_len = seq.length();
   const bool extends_own =
       own_len <= limit && std::equal(own.begin(), own.end(), plan.keys.begin(), plan.keys.begin() + own_len);
-  auto cached = cache->impl().find(plan.keys.data(), limit);
+  auto cached = impl_of(*cache).find(plan.keys.data(), limit);
   const int64_t cached_len = cached ? int64_t(cached->tokens.size()) : 0;
   if (extends_own && own_len >= cached_len) return own_len;
   if (cached) {
@@ -82,7 +83,7 @@ std::unique_ptr<Generation> start(Session::Impl& s, PlanFn plan_fn, const Sampli
   }
   try {
     s.busy = true;
-    auto g = std::make_unique<Generation>(
+    auto g = ImplAccess::make<Generation>(
         std::make_unique<Generation::Impl>(s, std::move(plan), params, std::move(on_event)));
     *status = Status::Ok();
     return g;
@@ -102,7 +103,7 @@ std::unique_ptr<Generation> Session::start_chat(const ChatRequest& request, cons
 
 std::unique_ptr<Generation> Session::start_prepared(PreparedChat&& chat, const SamplingParams& params,
                                                     EventCallback on_event, Status* status) {
-  return start(*impl_, [&] { return std::move(chat.impl().plan); }, params, std::move(on_event), status);
+  return start(*impl_, [&] { return std::move(impl_of(chat).plan); }, params, std::move(on_event), status);
 }
 
 std::unique_ptr<Generation> Session::start_completion(const std::vector<int32_t>& prompt, const SamplingParams& params,
@@ -143,12 +144,12 @@ const std::vector<int32_t>& Session::tokens() const { return impl_->seq.tokens()
 std::unique_ptr<Snapshot> Session::snapshot() const {
   auto impl = std::make_unique<Snapshot::Impl>();
   impl->data = impl_->seq.snapshot();
-  return std::make_unique<Snapshot>(std::move(impl));
+  return ImplAccess::make<Snapshot>(std::move(impl));
 }
 
 void Session::restore(const Snapshot& snapshot) {
   if (impl_->busy) fail("Session::restore while a generation is running");
-  impl_->seq.restore(*snapshot.impl().data);
+  impl_->seq.restore(*impl_of(snapshot).data);
 }
 
 void Session::reset() {

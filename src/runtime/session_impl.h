@@ -44,10 +44,15 @@ struct PreparedChat::Impl {
 // The prefill block of a generation while others batched with it decode (EngineOptions).
 int64_t decoding_prefill_limit(const EngineOptions& o);
 
+class BatchGate;
+
 struct Generation::Impl {
   Impl(Session::Impl& session, PromptPlan plan, const SamplingParams& params, EventCallback on_event);
 
-  bool step();
+  // Generation::step(); with a `gate` (GenerationBatch's round) its model passes are batched with
+  // the other generations of the round, nullptr: passes of its own. Every step below that makes
+  // a pass takes the gate on to it.
+  bool step(BatchGate* gate);
   // Prompt tokens the next prefill step takes at most (0: the engine's prefill block); set by
   // GenerationBatch for each round.
   int64_t prefill_limit = 0;
@@ -61,20 +66,20 @@ struct Generation::Impl {
   // A block part-way through the layers when the generation ends leaves the sequence in between:
   // it is reset (the prefix cache still has its snapshots).
   void drop_block_in_flight();
-  void prefill_step();
-  void decode_step();
+  void prefill_step(BatchGate* gate);
+  void decode_step(BatchGate* gate);
   // Feeds `pending` alone and emits the next token.
-  void plain_step();
-  void decode_with_draft(const std::vector<int32_t>& draft, DraftSource source);
+  void plain_step(BatchGate* gate);
+  void decode_with_draft(const std::vector<int32_t>& draft, DraftSource source, BatchGate* gate);
   // Emits the closing of a thought over its budget (forced, not sampled) and feeds it.
-  void close_thought();
+  void close_thought(BatchGate* gate);
   // Emits one generated token; false once the generation is over.
   bool handle_token(int32_t token, TokenLogprob* logprob);
   void finish(StopReason reason);
   bool emit(std::vector<OutputPiece>& pieces, std::vector<TokenLogprob>* logprobs);
   // One slice of vision for the first image of [from, to) still without embeddings; false
   // when every image there has them.
-  bool vision_slice(int64_t from, int64_t to);
+  bool vision_slice(int64_t from, int64_t to, BatchGate* gate);
 
   Session::Impl& session;
   const EngineImpl& engine;

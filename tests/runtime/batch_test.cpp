@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "qwen35/engine.h"
+#include "runtime/engine_internal.h"
 #include "runtime/session_impl.h"
 #include "runtime_harness.h"
 #include "support/test_data.h"
@@ -49,8 +50,8 @@ const Engine& small_block_engine() {
 const Engine& chunk_block_engine() {
   static std::unique_ptr<Engine> e = load_tiny([](EngineOptions& o) {
     o.prefill_block = 128;
-    o.decoding_prefill_block = 50;  // rounded up to the delta rule's chunk, 64
-    o.decoding_prefill_layers = 4;  // half the tiny model's 8 layers a round
+    o.decoding_prefill.block = 50;  // rounded up to the delta rule's chunk, 64
+    o.decoding_prefill.layers = 4;  // half the tiny model's 8 layers a round
   });
   return *e;
 }
@@ -210,16 +211,16 @@ TEST(Batching, SmallerPrefillBlocksWhileOthersDecodeKeepTheSoloOutputs) {
   expect_batched_equal_solo(chunk_block_engine(), requests(5));
 }
 
-// While another generation decodes, one prompt at a time advances decoding_prefill_block tokens
-// (rounded up to the delta rule's chunk) through decoding_prefill_layers layers per round (a
+// While another generation decodes, one prompt at a time advances decoding_prefill.block tokens
+// (rounded up to the delta rule's chunk) through decoding_prefill.layers layers per round (a
 // shorter block through proportionally more), the one part-way through the layers or else the
 // first in line; alone, prefill_block at once. (Outputs stay those of solo runs: the test above.)
 TEST(Batching, PromptsAdvanceInSmallBlocksWhileOthersDecode) {
   const Engine& engine = chunk_block_engine();
-  EXPECT_EQ(decoding_prefill_limit(engine.impl().options), 64);
+  EXPECT_EQ(decoding_prefill_limit(impl_of(engine).options), 64);
   EngineOptions o;
   o.prefill_block = 100;  // no multiple of the chunk: blocks stay whole
-  o.decoding_prefill_block = 64;
+  o.decoding_prefill.block = 64;
   EXPECT_EQ(decoding_prefill_limit(o), 100);
   o.prefill_block = 16;  // smaller than a chunk already
   EXPECT_EQ(decoding_prefill_limit(o), 16);
@@ -250,8 +251,8 @@ TEST(Batching, PromptsAdvanceInSmallBlocksWhileOthersDecode) {
   }
   // The tiny model's 8 layers, 4 a round for a 64-token block (64 * 4 token-layers), 5 for
   // b's last 44 tokens, all 8 for c's last 6.
-  ASSERT_EQ(engine.impl().options.decoding_prefill_layers, 4);
-  EXPECT_EQ(EngineOptions{}.decoding_prefill_layers, 2);  // the default
+  ASSERT_EQ(impl_of(engine).options.decoding_prefill.layers, 4);
+  EXPECT_EQ(EngineOptions{}.decoding_prefill.layers, 2);  // the default
   EXPECT_EQ(pending_b, (std::vector<int64_t>{172, 108, 108, 44, 44, 0, 0, 0, 0}));
   EXPECT_EQ(pending_c, (std::vector<int64_t>{70, 70, 70, 70, 70, 70, 70, 6, 0}));
 }
@@ -259,8 +260,8 @@ TEST(Batching, PromptsAdvanceInSmallBlocksWhileOthersDecode) {
 const Engine& one_layer_engine() {
   static std::unique_ptr<Engine> e = load_tiny([](EngineOptions& o) {
     o.prefill_block = 128;
-    o.decoding_prefill_block = 64;
-    o.decoding_prefill_layers = 1;  // a 64-token block through one layer a round
+    o.decoding_prefill.block = 64;
+    o.decoding_prefill.layers = 1;  // a 64-token block through one layer a round
   });
   return *e;
 }
@@ -274,9 +275,9 @@ TEST(Batching, PromptBlocksSpreadOverManyRoundsKeepTheSoloOutputs) {
 const Engine& paced_engine() {
   static std::unique_ptr<Engine> e = load_tiny([](EngineOptions& o) {
     o.prefill_block = 128;
-    o.decoding_prefill_block = 64;
-    o.decoding_prefill_layers = 0;
-    o.decoding_prefill_share = 0.05;  // a small share: the budget moves over its range
+    o.decoding_prefill.block = 64;
+    o.decoding_prefill.layers = 0;
+    o.decoding_prefill.share = 0.05;  // a small share: the budget moves over its range
   });
   return *e;
 }
@@ -315,7 +316,7 @@ TEST(Batching, CancelledPartWayThroughTheLayersLeavesTheSessionUsable) {
   // A 64-token block in 8 rounds (one layer each), then 3 layers of the next block (36 tokens).
   for (int round = 0; round < 8 + 3; ++round) batch.step({ga.get(), gb.get()}, out);
   ASSERT_EQ(gb->pending_prompt_tokens(), 100 - 64);
-  ASSERT_GT(gb->impl().block_in_flight, 0);
+  ASSERT_GT(impl_of(*gb).block_in_flight, 0);
   gb->cancel();
   EXPECT_EQ(gb->result().stop_reason, StopReason::kCancelled);
   EXPECT_TRUE(sb->tokens().empty());
@@ -349,7 +350,7 @@ TEST(Batching, AFailingStepLeavesTheOthersIntact) {
   auto gb = sb->start_completion(bad.prompt, bad.params, recorder(b), &st);
   ASSERT_TRUE(gb) << st.message;
   int calls = 0;
-  gb->impl().draft_source = [&](const std::vector<int32_t>&, int, std::vector<int32_t>&) {
+  impl_of(*gb).draft_source = [&](const std::vector<int32_t>&, int, std::vector<int32_t>&) {
     if (++calls == 3) throw Error("drafter failed");
   };
   GenerationBatch batch(engine);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/engine_impl.h"
+#include "runtime/engine_internal.h"
 #include "runtime/session_impl.h"
 #include "runtime/thought_budget.h"
 #include "runtime_harness.h"
@@ -104,7 +105,7 @@ TEST(ThoughtBudget, UnlimitedZeroAndInactive) {
 // starts with the unbudgeted answer's first N tokens.
 TEST(ReasoningBudget, SampledWithASeed) {
   const Engine& engine = tiny_engine();
-  const auto& closing = engine.impl().thought_closing_ids;
+  const auto& closing = impl_of(engine).thought_closing_ids;
   SamplingParams p;
   p.temperature = 1.0f;
   p.seed = 42;
@@ -124,7 +125,7 @@ TEST(ReasoningBudget, SampledWithASeed) {
 }
 
 TEST(ReasoningBudget, ClosingIsTheSentenceThenThinkEnd) {
-  const EngineImpl& e = tiny_engine().impl();
+  const EngineImpl& e = impl_of(tiny_engine());
   const auto& c = e.thought_closing_ids;
   ASSERT_FALSE(c.empty());
   EXPECT_EQ(std::count(c.begin(), c.end(), e.think_end_id), 1);
@@ -138,7 +139,7 @@ TEST(ReasoningBudget, ClosingIsTheSentenceThenThinkEnd) {
 // oracle). The closing streams on the reasoning channel up to </think>.
 TEST(ReasoningBudget, ClosesTheThoughtAfterExactlyNTokens) {
   const Engine& engine = tiny_engine();
-  const EngineImpl& e = engine.impl();
+  const EngineImpl& e = impl_of(engine);
   const auto& closing = e.thought_closing_ids;
   const int64_t F = int64_t(closing.size()), answer = 10;
   const std::vector<int32_t> prompt = prompt_of(engine, question());
@@ -212,7 +213,7 @@ TEST(ReasoningBudget, NoThoughtNoEffect) {
 TEST(ReasoningBudget, StopInsideTheClosing) {
   const Engine& engine = tiny_engine();
   const std::vector<int32_t> prompt = prompt_of(engine, question());
-  const auto& closing = engine.impl().thought_closing_ids;
+  const auto& closing = impl_of(engine).thought_closing_ids;
   for (int64_t cut : {1, 3}) {
     for (bool pld : {false, true}) {
       Status st;
@@ -236,7 +237,7 @@ TEST(ReasoningBudget, StopInsideTheClosing) {
 // closing. Either way output and timeline are those of plain decoding with the budget.
 TEST(ReasoningBudget, SpeculationNeverRunsPastTheBudget) {
   const Engine& engine = tiny_engine();
-  const EngineImpl& e = engine.impl();
+  const EngineImpl& e = impl_of(engine);
   const int64_t F = int64_t(e.thought_closing_ids.size());
   const std::vector<int32_t> prompt = prompt_of(engine, question());
   Status st;
@@ -253,7 +254,7 @@ TEST(ReasoningBudget, SpeculationNeverRunsPastTheBudget) {
       auto gen = session->start_chat(question(), budgeted(n, max_tokens, true), nullptr, &st);
       ASSERT_TRUE(st.ok()) << st.message;
       int64_t most_reach = 0;
-      gen->impl().draft_source = [&](const std::vector<int32_t>& history, int max_draft, std::vector<int32_t>& out) {
+      impl_of(*gen).draft_source = [&](const std::vector<int32_t>& history, int max_draft, std::vector<int32_t>& out) {
         const size_t done = history.size() - prompt.size();  // emitted so far, the pending one included
         if (int64_t(done) < n) most_reach = std::max(most_reach, int64_t(done) + max_draft + 1);
         for (int i = 0; i < max_draft && done + size_t(i) < source->tokens.size(); ++i)

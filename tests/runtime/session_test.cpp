@@ -8,6 +8,7 @@
 #include <random>
 
 #include "runtime/engine_impl.h"
+#include "runtime/engine_internal.h"
 #include "runtime/prefix_cache.h"
 #include "runtime/prompt_lookup.h"
 #include "runtime/session_impl.h"
@@ -29,7 +30,7 @@ std::vector<int32_t> random_ids(std::mt19937& rng, int n) {
 // Continuing after restore() is bit-identical to continuing directly.
 TEST(Snapshot, RestoreContinuesBitIdentically) {
   const Engine& engine = tiny_engine();
-  const EngineImpl& e = engine.impl();
+  const EngineImpl& e = impl_of(engine);
   std::mt19937 rng(1);
   const int64_t V = e.text_config().vocab_size;
   for (int prefix_len : {1, 5, 70}) {
@@ -51,7 +52,7 @@ TEST(Snapshot, RestoreContinuesBitIdentically) {
 // A block run with the recurrent delta rule equals token-by-token decoding bit for bit: this is
 // what makes prompt lookup decoding exact.
 TEST(Snapshot, RecurrentBlockEqualsSingleSteps) {
-  const EngineImpl& e = tiny_engine().impl();
+  const EngineImpl& e = impl_of(tiny_engine());
   const int64_t V = e.text_config().vocab_size;
   std::mt19937 rng(2);
   auto prompt = random_ids(rng, 20), block = random_ids(rng, 12);
@@ -65,7 +66,7 @@ TEST(Snapshot, RecurrentBlockEqualsSingleSteps) {
 }
 
 TEST(Snapshot, RewindRestoresDeltaNetAndTruncatesKv) {
-  const EngineImpl& e = tiny_engine().impl();
+  const EngineImpl& e = impl_of(tiny_engine());
   const int64_t V = e.text_config().vocab_size;
   std::mt19937 rng(3);
   auto prompt = random_ids(rng, 10), next = random_ids(rng, 5);
@@ -85,7 +86,7 @@ TEST(Snapshot, RewindRestoresDeltaNetAndTruncatesKv) {
 // Keeping part of a traced block (the accepted part of a verified draft) replays the DeltaNet
 // recurrences from the trace: the state is bit-identical to rewinding and feeding that part again.
 TEST(Snapshot, RewindIntoATracedBlockEqualsFeedingAgain) {
-  const EngineImpl& e = tiny_engine().impl();
+  const EngineImpl& e = impl_of(tiny_engine());
   const int64_t V = e.text_config().vocab_size;
   std::mt19937 rng(9);
   auto prompt = random_ids(rng, 15), block = random_ids(rng, 12), next = random_ids(rng, 3);
@@ -179,7 +180,7 @@ TEST(PromptLookup, VerifiedDraftsOfEveryQualityKeepGreedyOutput) {
     auto gen = session->start_completion(prompt, greedy(48, SpecMode::kPld), nullptr, &st);
     ASSERT_TRUE(st.ok());
     int calls = 0;
-    gen->impl().draft_source = [&](const std::vector<int32_t>& history, int max_tokens, std::vector<int32_t>& out) {
+    impl_of(*gen).draft_source = [&](const std::vector<int32_t>& history, int max_tokens, std::vector<int32_t>& out) {
       const size_t done = history.size() - prompt.size();  // generated so far (incl. the pending one)
       const int len = std::min(max_tokens, 1 + (calls * 5 + trial) % 16);
       const int wrong_at = (calls % 3 == 0) ? len : (calls * 7 + trial) % (len + 1);  // every 3rd draft is all right
@@ -223,7 +224,7 @@ TEST(PromptLookup, ExactAtTheEndOfTheContextAndAfterAStop) {
     EXPECT_EQ(plain.stop_reason, StopReason::kContextFull);
     auto session = engine->new_session();
     auto gen = session->start_completion(prompt, greedy(1000, SpecMode::kPld), nullptr, &st);
-    gen->impl().draft_source = [&](const std::vector<int32_t>& history, int max_tokens, std::vector<int32_t>& out) {
+    impl_of(*gen).draft_source = [&](const std::vector<int32_t>& history, int max_tokens, std::vector<int32_t>& out) {
       const size_t done = history.size() - prompt.size();
       for (int i = 0; i < max_tokens && done + size_t(i) < plain.tokens.size(); ++i) out.push_back(plain.tokens[done + size_t(i)]);
     };
@@ -245,7 +246,7 @@ TEST(PromptLookup, ExactAtTheEndOfTheContextAndAfterAStop) {
   params.speculative.mode = SpecMode::kPld;
   auto session = engine->new_session();
   auto gen = session->start_completion(prompt, params, nullptr, &st);
-  gen->impl().draft_source = [&](const std::vector<int32_t>& history, int max_tokens, std::vector<int32_t>& out) {
+  impl_of(*gen).draft_source = [&](const std::vector<int32_t>& history, int max_tokens, std::vector<int32_t>& out) {
     const size_t done = history.size() - prompt.size();
     for (int i = 0; i < max_tokens && done + size_t(i) < probe.tokens.size(); ++i) out.push_back(probe.tokens[done + size_t(i)]);
   };
@@ -288,7 +289,7 @@ TEST(Session, ProcessorAndVisionMergeSizesMustAgree) {
 }
 
 TEST(Session, RawCompletionsKeepThinkMarkersAsText) {
-  const EngineImpl& e = tiny_engine().impl();
+  const EngineImpl& e = impl_of(tiny_engine());
   EXPECT_FALSE(plan_completion(e, {1, 2, 3}).split_reasoning);
   ChatRequest r;
   r.messages.push_back(ChatMessage::Text("user", "hi"));
@@ -396,7 +397,7 @@ TEST(PrefixReuse, AcrossSessionsThroughSharedCache) {
 }
 
 TEST(PrefixCacheBudget, EvictsLeastRecentlyUsedWithinBudget) {
-  const EngineImpl& e = tiny_engine().impl();
+  const EngineImpl& e = impl_of(tiny_engine());
   std::mt19937 rng(5);
   Sequence seq(e);
   auto ids = random_ids(rng, 8);
@@ -410,15 +411,15 @@ TEST(PrefixCacheBudget, EvictsLeastRecentlyUsedWithinBudget) {
     s.feed_text(p.data(), 8, DeltaRuleMode::kAuto, 0, nullptr);
     std::shared_ptr<const SnapshotData> snap = s.snapshot();
     keys.push_back(snap->keys);
-    cache.impl().put(snap);
+    impl_of(cache).put(snap);
     EXPECT_LE(cache.bytes(), cache.budget());
   }
   EXPECT_EQ(cache.entries(), 3u);
-  EXPECT_EQ(cache.impl().find(keys[0].data(), 8), nullptr);  // oldest evicted
-  EXPECT_NE(cache.impl().find(keys[5].data(), 8), nullptr);
-  EXPECT_EQ(cache.impl().find(keys[5].data(), 7), nullptr);  // longer than allowed
+  EXPECT_EQ(impl_of(cache).find(keys[0].data(), 8), nullptr);  // oldest evicted
+  EXPECT_NE(impl_of(cache).find(keys[5].data(), 8), nullptr);
+  EXPECT_EQ(impl_of(cache).find(keys[5].data(), 7), nullptr);  // longer than allowed
   PrefixCache tiny(one / 2);
-  tiny.impl().put(seq.snapshot());
+  impl_of(tiny).put(seq.snapshot());
   EXPECT_EQ(tiny.entries(), 0u);  // larger than the whole budget: not stored
 }
 

@@ -3,6 +3,7 @@
 
 #include <random>
 
+#include "runtime/engine_internal.h"
 #include "runtime/session_impl.h"
 #include "runtime/spec_policy.h"
 #include "runtime_harness.h"
@@ -144,7 +145,7 @@ TEST(SpecPolicy, AutoBacksOffWhenDraftsFail) {
   Status st;
   const GenerationResult plain = engine.new_session()->complete(prompt, greedy(60, SpecMode::kOff), nullptr, &st);
   auto session = engine.new_session();
-  SpecCosts& costs = session->impl().spec_costs;
+  SpecCosts& costs = impl_of(*session).spec_costs;
   for (int n = 1; n <= SpecCosts::kMaxBlock; ++n) costs.record_block(n, 10.0 * (1 + 0.15 * (n - 1)));
   costs.record_mtp_step(1.0);
   costs.freeze();

@@ -13,6 +13,7 @@
 #include "io/gguf_writer.h"
 #include "model/gguf_export.h"
 #include "runtime/engine_impl.h"
+#include "runtime/engine_internal.h"
 #include "runtime/prefix_cache.h"
 #include "runtime/sampler.h"
 #include "runtime/session_impl.h"
@@ -75,7 +76,7 @@ HeadState reference_head_state(const EngineImpl& e, const std::vector<int32_t>& 
 
 // Cache rows of the tiny model's head as f32, whatever the cache's dtype.
 std::vector<float> rows_f32(const std::vector<uint8_t>& raw, int64_t pairs) {
-  const TextConfig& cfg = tiny_engine().impl().text_config();
+  const TextConfig& cfg = impl_of(tiny_engine()).text_config();
   const int64_t row = int64_t(cfg.num_kv_heads) * cfg.head_dim;
   if (pairs == 0) return {};
   const DType dtype = raw.size() == size_t(pairs * row) * 2 ? DType::F16 : DType::F32;
@@ -100,7 +101,7 @@ TEST(MtpSpeculation, TheTinyModelHasAHeadAndTheEngineRunsIt) {
   const Engine& engine = tiny_engine();
   EXPECT_TRUE(engine.info().has_mtp);
   EXPECT_TRUE(engine.info().mtp_active);
-  EXPECT_NE(engine.impl().mtp, nullptr);
+  EXPECT_NE(impl_of(engine).mtp, nullptr);
   EngineOptions o;
   o.model_dir = tiny_model_dir();
   o.speculative.mode = SpecMode::kPld;
@@ -121,7 +122,7 @@ TEST(MtpSpeculation, TheTinyModelHasAHeadAndTheEngineRunsIt) {
 // The head's cache has the trunk's element type (--kv-type), and speculation keeps greedy output
 // and the head's cache equal to a teacher-forced pass with either.
 TEST(MtpSpeculation, TheHeadsCacheHasTheEnginesKvType) {
-  const TextConfig& cfg = tiny_engine().impl().text_config();
+  const TextConfig& cfg = impl_of(tiny_engine()).text_config();
   const std::vector<int32_t> prompt = {11, 22, 33, 44, 55, 66, 77, 88, 99, 11, 22, 33};
   for (const char* kv_type : {"f16", "f32"}) {
     EngineOptions o;
@@ -138,10 +139,10 @@ TEST(MtpSpeculation, TheHeadsCacheHasTheEnginesKvType) {
     ASSERT_TRUE(st.ok()) << st.message;
     EXPECT_EQ(spec.tokens, plain.tokens) << kv_type;
     EXPECT_GT(spec.mtp_drafted, 0) << kv_type;
-    const HeadState got = head_state(session->impl().seq);
+    const HeadState got = head_state(impl_of(*session).seq);
     const size_t elem = std::string(kv_type) == "f16" ? 2 : 4;
     EXPECT_EQ(got.keys.size(), size_t(got.pairs) * size_t(cfg.num_kv_heads * cfg.head_dim) * elem) << kv_type;
-    expect_same_head_state(got, reference_head_state(engine->impl(), prompt, session->tokens()), kv_type);
+    expect_same_head_state(got, reference_head_state(impl_of(*engine), prompt, session->tokens()), kv_type);
   }
 }
 
@@ -150,7 +151,7 @@ TEST(MtpSpeculation, TheHeadsCacheHasTheEnginesKvType) {
 // refuses to load and auto decodes without it.
 TEST(MtpSpeculation, GgufModelsDraftWithTheirMtpBlock) {
   const std::string dir = temp_dir("spec_gguf");
-  const Model& folder = *tiny_engine().impl().model;
+  const Model& folder = *impl_of(tiny_engine()).model;
   for (bool with_mtp : {true, false}) {
     GgufExportOptions x;
     x.matrix_type = uniform_matrix_type(DType::BF16);
@@ -222,7 +223,7 @@ TEST(MtpSpeculation, GreedyEqualsPlainTokenForToken) {
       EXPECT_GT(r.mtp_drafted, 0);
       EXPECT_EQ(r.pld_drafted, 0);
       std::vector<int32_t> timeline = session->tokens();
-      expect_same_head_state(head_state(session->impl().seq), reference_head_state(engine.impl(), prompt, timeline),
+      expect_same_head_state(head_state(impl_of(*session).seq), reference_head_state(impl_of(engine), prompt, timeline),
                              "draft_max " + std::to_string(k));
     }
   }
@@ -255,7 +256,7 @@ GenerationResult run_logging_drafts(const Engine& engine, const std::vector<int3
                                        &st);
   EXPECT_TRUE(gen) << st.message;
   if (!gen) return {};
-  gen->impl().rewrite_mtp_draft = [&](const std::vector<int32_t>& history, std::vector<int32_t>& d) {
+  impl_of(*gen).rewrite_mtp_draft = [&](const std::vector<int32_t>& history, std::vector<int32_t>& d) {
     log[history.size()] = d;
   };
   while (gen->step()) {
@@ -271,13 +272,13 @@ TEST(MtpSpeculation, AReducedDraftVocabularyChangesTheDraftsNotTheOutput) {
   const auto full = engine_with_draft_vocab(0);
   const auto small = engine_with_draft_vocab(64);
   ASSERT_TRUE(full && small);
-  const DraftVocab& subset = *small->impl().draft_vocab;
-  EXPECT_TRUE(full->impl().draft_vocab->is_full());
+  const DraftVocab& subset = *impl_of(*small).draft_vocab;
+  EXPECT_TRUE(impl_of(*full).draft_vocab->is_full());
   EXPECT_EQ(full->info().mtp_draft_vocab, full->info().vocab_size);
   EXPECT_EQ(small->info().mtp_draft_vocab, subset.rows());
   EXPECT_LT(subset.rows(), 64 + 128);  // [0, 64) and the few groups of the added tokens
   for (const char* name : {"<|im_end|>", "<think>", "</think>"}) {
-    const auto id = small->impl().tokenizer->token_to_id(name);
+    const auto id = impl_of(*small).tokenizer->token_to_id(name);
     ASSERT_TRUE(id) << name;
     EXPECT_TRUE(subset.contains(*id)) << name;
   }
@@ -348,7 +349,7 @@ TEST(MtpSpeculation, AcceptedAndRejectedDraftsKeepGreedyOutputAndTheHeadsCache) 
     auto gen = session->start_completion(prompt, with_spec(greedy(40), SpecMode::kMtp, 5), nullptr, &st);
     ASSERT_TRUE(st.ok());
     int calls = 0;
-    gen->impl().rewrite_mtp_draft = [&](const std::vector<int32_t>& history, std::vector<int32_t>& d) {
+    impl_of(*gen).rewrite_mtp_draft = [&](const std::vector<int32_t>& history, std::vector<int32_t>& d) {
       const size_t done = history.size() - prompt.size();
       const int wrong_at = calls % 3 == 0 ? int(d.size()) : (calls * 5 + trial) % int(d.size() + 1);
       for (size_t i = 0; i < d.size() && done + i < plain.tokens.size(); ++i)
@@ -362,7 +363,8 @@ TEST(MtpSpeculation, AcceptedAndRejectedDraftsKeepGreedyOutputAndTheHeadsCache) 
     EXPECT_GT(r.mtp_accepted, 0);
     EXPECT_LT(r.mtp_accepted, r.mtp_drafted);
     EXPECT_EQ(session->tokens().size(), prompt.size() + plain.tokens.size() - 1);
-    expect_same_head_state(head_state(session->impl().seq), reference_head_state(engine.impl(), prompt, session->tokens()),
+    expect_same_head_state(head_state(impl_of(*session).seq),
+                           reference_head_state(impl_of(engine), prompt, session->tokens()),
                            "trial " + std::to_string(trial));
   }
 }
@@ -387,14 +389,14 @@ TEST(MtpSpeculation, ExactAtTheContextEndAndAfterAStopInsideAnAcceptedDraft) {
     EXPECT_EQ(plain.stop_reason, StopReason::kContextFull);
     auto session = engine->new_session();
     auto gen = session->start_completion(prompt, with_spec(greedy(1000), SpecMode::kMtp, 6), nullptr, &st);
-    gen->impl().rewrite_mtp_draft = right_drafts(prompt, plain.tokens);
+    impl_of(*gen).rewrite_mtp_draft = right_drafts(prompt, plain.tokens);
     while (gen->step()) {
     }
     EXPECT_EQ(gen->result().tokens, plain.tokens) << "ctx " << ctx;
     EXPECT_EQ(gen->result().stop_reason, StopReason::kContextFull);
     EXPECT_GT(gen->result().mtp_accepted, 0);
     EXPECT_EQ(session->tokens(), plain_session->tokens()) << "ctx " << ctx;
-    expect_same_head_state(head_state(session->impl().seq), head_state(plain_session->impl().seq), "ctx");
+    expect_same_head_state(head_state(impl_of(*session).seq), head_state(impl_of(*plain_session).seq), "ctx");
   }
   auto engine = engine_with_context(4096);
   Status st;
@@ -406,14 +408,14 @@ TEST(MtpSpeculation, ExactAtTheContextEndAndAfterAStopInsideAnAcceptedDraft) {
   ASSERT_EQ(plain.stop_reason, StopReason::kStopString);
   auto session = engine->new_session();
   auto gen = session->start_completion(prompt, with_spec(params, SpecMode::kMtp, 8), nullptr, &st);
-  gen->impl().rewrite_mtp_draft = right_drafts(prompt, probe.tokens);
+  impl_of(*gen).rewrite_mtp_draft = right_drafts(prompt, probe.tokens);
   while (gen->step()) {
   }
   EXPECT_EQ(gen->result().content, plain.content);
   EXPECT_EQ(gen->result().stop_reason, StopReason::kStopString);
   EXPECT_GT(gen->result().mtp_accepted, 0);
   EXPECT_EQ(session->tokens(), plain_session->tokens());
-  expect_same_head_state(head_state(session->impl().seq), head_state(plain_session->impl().seq), "stop");
+  expect_same_head_state(head_state(impl_of(*session).seq), head_state(impl_of(*plain_session).seq), "stop");
 }
 
 ChatRequest two_turns(const std::string& q1, const GenerationResult& a1, const std::string& q2) {
@@ -463,9 +465,9 @@ TEST(MtpSpeculation, PrefixReuseCarriesTheHeadsCache) {
     EXPECT_EQ(on_a.tokens, cold.tokens) << kv_type;
     EXPECT_EQ(on_b.tokens, cold.tokens) << kv_type;
     EXPECT_GT(on_a.mtp_drafted, 0);
-    const HeadState want = head_state(cold_session->impl().seq);
+    const HeadState want = head_state(impl_of(*cold_session).seq);
     for (Session* s : {a.get(), b.get()}) {
-      const HeadState got = head_state(s->impl().seq);
+      const HeadState got = head_state(impl_of(*s).seq);
       EXPECT_EQ(got.pairs, int64_t(s->tokens().size()) - 1);
       EXPECT_EQ(got.pairs, want.pairs);
       EXPECT_LE(max_rel_error(rows_f32(got.keys, got.pairs), rows_f32(want.keys, want.pairs)), tol) << kv_type;
@@ -484,18 +486,18 @@ TEST(MtpSpeculation, SnapshotsCarryTheHeadsCache) {
   session->complete(prompt, with_spec(greedy(6), SpecMode::kMtp, 2), nullptr, &st);
   ASSERT_TRUE(st.ok());
   auto snap = session->snapshot();
-  const HeadState before = head_state(session->impl().seq);
+  const HeadState before = head_state(impl_of(*session).seq);
   auto more = prompt;
   more.insert(more.end(), session->tokens().begin() + int64_t(prompt.size()), session->tokens().end());
   more.push_back(7);
   const GenerationResult direct = session->complete(more, with_spec(greedy(8), SpecMode::kMtp, 4), nullptr, &st);
   auto other = engine.new_session();
   other->restore(*snap);
-  expect_same_head_state(head_state(other->impl().seq), before, "restored");
+  expect_same_head_state(head_state(impl_of(*other).seq), before, "restored");
   const GenerationResult restored = other->complete(more, with_spec(greedy(8), SpecMode::kMtp, 4), nullptr, &st);
   EXPECT_EQ(direct.tokens, restored.tokens);
   EXPECT_EQ(direct.mtp_drafted, restored.mtp_drafted);
-  expect_same_head_state(head_state(other->impl().seq), head_state(session->impl().seq), "continued");
+  expect_same_head_state(head_state(impl_of(*other).seq), head_state(impl_of(*session).seq), "continued");
 }
 
 // Quantized at load (q8_0 and a K-quant mix): the head's drafts, accepted and rejected, keep the
@@ -519,7 +521,7 @@ TEST(MtpSpeculation, QuantizedWeightsKeepTheInvariants) {
     auto session = engine->new_session();
     auto gen = session->start_completion(prompt, with_spec(greedy(24), SpecMode::kMtp, 4), nullptr, &st);
     int calls = 0;
-    gen->impl().rewrite_mtp_draft = [&](const std::vector<int32_t>& history, std::vector<int32_t>& d) {
+    impl_of(*gen).rewrite_mtp_draft = [&](const std::vector<int32_t>& history, std::vector<int32_t>& d) {
       const size_t done = history.size() - prompt.size();
       const int wrong_at = calls++ % 2 == 0 ? int(d.size()) : calls % int(d.size());
       for (size_t i = 0; i < d.size() && done + i < plain.tokens.size(); ++i)
@@ -529,8 +531,8 @@ TEST(MtpSpeculation, QuantizedWeightsKeepTheInvariants) {
     }
     EXPECT_EQ(gen->result().tokens, plain.tokens) << weights;
     EXPECT_GT(gen->result().mtp_accepted, 0) << weights;
-    expect_same_head_state(head_state(session->impl().seq),
-                           reference_head_state(engine->impl(), prompt, session->tokens()), weights);
+    expect_same_head_state(head_state(impl_of(*session).seq),
+                           reference_head_state(impl_of(*engine), prompt, session->tokens()), weights);
   }
 }
 
@@ -583,8 +585,8 @@ TEST(SpeculativeSampling, SameTokensAsPlainSamplingForTheSameSeed) {
         for (size_t i = 0; i < d.size() && done + i < plain.tokens.size(); ++i)
           d[i] = int(i) == wrong_at ? (plain.tokens[done + i] + 1) % 1000 : plain.tokens[done + i];
       };
-      gen->impl().rewrite_mtp_draft = from_plain;
-      gen->impl().draft_source = [&](const std::vector<int32_t>& history, int max_tokens, std::vector<int32_t>& out) {
+      impl_of(*gen).rewrite_mtp_draft = from_plain;
+      impl_of(*gen).draft_source = [&](const std::vector<int32_t>& history, int max_tokens, std::vector<int32_t>& out) {
         out.assign(size_t(std::min(max_tokens, 4)), 0);
         from_plain(history, out);
       };
@@ -649,7 +651,7 @@ double chi_square_critical(int df) {
 // the same numbers to show that the test would see it.
 TEST(SpeculativeSampling, OutputDistributionMatchesPlainSampling) {
   const Engine& engine = tiny_engine();
-  const EngineImpl& e = engine.impl();
+  const EngineImpl& e = impl_of(engine);
   const std::vector<int32_t> prompt = {9707, 11, 1879, 0};
   SamplingParams p;
   p.temperature = 0.7f;
@@ -683,7 +685,7 @@ TEST(SpeculativeSampling, OutputDistributionMatchesPlainSampling) {
     Status st;
     auto gen = session->start_completion(prompt, with_spec(p, speculate ? SpecMode::kPld : SpecMode::kOff, 1), nullptr, &st);
     ASSERT_TRUE(st.ok());
-    gen->impl().draft_source = [&](const std::vector<int32_t>& history, int max_tokens, std::vector<int32_t>& out) {
+    impl_of(*gen).draft_source = [&](const std::vector<int32_t>& history, int max_tokens, std::vector<int32_t>& out) {
       const int32_t t1 = history.back();
       if (!draft_after.count(t1)) draft_after[t1] = likeliest_after(history)[0].first;
       out.assign(1, draft_after[t1]);
