@@ -19,9 +19,10 @@
 
 #include "core/error.h"
 #include "server/api_error.h"
-#include "server/http_transport.h"
+#include "server/http/json_error.h"
+#include "server/http/router.h"
+#include "server/http/transport.h"
 #include "server/openai_request.h"
-#include "server/router.h"
 
 namespace {
 

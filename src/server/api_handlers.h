@@ -10,7 +10,7 @@
 #include <memory>
 
 #include "qwen35/engine.h"
-#include "server/http_message.h"
+#include "server/http/message.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/worker.h"

@@ -4,11 +4,12 @@
 
 #include "server/api_error.h"
 #include "server/api_handlers.h"
-#include "server/http_transport.h"
+#include "server/http/json_error.h"
+#include "server/http/remote_image.h"
+#include "server/http/transport.h"
 #include "server/job_answer.h"
 #include "server/model_card.h"
 #include "server/openai_response.h"
-#include "server/remote_image.h"
 #include "server/request_pool.h"
 #include "server/ui_assets.h"
 

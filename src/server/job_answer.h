@@ -13,7 +13,7 @@
 
 #include "qwen35/engine.h"
 #include "server/api_error.h"
-#include "server/http_message.h"
+#include "server/http/message.h"
 #include "server/worker.h"
 
 namespace qwen35::server {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "server/api_error.h"
+#include "server/http/json_error.h"
 #include "server/openai_request.h"
 
 namespace qwen35::server {
