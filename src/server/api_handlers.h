@@ -12,7 +12,7 @@
 #include "qwen35/engine.h"
 #include "server/http/message.h"
 #include "server/metrics.h"
-#include "server/openai_request.h"
+#include "server/openai/request.h"
 #include "server/worker.h"
 
 namespace qwen35::server {

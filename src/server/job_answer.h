@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "qwen35/engine.h"
-#include "server/api_error.h"
 #include "server/http/message.h"
+#include "server/openai/api_error.h"
 #include "server/worker.h"
 
 namespace qwen35::server {

@@ -1,4 +1,4 @@
-#include "server/api_error.h"
+#include "server/openai/api_error.h"
 
 namespace qwen35::server {
 

@@ -28,7 +28,7 @@ class ApiError : public std::runtime_error {
 // 400 for a request field: `param` names the field, `code` is "invalid_type", "invalid_value", ...
 [[noreturn]] void bad_field(const std::string& param, const std::string& message, const std::string& code);
 
-// The error object for an ApiError (for any status/message pair: error_json in json_error.h).
+// The error object for an ApiError (any status/message pair: http/json_error.h).
 nlohmann::ordered_json error_json(const ApiError& e);
 
 // A failed Status from the engine as an API error: invalid input -> 400, context overflow -> 400
