@@ -11,9 +11,8 @@
 
 #include "qwen35/engine.h"
 #include "server/http/message.h"
-#include "server/metrics.h"
 #include "server/openai/request.h"
-#include "server/worker.h"
+#include "server/worker/worker.h"
 
 namespace qwen35::server {
 

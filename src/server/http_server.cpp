@@ -9,8 +9,8 @@
 #include "server/job_answer.h"
 #include "server/openai/api_error.h"
 #include "server/openai/response.h"
-#include "server/request_pool.h"
 #include "server/ui_assets.h"
+#include "server/worker/request_pool.h"
 
 namespace qwen35::server {
 namespace {

@@ -30,8 +30,8 @@
 
 #include "qwen35/engine.h"
 #include "server/http/router.h"
-#include "server/metrics.h"
-#include "server/worker.h"
+#include "server/worker/metrics.h"
+#include "server/worker/worker.h"
 
 namespace qwen35::server {
 

@@ -14,7 +14,7 @@
 #include "qwen35/engine.h"
 #include "server/http/message.h"
 #include "server/openai/api_error.h"
-#include "server/worker.h"
+#include "server/worker/worker.h"
 
 namespace qwen35::server {
 
