@@ -9,7 +9,7 @@
 #include "server/job_answer.h"
 #include "server/openai/api_error.h"
 #include "server/openai/response.h"
-#include "server/ui_assets.h"
+#include "server/ui/assets.h"
 #include "server/worker/request_pool.h"
 
 namespace qwen35::server {
