@@ -1,7 +1,7 @@
 # Writes a C++ source that embeds files as byte arrays: cmake -DOUT=... -DROOT=... -DFILES=a;b -P embed_files.cmake
 # Used for the web UI, which must work offline from the binary alone. FILES is '|'-separated.
 string(REPLACE "|" ";" FILES "${FILES}")
-set(content "// Generated from src/server/ui by cmake/embed_files.cmake. Do not edit.\n#include \"server/ui_assets.h\"\n\n#include <array>\n\nnamespace qwen35::server {\nnamespace {\n")
+set(content "// Generated from src/server/ui/web by cmake/embed_files.cmake. Do not edit.\n#include \"server/ui/assets.h\"\n\n#include <array>\n\nnamespace qwen35::server {\nnamespace {\n")
 set(table "")
 set(i 0)
 foreach(file ${FILES})

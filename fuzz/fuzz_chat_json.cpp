@@ -7,8 +7,8 @@
 #include <string>
 
 #include "core/error.h"
-#include "server/api_error.h"
-#include "server/openai_request.h"
+#include "server/openai/api_error.h"
+#include "server/openai/request.h"
 #include "text/chat_format.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

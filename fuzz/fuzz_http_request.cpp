@@ -18,10 +18,11 @@
 #include <thread>
 
 #include "core/error.h"
-#include "server/api_error.h"
-#include "server/http_transport.h"
-#include "server/openai_request.h"
-#include "server/router.h"
+#include "server/http/json_error.h"
+#include "server/http/router.h"
+#include "server/http/transport.h"
+#include "server/openai/api_error.h"
+#include "server/openai/request.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include "apps/qwen35/engine_options.h"
 #include "apps/qwen35/input_files.h"
 #include "core/error.h"
-#include "server/chat_json.h"
+#include "server/openai/chat_json.h"
 
 namespace qwen35::app {
 namespace {

@@ -197,7 +197,7 @@ int64_t reasoning_budget_from(const Args& args) {
   return args.get_int_in("--reasoning-budget", -1, -1, int64_t(1) << 30);
 }
 
-// The same ranges as the API's (openai_request.cpp).
+// The same ranges as the API's (server/openai/request.cpp).
 SamplingParams sampling_from(const Args& args, SamplingParams p) {
   p.temperature = float(args.get_double_in("--temp", p.temperature, 0, 2));
   p.top_p = float(args.get_double_in("--top-p", p.top_p, 0, 1));

@@ -1,8 +1,8 @@
 #include "server/api_handlers.h"
 
-#include "server/api_error.h"
 #include "server/job_answer.h"
-#include "server/openai_response.h"
+#include "server/openai/api_error.h"
+#include "server/openai/response.h"
 
 namespace qwen35::server {
 namespace {

@@ -10,10 +10,9 @@
 #include <memory>
 
 #include "qwen35/engine.h"
-#include "server/http_message.h"
-#include "server/metrics.h"
-#include "server/openai_request.h"
-#include "server/worker.h"
+#include "server/http/message.h"
+#include "server/openai/request.h"
+#include "server/worker/worker.h"
 
 namespace qwen35::server {
 

@@ -2,15 +2,15 @@
 
 #include <chrono>
 
-#include "server/api_error.h"
 #include "server/api_handlers.h"
-#include "server/http_transport.h"
+#include "server/http/json_error.h"
+#include "server/http/remote_image.h"
+#include "server/http/transport.h"
 #include "server/job_answer.h"
-#include "server/model_card.h"
-#include "server/openai_response.h"
-#include "server/remote_image.h"
-#include "server/request_pool.h"
-#include "server/ui_assets.h"
+#include "server/openai/api_error.h"
+#include "server/openai/response.h"
+#include "server/ui/assets.h"
+#include "server/worker/request_pool.h"
 
 namespace qwen35::server {
 namespace {

@@ -1,5 +1,5 @@
-// The HTTP side of `qwen35 serve`: the transport (event-driven, bounded; http_transport.h), the
-// route table and its access checks (router.h), the embedded web UI, /health and /metrics.
+// The HTTP side of `qwen35 serve`: the transport (event-driven, bounded; http/transport.h), the
+// route table and its access checks (http/router.h), the embedded web UI, /health and /metrics.
 //
 // Threads: one io thread moves every byte of every connection; a small request pool parses,
 // validates and prepares generating requests; the worker runs the model. Slow or idle clients
@@ -17,8 +17,8 @@
 //   POST /v1/completions         raw prompt (string or token ids)
 //   GET  /, /<asset>             the embedded web UI (exact names only), Cache-Control: no-cache
 // Unknown paths are 404, other methods on known paths 405; every error is
-// {"error": {"message", "type", "param", "code"}}. See router.h for the checks before a body is
-// read and http_transport.h for the limits.
+// {"error": {"message", "type", "param", "code"}}. See http/router.h for the checks before a body is
+// read and http/transport.h for the limits.
 #pragma once
 
 #include <atomic>
@@ -29,9 +29,9 @@
 #include <vector>
 
 #include "qwen35/engine.h"
-#include "server/metrics.h"
-#include "server/router.h"
-#include "server/worker.h"
+#include "server/http/router.h"
+#include "server/worker/metrics.h"
+#include "server/worker/worker.h"
 
 namespace qwen35::server {
 

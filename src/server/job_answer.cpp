@@ -2,7 +2,7 @@
 
 #include <atomic>
 
-#include "server/openai_response.h"
+#include "server/openai/response.h"
 
 namespace qwen35::server {
 namespace {

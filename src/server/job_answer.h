@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "qwen35/engine.h"
-#include "server/api_error.h"
-#include "server/http_message.h"
-#include "server/worker.h"
+#include "server/http/message.h"
+#include "server/openai/api_error.h"
+#include "server/worker/worker.h"
 
 namespace qwen35::server {
 

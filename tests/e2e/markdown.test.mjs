@@ -1,10 +1,10 @@
-// Unit tests of the web UI's Markdown renderer and code highlighter (src/server/ui), imported
+// Unit tests of the web UI's Markdown renderer and code highlighter (src/server/ui/web), imported
 // directly as ES modules: node --test tests/e2e/markdown.test.mjs
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { parseMarkdown, parseInline, renderMarkdownToHtml as md, safeUrl, toHtml } from '../../src/server/ui/markdown.js';
-import { highlight, languageOf } from '../../src/server/ui/highlight.js';
+import { parseMarkdown, parseInline, renderMarkdownToHtml as md, safeUrl, toHtml } from '../../src/server/ui/web/markdown.js';
+import { highlight, languageOf } from '../../src/server/ui/web/highlight.js';
 
 // Every tag and attribute the renderer may produce; dom.js enforces the same lists in the page.
 const TAGS = new Set(['p', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'em', 'strong', 'del', 'code', 'pre', 'ul', 'ol', 'li',

@@ -1,11 +1,11 @@
-// Unit tests of the web UI's pure modules (src/server/ui): the SSE parser and stream reader, the
+// Unit tests of the web UI's pure modules (src/server/ui/web): the SSE parser and stream reader, the
 // request builder, the speed line, and conversation storage with its quota guard.
 // node --test tests/e2e/ui_modules.test.mjs
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { SseParser, authHeaders, buildMessages, buildRequest, errorFrom, fetchModel, formatStats, statsFrom, streamChat } from '../../src/server/ui/api.js';
-import { DEFAULT_SETTINGS, Store, isQuotaError, titleOf, withoutImages } from '../../src/server/ui/storage.js';
+import { SseParser, authHeaders, buildMessages, buildRequest, errorFrom, fetchModel, formatStats, statsFrom, streamChat } from '../../src/server/ui/web/api.js';
+import { DEFAULT_SETTINGS, Store, isQuotaError, titleOf, withoutImages } from '../../src/server/ui/web/storage.js';
 
 test('SSE: events split anywhere, CRLF, multi-line data, comments, a last event without its blank line', () => {
   const stream = ': comment\r\ndata: {"a":1}\r\n\r\ndata: one\ndata: two\n\nevent: x\nid: 3\ndata:[DONE]';

@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "server/chat_json.h"
+#include "server/openai/chat_json.h"
 #include "support/test_data.h"
 
 namespace qwen35::test {

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/http_server.h"
-#include "server/ui_assets.h"
+#include "server/ui/assets.h"
 #include "server_harness.h"
 
 namespace qwen35::server {

@@ -1,7 +1,7 @@
 // The Prometheus exposition: counters summed over finished generations.
 #include <gtest/gtest.h>
 
-#include "server/metrics.h"
+#include "server/worker/metrics.h"
 
 namespace qwen35::server {
 namespace {

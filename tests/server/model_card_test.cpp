@@ -1,5 +1,5 @@
 // /v1/models' "meta" for a GGUF model: the file's format, type and size.
-#include "server/model_card.h"
+#include "server/openai/response.h"
 
 #include <gtest/gtest.h>
 

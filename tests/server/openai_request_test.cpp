@@ -2,8 +2,9 @@
 // right status, param and code.
 #include <gtest/gtest.h>
 
-#include "server/api_error.h"
-#include "server/openai_request.h"
+#include "server/http/json_error.h"
+#include "server/openai/api_error.h"
+#include "server/openai/request.h"
 
 namespace qwen35::server {
 namespace {

@@ -1,7 +1,7 @@
 // Response JSON and the exact SSE bytes of chat and completion streams.
 #include <gtest/gtest.h>
 
-#include "server/openai_response.h"
+#include "server/openai/response.h"
 
 namespace qwen35::server {
 namespace {

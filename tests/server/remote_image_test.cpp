@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "server/http/remote_image.h"
 #include "server/http_server.h"
-#include "server/remote_image.h"
 #include "server_harness.h"
 #include "support/test_data.h"
 

@@ -1,8 +1,8 @@
 // Tool calls in Qwen3.5's XML format -> OpenAI tool_calls, non-streaming and streamed.
 #include <gtest/gtest.h>
 
-#include "server/openai_response.h"
-#include "server/tool_calls.h"
+#include "server/openai/response.h"
+#include "server/openai/tool_calls.h"
 
 namespace qwen35::server {
 namespace {

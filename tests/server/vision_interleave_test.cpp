@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "image_test_encoders.h"
-#include "server/worker.h"
+#include "server/worker/worker.h"
 #include "server_harness.h"
 #include "support/test_data.h"
 

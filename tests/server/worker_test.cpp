@@ -5,7 +5,7 @@
 
 #include <chrono>
 
-#include "server/worker.h"
+#include "server/worker/worker.h"
 #include "server_harness.h"
 
 namespace qwen35::server {

@@ -1,4 +1,4 @@
-#include "server/chat_json.h"
+#include "server/openai/chat_json.h"
 
 #include <fstream>
 #include <sstream>

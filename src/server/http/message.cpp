@@ -1,4 +1,4 @@
-#include "server/http_message.h"
+#include "server/http/message.h"
 
 #include <cctype>
 

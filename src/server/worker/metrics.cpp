@@ -1,4 +1,4 @@
-#include "server/metrics.h"
+#include "server/worker/metrics.h"
 
 #include <sstream>
 

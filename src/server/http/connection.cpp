@@ -1,4 +1,4 @@
-#include "server/http_connection.h"
+#include "server/http/connection.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -7,6 +7,8 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/status.hpp>
+
+#include "server/http/json_error.h"
 
 namespace qwen35::server {
 namespace {

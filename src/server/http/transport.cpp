@@ -1,4 +1,4 @@
-#include "server/http_transport.h"
+#include "server/http/transport.h"
 
 #include <sys/resource.h>
 
@@ -11,8 +11,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
-#include "server/api_error.h"
-#include "server/http_connection.h"
+#include "server/http/connection.h"
 
 namespace qwen35::server {
 namespace {
@@ -39,15 +38,6 @@ size_t connection_cap(size_t wanted) {
 }
 
 }  // namespace
-
-HttpResponse json_error_response(int status, const std::string& message, const std::string& code) {
-  HttpResponse r;
-  r.status = status;
-  r.body = error_json(status, message, "", "", code).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-  r.set_header("Content-Type", "application/json");
-  if (status == 503) r.set_header("Retry-After", "1");
-  return r;
-}
 
 struct HttpTransport::Impl {
   Impl(HttpLimits limits, Handlers handlers, int threads) : io_threads(std::max(1, threads)) {

@@ -29,7 +29,7 @@
 #include <optional>
 #include <string>
 
-#include "server/http_message.h"
+#include "server/http/message.h"
 
 namespace qwen35::server {
 
@@ -83,8 +83,5 @@ class HttpTransport {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// The error answer of the transport and the routes: {"error": {...}} as application/json.
-HttpResponse json_error_response(int status, const std::string& message, const std::string& code);
 
 }  // namespace qwen35::server

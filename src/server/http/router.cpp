@@ -1,9 +1,9 @@
-#include "server/router.h"
+#include "server/http/router.h"
 
 #include <algorithm>
 #include <exception>
 
-#include "server/http_transport.h"
+#include "server/http/json_error.h"
 
 namespace qwen35::server {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/tool_calls.h"
+#include "server/openai/tool_calls.h"
 
 #include "core/json_parse.h"
 

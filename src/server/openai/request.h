@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qwen35/engine.h"
-#include "server/chat_json.h"
+#include "server/openai/chat_json.h"
 
 namespace qwen35::server {
 

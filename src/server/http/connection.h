@@ -1,5 +1,5 @@
 // One client connection of HttpTransport (internal to it): the request/answer state machine of
-// http_transport.h on one socket. Everything here runs on the connection's strand; the public
+// transport.h on one socket. Everything here runs on the connection's strand; the public
 // methods post there and may be called from any thread.
 #pragma once
 
@@ -20,7 +20,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
-#include "server/http_transport.h"
+#include "server/http/transport.h"
 
 namespace qwen35::server {
 
@@ -63,7 +63,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Closes at once, whatever it is doing.
   void force_close();
 
-  // For the Responder of the request in progress (see http_connection.cpp).
+  // For the Responder of the request in progress (see connection.cpp).
   struct Exchange;
 
  private:

@@ -1,4 +1,4 @@
-#include "server/worker.h"
+#include "server/worker/worker.h"
 
 #include <algorithm>
 

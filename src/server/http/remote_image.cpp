@@ -1,4 +1,4 @@
-#include "server/remote_image.h"
+#include "server/http/remote_image.h"
 
 #include <chrono>
 #include <optional>

@@ -1,5 +1,5 @@
 // HTTP requests and answers as the routes see them, independent of the library that reads the
-// socket (http_transport.h). A Responder is the far end of one request: whoever holds it answers
+// socket (transport.h). A Responder is the far end of one request: whoever holds it answers
 // once, either whole (respond) or as a stream (start_stream, write, end_stream), from any thread.
 #pragma once
 

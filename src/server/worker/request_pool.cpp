@@ -1,4 +1,4 @@
-#include "server/request_pool.h"
+#include "server/worker/request_pool.h"
 
 #include <sys/resource.h>
 #include <sys/syscall.h>

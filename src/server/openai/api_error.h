@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qwen35/engine.h"
+#include "server/http/json_error.h"
 
 namespace qwen35::server {
 
@@ -27,14 +28,8 @@ class ApiError : public std::runtime_error {
 // 400 for a request field: `param` names the field, `code` is "invalid_type", "invalid_value", ...
 [[noreturn]] void bad_field(const std::string& param, const std::string& message, const std::string& code);
 
-// The error object for an ApiError (or any status/message pair).
+// The error object for an ApiError (any status/message pair: http/json_error.h).
 nlohmann::ordered_json error_json(const ApiError& e);
-nlohmann::ordered_json error_json(int status, const std::string& message, const std::string& type, const std::string& param = "",
-                          const std::string& code = "");
-
-// The error type OpenAI uses for an HTTP status (400 -> invalid_request_error, 401 ->
-// authentication_error, 404 -> not_found_error, 503 -> unavailable_error, ...).
-const char* error_type_for(int status);
 
 // A failed Status from the engine as an API error: invalid input -> 400, context overflow -> 400
 // "context_length_exceeded", unavailable -> 503, internal -> 500.

@@ -1,6 +1,6 @@
-#include "server/openai_response.h"
+#include "server/openai/response.h"
 
-#include "server/tool_calls.h"
+#include "server/openai/tool_calls.h"
 
 #include <chrono>
 #include <random>
@@ -131,6 +131,22 @@ json text_completion_json(const ResponseMeta& meta, const std::string& text, con
   return json{{"id", meta.id},           {"object", "text_completion"}, {"created", meta.created},
               {"model", meta.model},     {"choices", json::array({choice})},
               {"usage", usage_json(r)}, {"timings", timings_json(r)}};
+}
+
+nlohmann::json model_meta(const ModelInfo& info) {
+  nlohmann::json m = {{"context_size", info.context_size},
+                      {"has_vision", info.has_vision},
+                      {"vocab_size", info.vocab_size},
+                      {"num_layers", info.num_layers},
+                      {"hidden_size", info.hidden_size},
+                      {"weight_bytes", info.weight_bytes},
+                      {"format", info.format},
+                      {"file_type", info.file_type},
+                      {"file_bytes", info.file_bytes},
+                      {"has_mtp", info.has_mtp},
+                      {"kernels", info.kernels}};
+  if (!info.mmproj_path.empty()) m["mmproj"] = info.mmproj_path;
+  return m;
 }
 
 std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }

@@ -1,4 +1,4 @@
-#include "server/openai_request.h"
+#include "server/openai/request.h"
 
 #include "core/json_parse.h"
 
@@ -7,7 +7,7 @@
 #include <limits>
 #include <sstream>
 
-#include "server/api_error.h"
+#include "server/openai/api_error.h"
 
 namespace qwen35::server {
 namespace {

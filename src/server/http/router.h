@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "server/http_message.h"
+#include "server/http/message.h"
 
 namespace qwen35::server {
 

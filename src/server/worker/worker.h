@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "qwen35/engine.h"
-#include "server/metrics.h"
+#include "server/worker/metrics.h"
 
 namespace qwen35::server {
 

@@ -1,5 +1,5 @@
-// The web UI's files, embedded into the binary at build time (src/server/ui/*), so the chat page
-// works offline with nothing but the qwen35 binary.
+// The web UI's files (src/server/ui/web/*), embedded into the binary at build time, so the chat
+// page works offline with nothing but the qwen35 binary.
 #pragma once
 
 #include <string_view>

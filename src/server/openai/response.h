@@ -1,5 +1,6 @@
 // Public result types -> OpenAI response JSON: chat.completion, chat.completion.chunk (SSE),
-// text_completion, usage (with prompt_tokens_details.cached_tokens) and llama.cpp-style timings.
+// text_completion, usage (with prompt_tokens_details.cached_tokens), llama.cpp-style timings and
+// the "meta" of a /v1/models entry.
 //
 // The stream writers turn a generation's events into the exact bytes of a Server-Sent Events
 // stream, so the HTTP layer only moves strings and the format is testable without a socket.
@@ -13,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qwen35/engine.h"
-#include "server/api_error.h"
+#include "server/openai/api_error.h"
 
 namespace qwen35::server {
 
@@ -53,6 +54,10 @@ nlohmann::ordered_json chat_completion_json(const ResponseMeta& meta, const Gene
 nlohmann::ordered_json text_completion_json(const ResponseMeta& meta, const std::string& text, const GenerationResult& r,
                                     const std::vector<TokenLogprob>* lps, int top_n, const TokenText& token_text,
                                     size_t text_offset);
+
+// The "meta" object of a /v1/models entry: what the server runs (file format and type, sizes,
+// context, vision, MTP), built from the engine's ModelInfo.
+nlohmann::json model_meta(const ModelInfo& info);
 
 // JSON text, with invalid UTF-8 (a token's raw bytes can end mid-character) replaced.
 std::string dump_json(const nlohmann::ordered_json& j);
