@@ -26,6 +26,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
 fi
 
+# Only what `qwen35` needs: the tests, benchmarks and fuzzers are built by scripts/test.sh.
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)"
-echo "setup: built build/bin/qwen35"
+cmake --build build -j"$(nproc)" --target qwen35_cli
+# Installed where a shell finds it: /usr/local as root, else ~/.local (QWEN35_PREFIX overrides),
+# with the bundled tiny model beside it (share/qwen35) for the commands run without -m.
+if [ -n "${QWEN35_PREFIX:-}" ]; then prefix="$QWEN35_PREFIX"
+elif [ "$(id -u)" -eq 0 ]; then prefix=/usr/local
+else prefix="$HOME/.local"
+fi
+cmake --install build --prefix "$prefix" >/dev/null
+echo "setup: built build/bin/qwen35 and installed it as $prefix/bin/qwen35"
+case ":$PATH:" in
+  *":$prefix/bin:"*) ;;
+  *) echo "setup: $prefix/bin is not on PATH; add it: export PATH=\"$prefix/bin:\$PATH\"" ;;
+esac

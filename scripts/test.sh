@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup-debian.sh
+cmake --build build -j"$(nproc)"  # the tests, benchmarks and fuzzers too
 if [ ! -d tests/e2e/node_modules ]; then
   (cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error)
 fi

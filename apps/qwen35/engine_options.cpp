@@ -71,9 +71,11 @@ std::string bundled_model_dir() {
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return "";
-  const fs::path dir = exe.parent_path() / ".." / ".." / "tests" / "data" / "tiny-qwen35";
-  if (!fs::exists(dir / "config.json", ec)) return "";
-  return fs::weakly_canonical(dir, ec).string();
+  // Installed (bin/../share/qwen35), or in the build tree (build/bin/../../tests/data).
+  for (const fs::path& dir : {exe.parent_path() / ".." / "share" / "qwen35" / "tiny-qwen35",
+                             exe.parent_path() / ".." / ".." / "tests" / "data" / "tiny-qwen35"})
+    if (fs::exists(dir / "config.json", ec)) return fs::weakly_canonical(dir, ec).string();
+  return "";
 }
 
 std::string default_weights(const std::string& model_dir, std::string* notice) {

@@ -13,7 +13,7 @@ void print_usage() {
       "usage: qwen35 <command> [options]\n\n"
       "commands:\n");
   for (const qwen35::app::Command& c : qwen35::app::commands()) std::printf("  %-10s %s\n", c.name, c.summary);
-  std::printf("\nRun 'qwen35 <command> --help' for the options of one command.\n");
+  std::printf("\nRun 'qwen35 <command> --help' for the options of one command; 'qwen35 --version' for the build.\n");
 }
 
 }  // namespace
@@ -22,6 +22,10 @@ int main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
     print_usage();
     return argc < 2 ? 2 : 0;
+  }
+  if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "version")) {
+    std::printf("qwen35 %s (%s)\n", QWEN35_VERSION, QWEN35_GIT_COMMIT);
+    return 0;
   }
   for (const qwen35::app::Command& c : qwen35::app::commands()) {
     if (c.name != std::string(argv[1])) continue;
