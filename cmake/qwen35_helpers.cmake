@@ -3,6 +3,9 @@ add_library(qwen35_options INTERFACE)
 target_compile_options(qwen35_options INTERFACE
   -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers)
 target_compile_features(qwen35_options INTERFACE cxx_std_20)
+if(QWEN35_WERROR)  # CI: a warning in our own code fails the build
+  target_compile_options(qwen35_options INTERFACE -Werror)
+endif()
 if(QWEN35_SANITIZE)
   target_compile_options(qwen35_options INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer)
   target_link_options(qwen35_options INTERFACE -fsanitize=address,undefined)

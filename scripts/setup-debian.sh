@@ -27,7 +27,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # Only what `qwen35` needs: the tests, benchmarks and fuzzers are built by scripts/test.sh.
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DQWEN35_WERROR="${QWEN35_WERROR:-OFF}" >/dev/null
 cmake --build build -j"$(nproc)" --target qwen35_cli
 # Installed where a shell finds it: /usr/local as root, else ~/.local (QWEN35_PREFIX overrides),
 # with the bundled tiny model beside it (share/qwen35) for the commands run without -m.

@@ -28,7 +28,7 @@ namespace qwen35::app {
 namespace {
 
 const char* kHelp =
-    "usage: qwen35 bench -m MODEL [-p 512] [-n 128] [-d 0] [-t 1,2] [-np 1,4] [-r 5] [--json] [--weights TYPE]\n\n"
+    "usage: qwen35 bench [-m MODEL] [-p 512] [-n 128] [-d 0] [-t 1,2] [-np 1,4] [-r 5] [--json] [--weights TYPE]\n\n"
     "Measures prompt processing (pp: -p tokens in prefill blocks, logits of the last) and token\n"
     "generation (tg: -n single-token steps with full logits) on random token ids, after -d tokens\n"
     "of context, for each thread count of -t, -r times each (after a warm-up: one prompt run, or 8 generated tokens), like\n"
@@ -143,7 +143,7 @@ int cmd_bench(int argc, char** argv) {
   if (n_prompt < 0 || n_gen < 0 || depth < 0) fail("-p, -n and -d must be >= 0");
   if (reps < 1 || reps > 1000) fail("-r must be between 1 and 1000");
   const bool json = args.has("--json");
-  EngineOptions options = engine_options_from(args, false);
+  EngineOptions options = engine_options_from(args);
   const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
   const std::vector<int> threads = args.has("-t") ? parse_counts(args.require("-t"), "-t", "thread count", 1024) : std::vector<int>{cores};
   const std::vector<int> parallel = args.has("-np") ? parse_counts(args.require("-np"), "-np", "sequence count", 64) : std::vector<int>{1};

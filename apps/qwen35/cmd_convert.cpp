@@ -6,6 +6,7 @@
 #include <string>
 
 #include "apps/qwen35/args.h"
+#include "apps/qwen35/engine_options.h"
 #include "apps/qwen35/quant_presets.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -20,7 +21,7 @@ namespace qwen35::app {
 namespace {
 
 const char* kUsage =
-    "usage: qwen35 convert -m HF_DIR|MODEL.gguf --out MODEL.gguf [--type TYPE] [--mmproj OUT.gguf]\n"
+    "usage: qwen35 convert [-m HF_DIR|MODEL.gguf] --out MODEL.gguf [--type TYPE] [--mmproj OUT.gguf]\n"
     "                      [--mmproj-type f16|bf16|f32|q8_0] [--no-mtp] [--threads N]\n"
     "\n"
     "Writes the model as a GGUF file for llama.cpp and qwen35 (names, metadata, tokenizer, chat\n"
@@ -58,8 +59,7 @@ int cmd_convert(int argc, char** argv) {
     std::printf(kUsage, preset_names().c_str());
     return 0;
   }
-  const std::string input = args.get("-m").value_or(args.get_or("--model", ""));
-  if (input.empty()) fail("missing -m HF_DIR|MODEL.gguf (see --help)");
+  const std::string input = model_or_bundled(args);
   const std::string out = args.require("--out");
   const bool from_gguf = is_gguf_file(input);
   const std::string type_name = args.get_or("--type", from_gguf ? "" : "bf16");

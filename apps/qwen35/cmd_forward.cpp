@@ -21,7 +21,7 @@ namespace qwen35::app {
 namespace {
 
 const char* kUsage =
-    "usage: qwen35 forward -m MODEL --ids 1,2,3 [--image FILE ...] --out FILE.safetensors [options]\n"
+    "usage: qwen35 forward [-m MODEL] --ids 1,2,3 [--image FILE ...] --out FILE.safetensors [options]\n"
     "\n"
     "Runs the decoder over the ids (prefill in blocks) and writes F32 tensors:\n"
     "  logits                  [T, vocab]   logits at every position\n"
@@ -191,8 +191,7 @@ int run_forward(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  const std::string model_dir = args.get("-m").value_or(args.get_or("--model", ""));
-  if (model_dir.empty()) fail("missing -m MODEL (see --help)");
+  const std::string model_dir = model_or_bundled(args);
   std::vector<int32_t> ids = parse_id_list(args.require("--ids"));
   const std::string out_path = args.require("--out");
   bool dump_hidden = false, dump_cache = false, dump_mtp = false;

@@ -15,7 +15,7 @@ namespace qwen35::app {
 namespace {
 
 const char* kUsage =
-    "usage: qwen35 generate -m MODEL_DIR (--ids 1,2,3 | --messages FILE.json) [-n N] [options]\n"
+    "usage: qwen35 generate [-m MODEL_DIR] (--ids 1,2,3 | --messages FILE.json) [-n N] [options]\n"
     "\n"
     "Greedy by default (--temp 0). --ids feeds raw token ids (no template); --messages renders\n"
     "OpenAI-style chat messages (text parts, image_url parts with a data: URI or a local path)\n"

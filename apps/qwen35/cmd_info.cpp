@@ -5,6 +5,7 @@
 #include <string>
 
 #include "apps/qwen35/args.h"
+#include "apps/qwen35/engine_options.h"
 #include "core/error.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
@@ -13,7 +14,7 @@ namespace qwen35::app {
 namespace {
 
 const char* kUsage =
-    "usage: qwen35 info -m MODEL [--mmproj FILE] [--no-mmproj] [--mtp FILE]\n"
+    "usage: qwen35 info [-m MODEL] [--mmproj FILE] [--no-mmproj] [--mtp FILE]\n"
     "\n"
     "Prints the architecture, the tensor types per tensor kind, sizes, context length and whether\n"
     "the model has a vision tower and an MTP block. MODEL is a Hugging Face folder or a GGUF file.\n";
@@ -39,8 +40,7 @@ int cmd_info(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  const std::string path = args.get("-m").value_or(args.get_or("--model", ""));
-  if (path.empty()) fail("missing -m MODEL (see --help)");
+  const std::string path = model_or_bundled(args);
   ModelLoadOptions files;
   files.prepare = false;  // the tensors as stored: no repacking for a kernel table
   files.mmproj = args.get_or("--mmproj", "");

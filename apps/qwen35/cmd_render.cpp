@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/qwen35/args.h"
+#include "apps/qwen35/engine_options.h"
 #include "apps/qwen35/input_files.h"
 #include "core/error.h"
 #include "io/gguf.h"
@@ -23,7 +24,7 @@ namespace {
 using json = nlohmann::ordered_json;
 
 const char* kUsage =
-    "usage: qwen35 render -m MODEL_DIR --messages FILE.json [--kwargs JSON] [--tools FILE.json]\n"
+    "usage: qwen35 render [-m MODEL_DIR] --messages FILE.json [--kwargs JSON] [--tools FILE.json]\n"
     "                     [--no-generation-prompt]\n"
     "\n"
     "Renders chat messages with the Qwen3.5 chat template and prints the prompt exactly.\n"
@@ -88,8 +89,7 @@ Request read_request(int argc, char** argv, bool& help) {
   help = args.has("--help") || args.has("-h");
   if (help) return {};
   if (!args.positionals().empty()) throw UsageError(str("unexpected argument '", args.positionals()[0], "'"));
-  const std::string model_dir = args.get("-m").value_or(args.get_or("--model", ""));
-  if (model_dir.empty()) throw UsageError("missing -m MODEL_DIR (see --help)");
+  const std::string model_dir = model_or_bundled(args);
   const auto messages_path = args.get("--messages");
   if (!messages_path) throw UsageError("missing --messages FILE.json (see --help)");
   check_model_template(model_dir);

@@ -16,11 +16,11 @@ const char* kUsage =
     "\n"
     "Answers the prompt about IMAGE (JPEG, PNG, WebP, GIF, BMP; at most 64 MiB), or about nothing\n"
     "with '-'.\n"
-    "The answer goes to stdout as it is generated; the reasoning (with --think) and one perf line\n"
+    "The answer goes to stdout as it is generated; the reasoning and one perf line\n"
     "go to stderr: vision ms | prefill tokens and ms | decode tokens and tok/s | drafts accepted.\n"
     "\n"
     "options:\n"
-    "  --think               let the model think first (thinking is off by default)\n"
+    "  --no-think            answer at once (default: the model thinks first, as in the API and UI)\n"
     "  --system TEXT         system prompt\n"
     "  -n N                  at most N new tokens (default 512; -1: until the answer ends)\n";
 
@@ -33,7 +33,7 @@ int run_run(int argc, char** argv) {
   std::set<std::string> with_value = {"-n", "--system"};
   with_value.insert(engine_option_names().begin(), engine_option_names().end());
   with_value.insert(sampling_option_names().begin(), sampling_option_names().end());
-  Args args(argc, argv, with_value, {"--think", "--help", "-h"});
+  Args args(argc, argv, with_value, {"--think", "--no-think", "--help", "-h"});
   if (args.has("--help") || args.has("-h")) {
     std::printf("%s%s%s", kUsage, kEngineOptionsHelp, kSamplingOptionsHelp);
     return 0;
@@ -48,12 +48,13 @@ int run_run(int argc, char** argv) {
   if (image != "-") user.content.push_back(ContentPart::Image(read_image(image)));
   user.content.push_back(ContentPart::Text(prompt));
   req.messages.push_back(std::move(user));
-  req.enable_thinking = args.has("--think");
+  if (args.has("--think") && args.has("--no-think")) fail("--think and --no-think contradict each other");
+  req.enable_thinking = !args.has("--no-think");
 
   // Every option is checked before the model loads.
   const int64_t max_tokens = args.get_int_in("-n", 512, -1, int64_t(1) << 30);
   sampling_from(args, SamplingParams{});
-  const EngineOptions eo = engine_options_from(args, /*bundled_fallback=*/true);
+  const EngineOptions eo = engine_options_from(args);
   std::unique_ptr<Engine> engine = load_engine(eo);
   SamplingParams params = sampling_from(args, engine->default_sampling());
   params.max_tokens = max_tokens;

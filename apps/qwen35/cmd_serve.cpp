@@ -36,8 +36,9 @@ const char* kUsage =
     "options:\n"
     "  --host ADDR            address to listen on (default 127.0.0.1: this machine only)\n"
     "  --port N               port (default 8000; 0: any free port)\n"
-    "  --api-key KEY          require 'Authorization: Bearer KEY' on every route but /health\n"
-    "                         (the web UI asks for it once and keeps it in the browser)\n"
+    "  --api-key KEY          require 'Authorization: Bearer KEY' on every route but /health and the\n"
+    "                         web UI's own files (/, its scripts, style sheet and icon): the page\n"
+    "                         must load to ask for the key, which it keeps in the browser\n"
     "  --cors-origin LIST     origins (scheme://host[:port], comma-separated; * for any) whose web\n"
     "                         pages may call the API (default: none but the server's own page)\n"
     "  --parallel N           conversations generating at the same time, batched (default 4, at most 64)\n"
@@ -46,6 +47,9 @@ const char* kUsage =
     "  --max-images N         images per request (default 16)\n"
     "  --max-image-mib N      largest image file in a request (default 20)\n"
     "  --allow-remote-images  fetch http(s) image URLs (off: only data: URLs)\n"
+    "  --max-tokens N         tokens of a chat answer when the request gives no max_tokens\n"
+    "                         (default 8192; -1: up to the context); a request may ask for more\n"
+    "                         (up to the context); /v1/completions defaults to 16, as OpenAI's\n"
     "  --reasoning-budget N   thinking tokens of a chat answer before the engine closes the thought\n"
     "                         and the model answers (default -1: unlimited; 0: close it at once);\n"
     "                         requests override it with reasoning_effort (low 512, medium 2048,\n"
@@ -107,14 +111,14 @@ int run_serve(int argc, char** argv) {
   std::set<std::string> with_value = {"--host",           "--port",          "--api-key",        "--parallel",
                                       "--max-queue",      "--cache-ram",     "--max-body-mib",   "--max-image-mib",
                                       "--max-images",     "--cors-origin",   "--max-header-kib", "--max-connections",
-                                      "--header-timeout", "--body-timeout",  "--idle-timeout", "--reasoning-budget"};
+                                      "--header-timeout", "--body-timeout",  "--idle-timeout", "--reasoning-budget", "--max-tokens"};
   with_value.insert(engine_option_names().begin(), engine_option_names().end());
   Args args(argc, argv, with_value, {"--allow-remote-images", "--open", "--help", "-h"});
   if (args.has("--help") || args.has("-h")) {
     std::printf("%s%s", kUsage, kEngineOptionsHelp);
     return 0;
   }
-  EngineOptions eo = engine_options_from(args, /*bundled_fallback=*/true);
+  EngineOptions eo = engine_options_from(args);
 
   server::ServerOptions so;
   so.host = args.get_or("--host", "127.0.0.1");
@@ -135,6 +139,8 @@ int run_serve(int argc, char** argv) {
   so.idle_timeout = std::chrono::seconds(args.get_int_in("--idle-timeout", 10, 1, 3600));
   so.allow_remote_images = args.has("--allow-remote-images");
   so.reasoning_budget = reasoning_budget_from(args);
+  so.max_tokens = args.get_int_in("--max-tokens", 8192, -1, int64_t(1) << 30);
+  if (so.max_tokens == 0) fail("option --max-tokens: 0 would answer nothing; -1 means up to the context");
 
   // Signals go to the sigwait below, not to whichever thread happens to run; a client that hangs
   // up must not kill the process with SIGPIPE.

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/qwen35/engine_options.h"
 #include "apps/qwen35/input_files.h"
 #include "core/error.h"
 #include "text/tokenizer.h"
@@ -17,7 +18,7 @@ namespace qwen35::app {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: qwen35 tokenize -m MODEL [--decode] [--skip-special] [--split-special]\n"
+    "usage: qwen35 tokenize [-m MODEL] [--decode] [--skip-special] [--split-special]\n"
     "\n"
     "Reads JSON lines on stdin and writes one JSON line per input line on stdout.\n"
     "  encode (default):  {\"text\": \"...\"}  ->  {\"ids\": [...]}\n"
@@ -96,7 +97,12 @@ int cmd_tokenize(int argc, char** argv) {
       return usage_error("unknown option '" + arg + "'");
     }
   }
-  if (model.empty()) return usage_error("-m MODEL is required");
+  try {
+    model = model_or_bundled(model);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "qwen35 tokenize: %s\n", e.what());
+    return 1;
+  }
   if (skip_special && !decode) return usage_error("--skip-special only applies to --decode");
   if (split_special && decode) return usage_error("--split-special only applies to encoding");
 

@@ -116,19 +116,25 @@ std::string default_cache_dir() {
   return "";
 }
 
-EngineOptions engine_options_from(const Args& args, bool bundled_fallback) {
+std::string model_or_bundled(const std::string& given) {
+  if (!given.empty()) return given;
+  const std::string dir = bundled_model_dir();
+  if (dir.empty())
+    fail("no model given and the bundled tiny model was not found; use -m MODEL or set QWEN35_DEFAULT_MODEL");
+  std::fprintf(stderr,
+               "qwen35: no model given (-m): using the bundled tiny test model %s\n"
+               "        its weights are random, so its answers are gibberish; use -m MODEL for a real model\n",
+               dir.c_str());
+  return dir;
+}
+
+std::string model_or_bundled(const Args& args) {
+  return model_or_bundled(args.get("-m").value_or(args.get_or("--model", "")));
+}
+
+EngineOptions engine_options_from(const Args& args) {
   EngineOptions o;
-  o.model_dir = args.get("-m").value_or(args.get_or("--model", ""));
-  if (o.model_dir.empty()) {
-    if (!bundled_fallback) fail("missing -m MODEL_DIR (see --help)");
-    o.model_dir = bundled_model_dir();
-    if (o.model_dir.empty())
-      fail("no model given and the bundled tiny model was not found; use -m MODEL_DIR or set QWEN35_DEFAULT_MODEL");
-    std::fprintf(stderr,
-                 "qwen35: no model given (-m): using the bundled tiny test model %s\n"
-                 "        its weights are random, so its answers are gibberish; use -m MODEL_DIR for a real model\n",
-                 o.model_dir.c_str());
-  }
+  o.model_dir = model_or_bundled(args);
   std::error_code ec;
   if (!std::filesystem::exists(o.model_dir, ec)) fail("model '", o.model_dir, "' does not exist");
   o.mmproj_path = args.get_or("--mmproj", "");

@@ -20,14 +20,18 @@ constexpr int64_t kDefaultImageMaxTokens = 1024;
 const std::set<std::string>& engine_option_names();
 extern const char* kEngineOptionsHelp;
 
-// Without -m: with `bundled_fallback`, the bundled tiny model (saying so on stderr); else an error.
-// Without --weights, a checkpoint of float weights that would not fit comfortably in this
-// machine's memory is quantized at load to a type that fits a 16 GB machine (saying so).
-EngineOptions engine_options_from(const Args& args, bool bundled_fallback = false);
+// The model of every command that takes -m: -m / --model, else the bundled tiny model (saying so
+// on stderr), else an error naming both ways to give one.
+std::string model_or_bundled(const Args& args);
+std::string model_or_bundled(const std::string& given);
+// Without -m: the bundled tiny model (model_or_bundled). Without --weights, a checkpoint of float
+// weights that would not fit comfortably in this machine's memory is quantized at load to a type
+// that fits a 16 GB machine (saying so).
+EngineOptions engine_options_from(const Args& args);
 // The --weights default above: "" or a preset name, with the notice to print ("" for none).
 std::string default_weights(const std::string& model_dir, std::string* notice);
-// The bundled tiny model: $QWEN35_DEFAULT_MODEL, else <bin>/../../tests/data/tiny-qwen35
-// (build/bin/qwen35 in a source checkout); "" when neither exists.
+// The bundled tiny model: $QWEN35_DEFAULT_MODEL, else <bin>/../share/qwen35/tiny-qwen35 (installed),
+// else <bin>/../../tests/data/tiny-qwen35 (build/bin/qwen35 in a source checkout); "" when none exists.
 std::string bundled_model_dir();
 // Loads the engine or throws qwen35::Error with the load status message.
 std::unique_ptr<Engine> load_engine(const EngineOptions& options);

@@ -13,7 +13,10 @@ void print_usage() {
       "usage: qwen35 <command> [options]\n\n"
       "commands:\n");
   for (const qwen35::app::Command& c : qwen35::app::commands()) std::printf("  %-10s %s\n", c.name, c.summary);
-  std::printf("\nRun 'qwen35 <command> --help' for the options of one command; 'qwen35 --version' for the build.\n");
+  std::printf(
+      "\nWithout -m, every command uses the bundled tiny test model (random weights, gibberish answers;\n"
+      "$QWEN35_DEFAULT_MODEL names another). Run 'qwen35 <command> --help' for the options of one\n"
+      "command; 'qwen35 --version' for the build.\n");
 }
 
 }  // namespace

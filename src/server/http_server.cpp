@@ -99,6 +99,7 @@ void HttpServer::set_engine(std::unique_ptr<Engine> engine) {
   ctx.policy.model_id = engine_->info().name;
   ctx.policy.max_images = options_.max_images;
   ctx.policy.reasoning_budget = options_.reasoning_budget;
+  ctx.policy.max_tokens = options_.max_tokens;
   ctx.policy.images.max_image_bytes = options_.max_image_bytes;
   ctx.policy.images.allow_remote = options_.allow_remote_images;
   if (options_.allow_remote_images)

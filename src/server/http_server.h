@@ -51,6 +51,7 @@ struct ServerOptions {
   size_t max_images = 16;                          // per request
   bool allow_remote_images = false;                // fetch http(s) image URLs
   int64_t reasoning_budget = -1;                   // chats' default thought budget (-1: unlimited)
+  int64_t max_tokens = 8192;                       // chats' default answer length (-1: up to the context)
   size_t max_connections = 512;
   std::chrono::milliseconds header_timeout{10'000};  // a request's line and headers
   std::chrono::milliseconds body_timeout{120'000};   // its whole body

@@ -233,5 +233,34 @@ TEST(CliRun, TextAndImageAnswersWithPerfLine) {
   EXPECT_NE(r.status, 0);  // not an image
 }
 
+// One rule for the model of every command: -m, else the bundled tiny model, said on stderr.
+TEST(CliDefaults, EveryModelCommandFallsBackToTheBundledModel) {
+  for (const std::string cmd : {"info", "render --messages /dev/null", "forward --ids 1,2 --out /dev/null",
+                                "generate --ids 1,2 -n 2", "run - x -n 2", "tokenize --decode"}) {
+    RunOutput r = run(cmd);
+    EXPECT_NE(r.out.find("using the bundled tiny test model"), std::string::npos) << cmd << ": " << r.out;
+    EXPECT_EQ(r.out.find("missing -m"), std::string::npos) << cmd << ": " << r.out;
+  }
+  RunOutput r = run("info");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("tiny-qwen35"), std::string::npos) << r.out;
+}
+
+TEST(CliDefaults, VersionNamesTheBuild) {
+  RunOutput r = run_cli("--version", 60, /*merge_stderr=*/false);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("qwen35 ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find('('), std::string::npos) << r.out;
+}
+
+// Thinking is on by default in `run` as in the API; --no-think turns it off.
+TEST(CliDefaults, RunThinksUnlessToldNotTo) {
+  RunOutput r = run("run -m " + tiny_model_dir() + " - \"x\" -n 2 --think --no-think");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("contradict"), std::string::npos) << r.out;
+  r = run("run -m " + tiny_model_dir() + " - \"x\" -n 2 --no-think");
+  EXPECT_EQ(r.status, 0) << r.out;
+}
+
 }  // namespace
 }  // namespace qwen35::test

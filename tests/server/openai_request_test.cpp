@@ -242,6 +242,18 @@ TEST(OpenAIRequest, BadValuesAre400WithTheFieldNamed) {
   EXPECT_EQ(chat_error(chat({{"max_tokens", 0}})).status, 0);
 }
 
+// max_tokens: the request's, else the server's default cap (--max-tokens), which a request may
+// exceed; /v1/completions keeps OpenAI's 16.
+TEST(OpenAIRequest, MaxTokensDefaultsToTheServersCap) {
+  RequestPolicy p = policy();
+  p.max_tokens = 8192;
+  EXPECT_EQ(parse_chat_completion(chat(json::object()), defaults(), p).params.max_tokens, 8192);
+  EXPECT_EQ(parse_chat_completion(chat({{"max_tokens", 20000}}), defaults(), p).params.max_tokens, 20000);
+  EXPECT_EQ(parse_chat_completion(chat({{"max_completion_tokens", 3}}), defaults(), p).params.max_tokens, 3);
+  EXPECT_EQ(parse_chat_completion(chat({{"max_tokens", nullptr}}), defaults(), p).params.max_tokens, 8192);
+  EXPECT_EQ(parse_completion(json{{"prompt", "hi"}}, defaults(), p).params.max_tokens, 16);
+}
+
 // The thought budget: thinking_budget over reasoning_effort over the server's default.
 TEST(OpenAIRequest, ReasoningBudget) {
   auto budget = [](const json& extra, int64_t server_default = -1) {

@@ -336,7 +336,7 @@ ChatCompletionRequest parse_chat_completion(const json& body, const SamplingPara
   parse_n(body);
 
   r.params = defaults;
-  r.params.max_tokens = -1;
+  r.params.max_tokens = policy.max_tokens;
   r.params.stop.clear();
   r.params.reasoning_budget = policy.reasoning_budget;
   parse_sampling(body, r.params, policy);
