@@ -298,7 +298,7 @@ test('conversations survive a reload; new chat, switch and delete', async () => 
 test('a server with --api-key: the page asks for the key once, keeps it, and uses it', async () => {
   const keyed = await startServer({ args: ['--api-key', 'browser-key-42'] });
   try {
-    const ctx = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+    const ctx = await browser.newContext({ viewport: { width: 1200, height: 800 }, locale: 'en-US' });
     contexts.push(ctx);
     const page = await ctx.newPage();
     const auth = [];
