@@ -29,8 +29,14 @@ async function open(opts = {}) {
   return r;
 }
 
-// Settings through the panel, as a person would.
-async function setSettings(page, { maxTokens, temperature, system } = {}) {
+// Settings through the panel (and the thinking switch under the input), as a person would.
+// Thinking is on by default; tests that look at the answer's text turn it off (the tiny model's
+// reasoning would rarely end).
+async function setSettings(page, { maxTokens, temperature, system, thinking } = {}) {
+  if (thinking !== undefined && (await page.getByTestId('thinking-toggle').isChecked()) !== thinking) {
+    await page.getByTestId('thinking-label').click();
+    assert.equal(await page.getByTestId('thinking-toggle').isChecked(), thinking);
+  }
   await page.getByRole('button', { name: 'Settings' }).click();
   if (maxTokens !== undefined) await page.getByTestId('setting-max-tokens').fill(String(maxTokens));
   if (temperature !== undefined) await page.getByTestId('setting-temperature').fill(String(temperature));
@@ -74,7 +80,8 @@ test('the page loads from the binary with its assets and the model name', async 
 
 test('a message gets a streamed answer that grows, then a speed line', async () => {
   const { page, errors } = await open();
-  await setSettings(page, { maxTokens: 600, temperature: 0.8 });  // long enough to stream over many frames
+  assert.equal(await page.getByTestId('thinking-toggle').isChecked(), true, 'thinking is on by default');
+  await setSettings(page, { maxTokens: 600, temperature: 0.8, thinking: false });  // long enough to stream over many frames
   const requests = recordRequests(page);
   // Record the answer's length at every change, to see it grow while it streams.
   await page.evaluate(() => {
@@ -150,7 +157,7 @@ test('Enter sends, Shift+Enter makes a new line', async () => {
 
 test('images: attach, preview, remove, send; the answer comes back', async () => {
   const { page, errors } = await open();
-  await setSettings(page, { maxTokens: 16 });
+  await setSettings(page, { maxTokens: 16, thinking: false });
   const requests = recordRequests(page);
   await page.getByTestId('file-input').setInputFiles(CAT_PNG);
   await page.getByTestId('attachment-preview').waitFor();
@@ -198,12 +205,11 @@ test('images: paste from the clipboard and drop onto the page', async () => {
   assert.ok(await page.getByTestId('drop-overlay').isHidden());
 });
 
-test('thinking: the toggle is sent and the reasoning shows in a collapsible block', async () => {
+test('thinking: on by default, sent, and the reasoning shows in a collapsible block', async () => {
   const { page, errors } = await open();
   await setSettings(page, { maxTokens: 40 });
   const requests = recordRequests(page);
-  await page.getByText('Thinking', { exact: true }).click();
-  assert.equal(await page.getByTestId('thinking-toggle').isChecked(), true);
+  assert.equal(await page.getByTestId('thinking-toggle').isChecked(), true, 'on without any choice made');
   await sendMessage(page, 'Think about the number seven.');
   const block = page.getByTestId('reasoning');
   await block.waitFor();
@@ -225,15 +231,34 @@ test('thinking: the toggle is sent and the reasoning shows in a collapsible bloc
   const prev = requests[1].messages[1];
   assert.equal(prev.role, 'assistant');
   assert.equal(prev.reasoning_content, reasoning);
-  // The toggle is remembered.
+  // Settings saved without touching the toggle (max tokens above) leave the default on.
   await page.reload();
   assert.equal(await page.getByTestId('thinking-toggle').isChecked(), true);
+  // Turned off by the user: remembered over the default, and sent.
+  await page.getByText('Thinking', { exact: true }).click();
+  assert.equal(await page.getByTestId('thinking-toggle').isChecked(), false);
+  await page.reload();
+  assert.equal(await page.getByTestId('thinking-toggle').isChecked(), false, 'the choice survives a reload');
+  await sendMessage(page, 'No thinking now.');
+  await waitForAnswer(page);
+  assert.equal(requests.at(-1).chat_template_kwargs.enable_thinking, false);
   assert.deepEqual(errors, []);
+});
+
+test('thinking: settings stored by the older page (thinking: false, not chosen) get the new default', async () => {
+  const { page } = await open();
+  await page.evaluate(() => localStorage.setItem('qwen35.settings',
+    JSON.stringify({ systemPrompt: '', temperature: 0.3, maxTokens: 77, thinking: false })));
+  await page.reload();
+  assert.equal(await page.getByTestId('thinking-toggle').isChecked(), true);
+  await page.getByRole('button', { name: 'Settings' }).click();
+  assert.equal(await page.getByTestId('setting-max-tokens').inputValue(), '77', 'the other settings are kept');
+  await page.getByRole('button', { name: 'Close settings' }).click();
 });
 
 test('stop: aborts a long generation, keeps the partial answer, the UI stays usable', async () => {
   const { page, errors } = await open();
-  await setSettings(page, { maxTokens: 2000 });
+  await setSettings(page, { maxTokens: 2000, thinking: false });
   await sendMessage(page, 'Write a very long story.');
   const msg = page.getByTestId('message-assistant').last();
   await page.waitForFunction(() => {
@@ -260,7 +285,7 @@ test('stop: aborts a long generation, keeps the partial answer, the UI stays usa
 
 test('conversations survive a reload; new chat, switch and delete', async () => {
   const { page, context } = await open();
-  await setSettings(page, { maxTokens: 8 });
+  await setSettings(page, { maxTokens: 8, thinking: false });
   await sendMessage(page, 'Remember the first conversation');
   await waitForAnswer(page);
   await page.getByRole('button', { name: 'New chat' }).click();
@@ -483,7 +508,7 @@ test('storage quota: images that do not fit are dropped with a note, the chat is
 
 test('switching conversations during a generation stops it and keeps the partial answer there', async () => {
   const { page, errors } = await open();
-  await setSettings(page, { maxTokens: 8 });
+  await setSettings(page, { maxTokens: 8, thinking: false });
   await sendMessage(page, 'Older conversation');
   await waitForAnswer(page);
   await page.getByRole('button', { name: 'New chat' }).click();

@@ -222,6 +222,24 @@ test('storage: save, list newest first, get, remove, current, settings', () => {
   assert.equal(store.loadSettings().thinking, true);
 });
 
+test('storage: thinking is on by default; only a choice the user made turns it off', () => {
+  assert.equal(DEFAULT_SETTINGS.thinking, true);
+  const store = new Store(new FakeStorage());
+  assert.equal(store.loadSettings().thinking, true);
+  // Saved by an older page, which wrote thinking: false with every setting: the default wins.
+  store.saveSettings({ systemPrompt: '', temperature: 0.3, maxTokens: 100, thinking: false });
+  assert.equal(store.loadSettings().thinking, true);
+  assert.equal(store.loadSettings().temperature, 0.3);
+  // The user flipped the toggle: that choice is kept, off or on.
+  store.saveSettings({ ...store.loadSettings(), thinking: false, thinkingChosen: true });
+  assert.equal(new Store(store.storage).loadSettings().thinking, false);
+  store.saveSettings({ ...store.loadSettings(), thinking: true, thinkingChosen: true });
+  assert.equal(new Store(store.storage).loadSettings().thinking, true);
+  // A marked but broken value is not a choice.
+  store.saveSettings({ thinking: 'no', thinkingChosen: true });
+  assert.equal(store.loadSettings().thinking, true);
+});
+
 test('storage: the picked language is kept and removed', () => {
   const store = new Store(new FakeStorage());
   assert.equal(store.language(), '');

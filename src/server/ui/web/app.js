@@ -332,11 +332,13 @@ function loadSettingsIntoForm() {
   ui.setApiKey.value = state.apiKey;
 }
 
-function readSettingsForm() {
+// `thinkingChosen`: the user flipped the toggle, so the stored choice wins over the default.
+function readSettingsForm({ thinkingChosen = false } = {}) {
   const num = (v) => (v.trim() === '' ? '' : Number(v));
   state.settings = {
     ...state.settings,
     thinking: ui.thinking.checked,
+    ...(thinkingChosen ? { thinkingChosen: true } : {}),
     systemPrompt: ui.setSystem.value,
     temperature: num(ui.setTemperature.value),
     maxTokens: num(ui.setMaxTokens.value),
@@ -445,7 +447,7 @@ document.addEventListener('keydown', (e) => {
   if (e.key === 'Escape' && ui.app.classList.contains('drawer-open')) closeDrawer();
 });
 
-ui.thinking.addEventListener('change', () => readSettingsForm());
+ui.thinking.addEventListener('change', () => readSettingsForm({ thinkingChosen: true }));
 ui.lang.addEventListener('change', () => applyLanguage(ui.lang.value, { remember: true }));
 ui.settingsOpen.addEventListener('click', () => {
   loadSettingsIntoForm();

@@ -4,6 +4,10 @@
 // key of a server started with --api-key is "qwen35.apiKey" (this origin's storage only); the
 // language the user picked, if any, is "qwen35.lang".
 //
+// Thinking is on by default (as for the model, the API and the CLI). Settings saved before that
+// default changed hold thinking: false whether or not the user ever touched the toggle, so only a
+// setting marked thinkingChosen (set when the user flips the toggle) overrides the default.
+//
 // Images are stored as data: URLs and can fill the quota. When a write hits the quota, the
 // conversation is stored again without image data (each such image keeps {dropped: true} so the
 // page can say so), then other conversations' images are dropped too; only if even that fails
@@ -21,7 +25,7 @@ export const DEFAULT_SETTINGS = Object.freeze({
   systemPrompt: '',
   temperature: 0.7,
   maxTokens: 1024,
-  thinking: false,
+  thinking: true,
 });
 
 export function isQuotaError(e) {
@@ -137,8 +141,13 @@ export class Store {
   }
 
   loadSettings() {
-    const s = this.readJson(SETTINGS, {});
-    return { ...DEFAULT_SETTINGS, ...(s && typeof s === 'object' ? s : {}) };
+    const stored = this.readJson(SETTINGS, {});
+    const s = { ...DEFAULT_SETTINGS, ...(stored && typeof stored === 'object' ? stored : {}) };
+    if (!s.thinkingChosen || typeof s.thinking !== 'boolean') {
+      s.thinking = DEFAULT_SETTINGS.thinking;
+      delete s.thinkingChosen;
+    }
+    return s;
   }
 
   saveSettings(settings) {
