@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 
 import { CAT_PNG, launchBrowser, openPage, screenshot, startServer } from './browser_harness.mjs';
+import { MESSAGES } from '../../src/server/ui/web/i18n.js';
 
 let server;
 let browser;
@@ -25,7 +26,7 @@ after(async () => {
 async function open(opts = {}) {
   const r = await openPage(browser, server.url, opts);
   contexts.push(r.context);
-  await r.page.getByTestId('model-name').filter({ hasNotText: /connecting|unreachable/ }).waitFor();
+  await r.page.locator('[data-testid=model-name][data-state=ready]').waitFor();  // in any language
   return r;
 }
 
@@ -37,11 +38,11 @@ async function setSettings(page, { maxTokens, temperature, system, thinking } = 
     await page.getByTestId('thinking-label').click();
     assert.equal(await page.getByTestId('thinking-toggle').isChecked(), thinking);
   }
-  await page.getByRole('button', { name: 'Settings' }).click();
+  await page.getByTestId('settings-button').click();  // by test id: the page may be in Japanese
   if (maxTokens !== undefined) await page.getByTestId('setting-max-tokens').fill(String(maxTokens));
   if (temperature !== undefined) await page.getByTestId('setting-temperature').fill(String(temperature));
   if (system !== undefined) await page.getByTestId('setting-system').fill(system);
-  await page.getByRole('button', { name: 'Close settings' }).click();
+  await page.getByTestId('settings-close').click();
 }
 
 async function sendMessage(page, text) {
@@ -527,5 +528,178 @@ test('switching conversations during a generation stops it and keeps the partial
   assert.match(await msg.getByTestId('message-note').textContent(), /stopped/);
   await page.reload();
   assert.match(await page.getByTestId('message-note').textContent(), /stopped/);
+  assert.deepEqual(errors, []);
+});
+
+// --- Languages: English and Japanese ---------------------------------------------------------
+
+const EN = MESSAGES.en;
+const JA = MESSAGES.ja;
+const JAPANESE = /[\u3040-\u30ff\u4e00-\u9fff]/;
+
+// What the page says: all text (hidden dialogs included), placeholders, titles and labels.
+async function pageWords(page) {
+  return page.evaluate(() => {
+    const out = [document.body.textContent, document.title];
+    for (const e of document.querySelectorAll('[placeholder], [title], [aria-label]')) {
+      for (const a of ['placeholder', 'title', 'aria-label']) if (e.hasAttribute(a)) out.push(e.getAttribute(a));
+    }
+    return out.join('\n');
+  });
+}
+
+// The labels a person sees first, read from the page (null for what is not there).
+async function labels(page) {
+  return page.evaluate(() => {
+    const q = (id) => document.querySelector(`[data-testid=${id}]`);
+    const text = (e) => (e ? e.textContent.trim() : null);
+    return {
+      lang: document.documentElement.lang,
+      newChat: text(q('new-chat')),
+      placeholder: q('input').getAttribute('placeholder'),
+      thinking: text(q('thinking-label')),
+      send: q('send').getAttribute('aria-label'),
+      attach: q('attach').getAttribute('aria-label'),
+      settings: q('settings-button').getAttribute('title'),
+      hint: text(q('hint')),
+      heading: text(document.querySelector('[data-testid=empty-state] h1')),
+      title: text(q('conversation-title')),
+    };
+  });
+}
+
+const expected = (m) => ({
+  newChat: m['chat.new'], placeholder: m['input.placeholder'], thinking: m.thinking, send: m.send,
+  attach: m['attach.label'], settings: m['settings.open'], hint: m.hint, heading: m['empty.heading'], title: m['chat.new'],
+});
+
+test('languages: a ja-JP browser gets the Japanese page, an en-US one the English page', async () => {
+  const ja = await open({ locale: 'ja-JP' });
+  assert.deepEqual(await labels(ja.page), { lang: 'ja', ...expected(JA) });
+  assert.equal(await ja.page.getByTestId('thinking-label').textContent(), '思考モード');
+  assert.equal(await ja.page.getByTestId('send').getAttribute('aria-label'), '送信');
+  assert.equal(await ja.page.getByTestId('language-select').inputValue(), 'ja');
+  // Nothing of the English page is left: no English entry of the table shows anywhere.
+  const words = await pageWords(ja.page);
+  const leftover = Object.entries(EN).filter(([k, v]) => !v.includes('{') && v !== JA[k] && v.length > 2 && words.includes(v));
+  assert.deepEqual(leftover, []);
+  await ja.page.getByTestId('settings-button').click();
+  assert.equal(await ja.page.locator('#settings-title').textContent(), '設定');
+  assert.equal(await ja.page.getByTestId('settings-close').textContent(), '完了');
+  await screenshot(ja.page, 'ja-settings');
+  await ja.page.getByRole('button', { name: '設定を閉じる' }).click();
+  await screenshot(ja.page, 'ja-empty');
+  assert.deepEqual(ja.errors, []);
+
+  const en = await open({ locale: 'en-US' });
+  assert.deepEqual(await labels(en.page), { lang: 'en', ...expected(EN) });
+  assert.ok(!JAPANESE.test(await pageWords(en.page).then((w) => w.replace('日本語', ''))), 'no Japanese but the language name');
+  assert.equal(await en.page.getByTestId('language-select').inputValue(), 'en');
+});
+
+test('languages: the header switch changes the page at once and is remembered over the browser language', async () => {
+  const { page, errors } = await open({ locale: 'en-US' });
+  await setSettings(page, { maxTokens: 6, thinking: false });
+  await sendMessage(page, 'Switch languages after this');
+  const msg = await waitForAnswer(page);
+  await msg.getByTestId('speed').waitFor();
+  assert.match(await msg.getByTestId('speed').textContent(), /^prefill /);
+  await page.getByTestId('language-select').selectOption('ja');
+  assert.deepEqual(await labels(page), { lang: 'ja', ...expected(JA), heading: null, title: 'Switch languages after this' });
+  // What was drawn before is drawn again in Japanese: the speed line, the sidebar's buttons.
+  assert.match(await page.getByTestId('message-assistant').getByTestId('speed').textContent(), /^プリフィル /);
+  assert.equal(await page.getByTestId('conversation-delete').getAttribute('title'), '削除');
+  assert.equal(await page.evaluate(() => localStorage.getItem('qwen35.lang')), 'ja');
+  await page.reload();
+  await page.locator('[data-testid=model-name][data-state=ready]').waitFor();
+  assert.equal((await labels(page)).lang, 'ja', 'kept over the browser language (en-US)');
+  assert.equal(await page.getByTestId('thinking-label').textContent(), '思考モード');
+
+  // A ja-JP browser that picked English stays English.
+  const ja = await open({ locale: 'ja-JP' });
+  assert.equal((await labels(ja.page)).lang, 'ja');
+  await ja.page.getByTestId('language-select').selectOption('en');
+  assert.deepEqual((await labels(ja.page)).placeholder, EN['input.placeholder']);
+  await ja.page.reload();
+  await ja.page.locator('[data-testid=model-name][data-state=ready]').waitFor();
+  assert.deepEqual(await labels(ja.page), { lang: 'en', ...expected(EN) });
+  assert.deepEqual([...errors, ...ja.errors], []);
+});
+
+const JA_PROMPT = '日本語で自己紹介をしてください。東京の天気は？ Mixed with English 🌸😀';
+
+test('Japanese text: a prompt sent through the page renders with real glyphs', async () => {
+  const { page, errors } = await open({ locale: 'ja-JP' });
+  await setSettings(page, { maxTokens: 12, thinking: false });
+  const requests = recordRequests(page);
+  await sendMessage(page, JA_PROMPT);
+  const bubble = page.getByTestId('user-text').filter({ hasText: JA_PROMPT });
+  await bubble.waitFor();
+  const answer = await waitForAnswer(page);
+  assert.equal(await answer.getByTestId('error').count(), 0);
+  await answer.getByTestId('speed').waitFor();
+  assert.deepEqual(requests[0].messages, [{ role: 'user', content: JA_PROMPT }], 'sent exactly');
+  assert.equal(await page.getByTestId('conversation-open').textContent(), JA_PROMPT, 'the sidebar title');
+  const stored = await page.evaluate(() => JSON.parse(localStorage.getItem('qwen35.conv.' + localStorage.getItem('qwen35.current'))));
+  assert.equal(stored.messages[0].text, JA_PROMPT);
+
+  // Glyphs: the rendered text has a width; in the bubble's font, Japanese characters are not the
+  // box a font draws for a character it lacks (U+FFFF is in no font): not as wide as those boxes
+  // (catches boxes that show the code point), and each character's pixels differ from the box's and
+  // from each other (catches blank boxes, all alike). document.fonts.check() cannot tell: it says
+  // true for '日本語' even when no installed font has these characters.
+  const m = await bubble.evaluate((node) => {
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    const textWidth = range.getBoundingClientRect().width;
+    const font = getComputedStyle(node).font;
+    const span = (text) => {
+      const s = document.createElement('span');
+      s.style.font = font;
+      s.style.whiteSpace = 'pre';
+      s.textContent = text;
+      node.append(s);
+      const w = s.getBoundingClientRect().width;
+      s.remove();
+      return w;
+    };
+    const pixels = (ch) => {
+      const c = document.createElement('canvas');
+      c.width = 64;
+      c.height = 64;
+      const g = c.getContext('2d');
+      g.font = font.replace(/\d+(\.\d+)?px/, '40px');
+      g.fillStyle = '#000';
+      g.textBaseline = 'top';
+      g.fillText(ch, 4, 4);
+      const data = g.getImageData(0, 0, 64, 64).data;
+      let ink = 0;
+      let bits = '';
+      for (let k = 3; k < data.length; k += 4) {
+        ink += data[k] > 0 ? 1 : 0;
+        bits += data[k] > 127 ? '1' : '0';
+      }
+      return { ink, bits };
+    };
+    const missing = pixels('\uffff');
+    const glyphs = ['日', '本', '語', 'あ', 'ア'].map(pixels);
+    return {
+      textWidth,
+      japanese: span('日本語'),
+      boxes: span('\uffff\uffff\uffff'),
+      inked: glyphs.map((g) => g.ink),
+      distinct: new Set(glyphs.map((g) => g.bits)).size,
+      likeMissing: glyphs.filter((g) => g.bits === missing.bits).length,
+      lang: node.closest('[lang]').lang,
+    };
+  });
+  assert.ok(m.textWidth > 100, `rendered width ${m.textWidth}`);
+  assert.ok(m.japanese > 0, JSON.stringify(m));
+  assert.ok(Math.abs(m.japanese - m.boxes) > 1, `'日本語' is not as wide as three missing-glyph boxes: ${JSON.stringify(m)}`);
+  assert.ok(m.inked.every((n) => n > 20), `every character draws ink: ${m.inked}`);
+  assert.equal(m.distinct, 5, 'five characters, five different drawings');
+  assert.equal(m.likeMissing, 0, 'none drawn as the missing-glyph box');
+  assert.equal(m.lang, 'ja');
+  await screenshot(page, 'ja-conversation');
   assert.deepEqual(errors, []);
 });

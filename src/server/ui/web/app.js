@@ -31,7 +31,7 @@ const state = {
   settings: store.loadSettings(),
   apiKey: store.apiKey(),  // for servers started with --api-key
   model: { id: '', contextSize: null, hasVision: null },
-  modelStatus: 'model.connecting',  // what the model name shows until the model is known
+  modelStatus: 'connecting',  // until the model is known: a key of MODEL_STATUS
   keyMessage: null,     // the key dialog's text: [key, params]
   conv: null,           // the open conversation; null for a new, empty one
   pending: [],          // images to send with the next message: [{name, url}]
@@ -47,25 +47,29 @@ const state = {
 async function loadModel({ retry = false } = {}) {
   try {
     state.model = await fetchModel(fetch, { apiKey: state.apiKey });
-    state.modelStatus = 'model.none';
+    state.modelStatus = 'none';
     renderModel();
     if (!state.conv) renderMessages();
   } catch (e) {
     if (e && e.status === 401) {
-      state.modelStatus = 'model.keyNeeded';
+      state.modelStatus = 'key-needed';
       renderModel();
       askForKey(e.message);
       return;
     }
-    state.modelStatus = 'model.unreachable';
+    state.modelStatus = 'unreachable';
     renderModel();
     if (retry) setTimeout(() => { if (!state.model.id) loadModel({ retry }); }, 3000);
   }
 }
 
+const MODEL_STATUS = { connecting: 'model.connecting', none: 'model.none', 'key-needed': 'model.keyNeeded', unreachable: 'model.unreachable' };
+
 // The model's name (or what is known so far), its context size, whether images can be attached.
+// data-state says the same in any language: ready or one of MODEL_STATUS.
 function renderModel() {
-  ui.modelName.textContent = state.model.id || t(state.modelStatus);
+  ui.modelName.textContent = state.model.id || t(MODEL_STATUS[state.modelStatus]);
+  ui.modelName.dataset.state = state.model.id ? 'ready' : state.modelStatus;
   ui.modelName.title = state.model.contextSize ? t('model.context', { n: state.model.contextSize }) : '';
   ui.attach.disabled = state.model.hasVision === false;
   ui.attach.title = t(state.model.hasVision === false ? 'attach.noVision' : 'attach.label');
