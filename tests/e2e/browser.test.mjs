@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 
 import { CAT_PNG, launchBrowser, openPage, screenshot, startServer } from './browser_harness.mjs';
+import { MESSAGES } from '../../src/server/ui/web/i18n.js';
 
 let server;
 let browser;
@@ -25,17 +26,23 @@ after(async () => {
 async function open(opts = {}) {
   const r = await openPage(browser, server.url, opts);
   contexts.push(r.context);
-  await r.page.getByTestId('model-name').filter({ hasNotText: /connecting|unreachable/ }).waitFor();
+  await r.page.locator('[data-testid=model-name][data-state=ready]').waitFor();  // in any language
   return r;
 }
 
-// Settings through the panel, as a person would.
-async function setSettings(page, { maxTokens, temperature, system } = {}) {
-  await page.getByRole('button', { name: 'Settings' }).click();
+// Settings through the panel (and the thinking switch under the input), as a person would.
+// Thinking is on by default; tests that look at the answer's text turn it off (the tiny model's
+// reasoning would rarely end).
+async function setSettings(page, { maxTokens, temperature, system, thinking } = {}) {
+  if (thinking !== undefined && (await page.getByTestId('thinking-toggle').isChecked()) !== thinking) {
+    await page.getByTestId('thinking-label').click();
+    assert.equal(await page.getByTestId('thinking-toggle').isChecked(), thinking);
+  }
+  await page.getByTestId('settings-button').click();  // by test id: the page may be in Japanese
   if (maxTokens !== undefined) await page.getByTestId('setting-max-tokens').fill(String(maxTokens));
   if (temperature !== undefined) await page.getByTestId('setting-temperature').fill(String(temperature));
   if (system !== undefined) await page.getByTestId('setting-system').fill(system);
-  await page.getByRole('button', { name: 'Close settings' }).click();
+  await page.getByTestId('settings-close').click();
 }
 
 async function sendMessage(page, text) {
@@ -74,7 +81,8 @@ test('the page loads from the binary with its assets and the model name', async 
 
 test('a message gets a streamed answer that grows, then a speed line', async () => {
   const { page, errors } = await open();
-  await setSettings(page, { maxTokens: 600, temperature: 0.8 });  // long enough to stream over many frames
+  assert.equal(await page.getByTestId('thinking-toggle').isChecked(), true, 'thinking is on by default');
+  await setSettings(page, { maxTokens: 600, temperature: 0.8, thinking: false });  // long enough to stream over many frames
   const requests = recordRequests(page);
   // Record the answer's length at every change, to see it grow while it streams.
   await page.evaluate(() => {
@@ -150,7 +158,7 @@ test('Enter sends, Shift+Enter makes a new line', async () => {
 
 test('images: attach, preview, remove, send; the answer comes back', async () => {
   const { page, errors } = await open();
-  await setSettings(page, { maxTokens: 16 });
+  await setSettings(page, { maxTokens: 16, thinking: false });
   const requests = recordRequests(page);
   await page.getByTestId('file-input').setInputFiles(CAT_PNG);
   await page.getByTestId('attachment-preview').waitFor();
@@ -198,12 +206,11 @@ test('images: paste from the clipboard and drop onto the page', async () => {
   assert.ok(await page.getByTestId('drop-overlay').isHidden());
 });
 
-test('thinking: the toggle is sent and the reasoning shows in a collapsible block', async () => {
+test('thinking: on by default, sent, and the reasoning shows in a collapsible block', async () => {
   const { page, errors } = await open();
   await setSettings(page, { maxTokens: 40 });
   const requests = recordRequests(page);
-  await page.getByText('Thinking', { exact: true }).click();
-  assert.equal(await page.getByTestId('thinking-toggle').isChecked(), true);
+  assert.equal(await page.getByTestId('thinking-toggle').isChecked(), true, 'on without any choice made');
   await sendMessage(page, 'Think about the number seven.');
   const block = page.getByTestId('reasoning');
   await block.waitFor();
@@ -225,15 +232,34 @@ test('thinking: the toggle is sent and the reasoning shows in a collapsible bloc
   const prev = requests[1].messages[1];
   assert.equal(prev.role, 'assistant');
   assert.equal(prev.reasoning_content, reasoning);
-  // The toggle is remembered.
+  // Settings saved without touching the toggle (max tokens above) leave the default on.
   await page.reload();
   assert.equal(await page.getByTestId('thinking-toggle').isChecked(), true);
+  // Turned off by the user: remembered over the default, and sent.
+  await page.getByText('Thinking', { exact: true }).click();
+  assert.equal(await page.getByTestId('thinking-toggle').isChecked(), false);
+  await page.reload();
+  assert.equal(await page.getByTestId('thinking-toggle').isChecked(), false, 'the choice survives a reload');
+  await sendMessage(page, 'No thinking now.');
+  await waitForAnswer(page);
+  assert.equal(requests.at(-1).chat_template_kwargs.enable_thinking, false);
   assert.deepEqual(errors, []);
+});
+
+test('thinking: settings stored by the older page (thinking: false, not chosen) get the new default', async () => {
+  const { page } = await open();
+  await page.evaluate(() => localStorage.setItem('qwen35.settings',
+    JSON.stringify({ systemPrompt: '', temperature: 0.3, maxTokens: 77, thinking: false })));
+  await page.reload();
+  assert.equal(await page.getByTestId('thinking-toggle').isChecked(), true);
+  await page.getByRole('button', { name: 'Settings' }).click();
+  assert.equal(await page.getByTestId('setting-max-tokens').inputValue(), '77', 'the other settings are kept');
+  await page.getByRole('button', { name: 'Close settings' }).click();
 });
 
 test('stop: aborts a long generation, keeps the partial answer, the UI stays usable', async () => {
   const { page, errors } = await open();
-  await setSettings(page, { maxTokens: 2000 });
+  await setSettings(page, { maxTokens: 2000, thinking: false });
   await sendMessage(page, 'Write a very long story.');
   const msg = page.getByTestId('message-assistant').last();
   await page.waitForFunction(() => {
@@ -260,7 +286,7 @@ test('stop: aborts a long generation, keeps the partial answer, the UI stays usa
 
 test('conversations survive a reload; new chat, switch and delete', async () => {
   const { page, context } = await open();
-  await setSettings(page, { maxTokens: 8 });
+  await setSettings(page, { maxTokens: 8, thinking: false });
   await sendMessage(page, 'Remember the first conversation');
   await waitForAnswer(page);
   await page.getByRole('button', { name: 'New chat' }).click();
@@ -298,7 +324,7 @@ test('conversations survive a reload; new chat, switch and delete', async () => 
 test('a server with --api-key: the page asks for the key once, keeps it, and uses it', async () => {
   const keyed = await startServer({ args: ['--api-key', 'browser-key-42'] });
   try {
-    const ctx = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+    const ctx = await browser.newContext({ viewport: { width: 1200, height: 800 }, locale: 'en-US' });
     contexts.push(ctx);
     const page = await ctx.newPage();
     const auth = [];
@@ -483,7 +509,7 @@ test('storage quota: images that do not fit are dropped with a note, the chat is
 
 test('switching conversations during a generation stops it and keeps the partial answer there', async () => {
   const { page, errors } = await open();
-  await setSettings(page, { maxTokens: 8 });
+  await setSettings(page, { maxTokens: 8, thinking: false });
   await sendMessage(page, 'Older conversation');
   await waitForAnswer(page);
   await page.getByRole('button', { name: 'New chat' }).click();
@@ -502,5 +528,178 @@ test('switching conversations during a generation stops it and keeps the partial
   assert.match(await msg.getByTestId('message-note').textContent(), /stopped/);
   await page.reload();
   assert.match(await page.getByTestId('message-note').textContent(), /stopped/);
+  assert.deepEqual(errors, []);
+});
+
+// --- Languages: English and Japanese ---------------------------------------------------------
+
+const EN = MESSAGES.en;
+const JA = MESSAGES.ja;
+const JAPANESE = /[\u3040-\u30ff\u4e00-\u9fff]/;
+
+// What the page says: all text (hidden dialogs included), placeholders, titles and labels.
+async function pageWords(page) {
+  return page.evaluate(() => {
+    const out = [document.body.textContent, document.title];
+    for (const e of document.querySelectorAll('[placeholder], [title], [aria-label]')) {
+      for (const a of ['placeholder', 'title', 'aria-label']) if (e.hasAttribute(a)) out.push(e.getAttribute(a));
+    }
+    return out.join('\n');
+  });
+}
+
+// The labels a person sees first, read from the page (null for what is not there).
+async function labels(page) {
+  return page.evaluate(() => {
+    const q = (id) => document.querySelector(`[data-testid=${id}]`);
+    const text = (e) => (e ? e.textContent.trim() : null);
+    return {
+      lang: document.documentElement.lang,
+      newChat: text(q('new-chat')),
+      placeholder: q('input').getAttribute('placeholder'),
+      thinking: text(q('thinking-label')),
+      send: q('send').getAttribute('aria-label'),
+      attach: q('attach').getAttribute('aria-label'),
+      settings: q('settings-button').getAttribute('title'),
+      hint: text(q('hint')),
+      heading: text(document.querySelector('[data-testid=empty-state] h1')),
+      title: text(q('conversation-title')),
+    };
+  });
+}
+
+const expected = (m) => ({
+  newChat: m['chat.new'], placeholder: m['input.placeholder'], thinking: m.thinking, send: m.send,
+  attach: m['attach.label'], settings: m['settings.open'], hint: m.hint, heading: m['empty.heading'], title: m['chat.new'],
+});
+
+test('languages: a ja-JP browser gets the Japanese page, an en-US one the English page', async () => {
+  const ja = await open({ locale: 'ja-JP' });
+  assert.deepEqual(await labels(ja.page), { lang: 'ja', ...expected(JA) });
+  assert.equal(await ja.page.getByTestId('thinking-label').textContent(), '思考モード');
+  assert.equal(await ja.page.getByTestId('send').getAttribute('aria-label'), '送信');
+  assert.equal(await ja.page.getByTestId('language-select').inputValue(), 'ja');
+  // Nothing of the English page is left: no English entry of the table shows anywhere.
+  const words = await pageWords(ja.page);
+  const leftover = Object.entries(EN).filter(([k, v]) => !v.includes('{') && v !== JA[k] && v.length > 2 && words.includes(v));
+  assert.deepEqual(leftover, []);
+  await ja.page.getByTestId('settings-button').click();
+  assert.equal(await ja.page.locator('#settings-title').textContent(), '設定');
+  assert.equal(await ja.page.getByTestId('settings-close').textContent(), '完了');
+  await screenshot(ja.page, 'ja-settings');
+  await ja.page.getByRole('button', { name: '設定を閉じる' }).click();
+  await screenshot(ja.page, 'ja-empty');
+  assert.deepEqual(ja.errors, []);
+
+  const en = await open({ locale: 'en-US' });
+  assert.deepEqual(await labels(en.page), { lang: 'en', ...expected(EN) });
+  assert.ok(!JAPANESE.test(await pageWords(en.page).then((w) => w.replace('日本語', ''))), 'no Japanese but the language name');
+  assert.equal(await en.page.getByTestId('language-select').inputValue(), 'en');
+});
+
+test('languages: the header switch changes the page at once and is remembered over the browser language', async () => {
+  const { page, errors } = await open({ locale: 'en-US' });
+  await setSettings(page, { maxTokens: 6, thinking: false });
+  await sendMessage(page, 'Switch languages after this');
+  const msg = await waitForAnswer(page);
+  await msg.getByTestId('speed').waitFor();
+  assert.match(await msg.getByTestId('speed').textContent(), /^prefill /);
+  await page.getByTestId('language-select').selectOption('ja');
+  assert.deepEqual(await labels(page), { lang: 'ja', ...expected(JA), heading: null, title: 'Switch languages after this' });
+  // What was drawn before is drawn again in Japanese: the speed line, the sidebar's buttons.
+  assert.match(await page.getByTestId('message-assistant').getByTestId('speed').textContent(), /^プリフィル /);
+  assert.equal(await page.getByTestId('conversation-delete').getAttribute('title'), '削除');
+  assert.equal(await page.evaluate(() => localStorage.getItem('qwen35.lang')), 'ja');
+  await page.reload();
+  await page.locator('[data-testid=model-name][data-state=ready]').waitFor();
+  assert.equal((await labels(page)).lang, 'ja', 'kept over the browser language (en-US)');
+  assert.equal(await page.getByTestId('thinking-label').textContent(), '思考モード');
+
+  // A ja-JP browser that picked English stays English.
+  const ja = await open({ locale: 'ja-JP' });
+  assert.equal((await labels(ja.page)).lang, 'ja');
+  await ja.page.getByTestId('language-select').selectOption('en');
+  assert.deepEqual((await labels(ja.page)).placeholder, EN['input.placeholder']);
+  await ja.page.reload();
+  await ja.page.locator('[data-testid=model-name][data-state=ready]').waitFor();
+  assert.deepEqual(await labels(ja.page), { lang: 'en', ...expected(EN) });
+  assert.deepEqual([...errors, ...ja.errors], []);
+});
+
+const JA_PROMPT = '日本語で自己紹介をしてください。東京の天気は？ Mixed with English 🌸😀';
+
+test('Japanese text: a prompt sent through the page renders with real glyphs', async () => {
+  const { page, errors } = await open({ locale: 'ja-JP' });
+  await setSettings(page, { maxTokens: 12, thinking: false });
+  const requests = recordRequests(page);
+  await sendMessage(page, JA_PROMPT);
+  const bubble = page.getByTestId('user-text').filter({ hasText: JA_PROMPT });
+  await bubble.waitFor();
+  const answer = await waitForAnswer(page);
+  assert.equal(await answer.getByTestId('error').count(), 0);
+  await answer.getByTestId('speed').waitFor();
+  assert.deepEqual(requests[0].messages, [{ role: 'user', content: JA_PROMPT }], 'sent exactly');
+  assert.equal(await page.getByTestId('conversation-open').textContent(), JA_PROMPT, 'the sidebar title');
+  const stored = await page.evaluate(() => JSON.parse(localStorage.getItem('qwen35.conv.' + localStorage.getItem('qwen35.current'))));
+  assert.equal(stored.messages[0].text, JA_PROMPT);
+
+  // Glyphs: the rendered text has a width; in the bubble's font, Japanese characters are not the
+  // box a font draws for a character it lacks (U+FFFF is in no font): not as wide as those boxes
+  // (catches boxes that show the code point), and each character's pixels differ from the box's and
+  // from each other (catches blank boxes, all alike). document.fonts.check() cannot tell: it says
+  // true for '日本語' even when no installed font has these characters.
+  const m = await bubble.evaluate((node) => {
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    const textWidth = range.getBoundingClientRect().width;
+    const font = getComputedStyle(node).font;
+    const span = (text) => {
+      const s = document.createElement('span');
+      s.style.font = font;
+      s.style.whiteSpace = 'pre';
+      s.textContent = text;
+      node.append(s);
+      const w = s.getBoundingClientRect().width;
+      s.remove();
+      return w;
+    };
+    const pixels = (ch) => {
+      const c = document.createElement('canvas');
+      c.width = 64;
+      c.height = 64;
+      const g = c.getContext('2d');
+      g.font = font.replace(/\d+(\.\d+)?px/, '40px');
+      g.fillStyle = '#000';
+      g.textBaseline = 'top';
+      g.fillText(ch, 4, 4);
+      const data = g.getImageData(0, 0, 64, 64).data;
+      let ink = 0;
+      let bits = '';
+      for (let k = 3; k < data.length; k += 4) {
+        ink += data[k] > 0 ? 1 : 0;
+        bits += data[k] > 127 ? '1' : '0';
+      }
+      return { ink, bits };
+    };
+    const missing = pixels('\uffff');
+    const glyphs = ['日', '本', '語', 'あ', 'ア'].map(pixels);
+    return {
+      textWidth,
+      japanese: span('日本語'),
+      boxes: span('\uffff\uffff\uffff'),
+      inked: glyphs.map((g) => g.ink),
+      distinct: new Set(glyphs.map((g) => g.bits)).size,
+      likeMissing: glyphs.filter((g) => g.bits === missing.bits).length,
+      lang: node.closest('[lang]').lang,
+    };
+  });
+  assert.ok(m.textWidth > 100, `rendered width ${m.textWidth}`);
+  assert.ok(m.japanese > 0, JSON.stringify(m));
+  assert.ok(Math.abs(m.japanese - m.boxes) > 1, `'日本語' is not as wide as three missing-glyph boxes: ${JSON.stringify(m)}`);
+  assert.ok(m.inked.every((n) => n > 20), `every character draws ink: ${m.inked}`);
+  assert.equal(m.distinct, 5, 'five characters, five different drawings');
+  assert.equal(m.likeMissing, 0, 'none drawn as the missing-glyph box');
+  assert.equal(m.lang, 'ja');
+  await screenshot(page, 'ja-conversation');
   assert.deepEqual(errors, []);
 });

@@ -31,9 +31,10 @@ export async function launchBrowser() {
   });
 }
 
-// A page in a new context that records console errors and uncaught exceptions.
-export async function openPage(browser, url, { viewport = { width: 1200, height: 800 }, context = null } = {}) {
-  const ctx = context || (await browser.newContext({ viewport }));
+// A page in a new context that records console errors and uncaught exceptions. The browser's
+// language is `locale` (the page follows it: English unless a test asks for another).
+export async function openPage(browser, url, { viewport = { width: 1200, height: 800 }, locale = 'en-US', context = null } = {}) {
+  const ctx = context || (await browser.newContext({ viewport, locale }));
   const page = await ctx.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push('pageerror: ' + e.message));

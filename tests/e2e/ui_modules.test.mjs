@@ -6,6 +6,9 @@ import assert from 'node:assert/strict';
 
 import { SseParser, authHeaders, buildMessages, buildRequest, errorFrom, fetchModel, formatStats, statsFrom, streamChat } from '../../src/server/ui/web/api.js';
 import { DEFAULT_SETTINGS, Store, isQuotaError, titleOf, withoutImages } from '../../src/server/ui/web/storage.js';
+import { LANGUAGES, MESSAGES, language, pickLanguage, setLanguage, t } from '../../src/server/ui/web/i18n.js';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 
 test('SSE: events split anywhere, CRLF, multi-line data, comments, a last event without its blank line', () => {
   const stream = ': comment\r\ndata: {"a":1}\r\n\r\ndata: one\ndata: two\n\nevent: x\nid: 3\ndata:[DONE]';
@@ -219,6 +222,33 @@ test('storage: save, list newest first, get, remove, current, settings', () => {
   assert.equal(store.loadSettings().thinking, true);
 });
 
+test('storage: thinking is on by default; only a choice the user made turns it off', () => {
+  assert.equal(DEFAULT_SETTINGS.thinking, true);
+  const store = new Store(new FakeStorage());
+  assert.equal(store.loadSettings().thinking, true);
+  // Saved by an older page, which wrote thinking: false with every setting: the default wins.
+  store.saveSettings({ systemPrompt: '', temperature: 0.3, maxTokens: 100, thinking: false });
+  assert.equal(store.loadSettings().thinking, true);
+  assert.equal(store.loadSettings().temperature, 0.3);
+  // The user flipped the toggle: that choice is kept, off or on.
+  store.saveSettings({ ...store.loadSettings(), thinking: false, thinkingChosen: true });
+  assert.equal(new Store(store.storage).loadSettings().thinking, false);
+  store.saveSettings({ ...store.loadSettings(), thinking: true, thinkingChosen: true });
+  assert.equal(new Store(store.storage).loadSettings().thinking, true);
+  // A marked but broken value is not a choice.
+  store.saveSettings({ thinking: 'no', thinkingChosen: true });
+  assert.equal(store.loadSettings().thinking, true);
+});
+
+test('storage: the picked language is kept and removed', () => {
+  const store = new Store(new FakeStorage());
+  assert.equal(store.language(), '');
+  assert.ok(store.saveLanguage('ja'));
+  assert.equal(new Store(store.storage).language(), 'ja');
+  store.saveLanguage('');
+  assert.equal(store.language(), '');
+});
+
 test('storage: the API key is kept, replaced and removed', () => {
   const store = new Store(new FakeStorage());
   assert.equal(store.apiKey(), '');
@@ -269,9 +299,94 @@ test('storage helpers: titles and image stripping', () => {
   assert.equal(titleOf({ messages: [{ role: 'user', text: '  hello\n  world ' }] }), 'hello world');
   assert.equal(titleOf({ messages: [{ role: 'user', text: '', images: [{ url: IMG }] }] }), 'Image');
   assert.equal(titleOf({ messages: [{ role: 'user', text: 'z'.repeat(100) }] }).length, 60);
+  // Long titles are cut between characters, not inside an emoji's surrogate pair.
+  const cut = titleOf({ messages: [{ role: 'user', text: 'a' + '\u{1f600}'.repeat(70) }] });
+  assert.equal(cut, 'a' + '\u{1f600}'.repeat(56) + '...');
+  assert.ok(!/[\ud800-\udbff](?![\udc00-\udfff])/.test(cut), 'no lone high surrogate');
   const c = conv('a', 't', [{ name: 'i', url: IMG }]);
   const r = withoutImages(c);
   assert.equal(r.dropped, true);
   assert.equal(c.messages[0].images[0].url, IMG, 'the original keeps its images');
   assert.equal(withoutImages(conv('b', 't')).dropped, false);
+});
+
+// --- Languages (i18n.js) ---------------------------------------------------------------------
+
+const WEB = new URL('../../src/server/ui/web/', import.meta.url).pathname;
+
+test('i18n: the language follows the stored pick, else the browser list, else English', () => {
+  assert.deepEqual(Object.keys(LANGUAGES), ['en', 'ja']);
+  assert.equal(pickLanguage('', ['ja-JP', 'en-US']), 'ja');
+  assert.equal(pickLanguage('', ['ja']), 'ja');
+  assert.equal(pickLanguage('', ['en-US', 'ja-JP']), 'en');
+  assert.equal(pickLanguage('', ['fr-FR', 'ja_JP']), 'ja', 'the first listed language that has a table');
+  assert.equal(pickLanguage('', ['fr-FR', 'de']), 'en');
+  assert.equal(pickLanguage('', []), 'en');
+  assert.equal(pickLanguage('', undefined), 'en');
+  assert.equal(pickLanguage('en', ['ja-JP']), 'en', 'a stored pick wins');
+  assert.equal(pickLanguage('ja', ['en-US']), 'ja');
+  assert.equal(pickLanguage('xx', ['ja-JP']), 'ja', 'an unknown stored value is ignored');
+});
+
+test('i18n: t() fills placeholders, falls back to English, then to the key', () => {
+  try {
+    assert.equal(setLanguage('en'), 'en');
+    assert.equal(t('send'), 'Send');
+    assert.equal(t('chat.deleteLabel', { title: 'a {b}' }), 'Delete conversation: a {b}');
+    assert.equal(t('attach.tooBig', { name: 'x.png' }), 'x.png is larger than {mb} MB', 'a missing param stays visible');
+    assert.equal(t('no.such.key'), 'no.such.key');
+    assert.equal(setLanguage('ja'), 'ja');
+    assert.equal(language(), 'ja');
+    assert.equal(t('send'), '送信');
+    assert.equal(t('thinking'), '思考モード');
+    assert.equal(t('chat.new'), '新しい会話');
+    assert.equal(t('attach.label'), '画像を添付');
+    assert.equal(t('stop'), '停止');
+    assert.equal(t('notice.contextFull', { used: 900, ctx: 1024 }).includes('1024'), true);
+    assert.equal(formatStats({ prefillPerSecond: 400, decodePerSecond: 50, cachedTokens: 3, promptTokens: 12, completionTokens: 4 }),
+      'プリフィル 400 tok/s \u00b7 デコード 50.0 tok/s \u00b7 キャッシュ 3 tok \u00b7 入力 12、出力 4');
+    assert.equal(titleOf({ messages: [] }), '新しい会話');
+    assert.equal(setLanguage('xx'), 'en', 'unknown languages are English');
+  } finally {
+    setLanguage('en');
+  }
+});
+
+test('i18n: both tables have the same keys and placeholders; Japanese text is Japanese', () => {
+  const en = MESSAGES.en;
+  const ja = MESSAGES.ja;
+  assert.deepEqual(Object.keys(ja).sort(), Object.keys(en).sort());
+  const params = (s) => (s.match(/\{\w+\}/g) || []).sort();
+  // Reasoning summaries count words in English and characters in Japanese.
+  const allowed = { 'reasoning.done': [['{words}'], ['{chars}']] };
+  for (const k of Object.keys(en)) {
+    if (allowed[k]) {
+      assert.deepEqual([params(en[k]), params(ja[k])], allowed[k], k);
+      continue;
+    }
+    assert.deepEqual(params(ja[k]), params(en[k]), `placeholders of ${k}`);
+  }
+  // Every Japanese entry that is not just a pattern of placeholders and symbols has Japanese in it.
+  const same = Object.keys(en).filter((k) => ja[k] === en[k]);
+  assert.deepEqual(same, ['page.titleOf'], 'untranslated entries');
+  const kana = /[\u3000-\u30ff\u4e00-\u9fff\uff01-\uff5e]/;
+  const notJapanese = Object.keys(ja).filter((k) => !kana.test(ja[k]) && !['page.titleOf'].includes(k));
+  assert.deepEqual(notJapanese, []);
+});
+
+test('i18n: every key the page and the modules use is in the tables', () => {
+  const keys = new Set(Object.keys(MESSAGES.en));
+  const used = [];
+  const html = readFileSync(join(WEB, 'index.html'), 'utf8');
+  for (const m of html.matchAll(/data-i18n(?:-[a-z-]+)?="([^"]+)"/g)) used.push(['index.html', m[1]]);
+  for (const f of readdirSync(WEB).filter((n) => n.endsWith('.js') && n !== 'i18n.js')) {
+    const src = readFileSync(join(WEB, f), 'utf8');
+    for (const m of src.matchAll(/\bt\('([^']+)'/g)) used.push([f, m[1]]);
+    // Keys kept in tables or state, looked up later: MODEL_STATUS's values, state.keyMessage.
+    for (const m of src.matchAll(/(?:: |keyMessage = .*?\[)'([a-z]+\.[A-Za-z.]+)'/g)) used.push([f, m[1]]);
+  }
+  assert.ok(used.length > 80, `found ${used.length} uses`);
+  assert.deepEqual(used.filter(([, k]) => !keys.has(k)), []);
+  // And index.html's visible English matches the table (what shows before app.js runs).
+  for (const m of html.matchAll(/data-i18n="([^"]+)"[^>]*>([^<]*)</g)) assert.equal(m[2], MESSAGES.en[m[1]], m[1]);
 });

@@ -1,6 +1,7 @@
 // Talking to the qwen35 server: the model list, streamed chat completions (SSE read from a fetch
 // body), and the pure pieces around them (conversation -> request, usage/timings -> speed line)
 // that node tests import directly.
+import { t } from './i18n.js';
 
 // Server-sent events: feed() text as it arrives, get back the complete `data:` payloads.
 // Events end at a blank line; several data lines of one event are joined with "\n".
@@ -104,7 +105,7 @@ export async function* streamChat(body, { signal, fetchImpl = fetch, apiKey = ''
     signal,
   });
   if (!res.ok) throw errorFrom(res.status, await res.text());
-  if (!res.body) throw new ApiError('The server sent no response body.');
+  if (!res.body) throw new ApiError(t('error.noBody'));
   const reader = res.body.getReader();
   const decoder = new TextDecoder();
   const sse = new SseParser();
@@ -118,7 +119,7 @@ export async function* streamChat(body, { signal, fetchImpl = fetch, apiKey = ''
         try {
           chunk = JSON.parse(p);
         } catch {
-          throw new ApiError('The server sent a malformed event: ' + p.slice(0, 200));
+          throw new ApiError(t('error.malformed', { event: p.slice(0, 200) }));
         }
         if (chunk && chunk.error) throw errorFrom(res.status, JSON.stringify(chunk));
         yield chunk;
@@ -192,10 +193,10 @@ export function formatStats(s) {
   if (!s) return '';
   const parts = [];
   const fmt = (x) => (x >= 100 ? x.toFixed(0) : x.toFixed(1));
-  if (s.prefillPerSecond != null) parts.push(`prefill ${fmt(s.prefillPerSecond)} tok/s`);
-  if (s.decodePerSecond != null) parts.push(`decode ${fmt(s.decodePerSecond)} tok/s`);
-  if (s.cachedTokens != null) parts.push(`cached ${s.cachedTokens} tok`);
-  if (s.promptTokens != null && s.completionTokens != null) parts.push(`${s.promptTokens} in, ${s.completionTokens} out`);
-  if (s.visionMs >= 0.5) parts.push(`vision ${s.visionMs.toFixed(0)} ms`);  // text-only turns report ~0
+  if (s.prefillPerSecond != null) parts.push(t('stats.prefill', { rate: fmt(s.prefillPerSecond) }));
+  if (s.decodePerSecond != null) parts.push(t('stats.decode', { rate: fmt(s.decodePerSecond) }));
+  if (s.cachedTokens != null) parts.push(t('stats.cached', { n: s.cachedTokens }));
+  if (s.promptTokens != null && s.completionTokens != null) parts.push(t('stats.tokens', { in: s.promptTokens, out: s.completionTokens }));
+  if (s.visionMs >= 0.5) parts.push(t('stats.vision', { ms: s.visionMs.toFixed(0) }));  // text-only turns report ~0
   return parts.join(' · ');
 }

@@ -1,8 +1,9 @@
 // The chat page: state, event wiring and the streaming loop. Rendering lives in messages.js,
-// the protocol in api.js, persistence in storage.js.
+// the protocol in api.js, persistence in storage.js, the words in i18n.js.
 import { buildRequest, fetchModel, statsFrom, streamChat } from './api.js';
 import { pastedImages, readImages, watchDrops } from './attachments.js';
 import { el, icon } from './dom.js';
+import { LANGUAGES, language, pickLanguage, setLanguage, t, translatePage } from './i18n.js';
 import { assistantMessage, emptyState, updateAssistant, userMessage } from './messages.js';
 import { Store, newId, titleOf } from './storage.js';
 
@@ -15,7 +16,7 @@ const ui = {
   settings: $('settings'), settingsOpen: $('settings-open'), setSystem: $('set-system'),
   setTemperature: $('set-temperature'), setMaxTokens: $('set-max-tokens'), dropOverlay: $('drop-overlay'),
   setApiKey: $('set-api-key'), keyDialog: $('key-dialog'), keyForm: $('key-form'), keyInput: $('key-input'),
-  keyMessage: $('key-message'),
+  keyMessage: $('key-message'), lang: $('lang'),
 };
 
 let storage;
@@ -30,6 +31,8 @@ const state = {
   settings: store.loadSettings(),
   apiKey: store.apiKey(),  // for servers started with --api-key
   model: { id: '', contextSize: null, hasVision: null },
+  modelStatus: 'connecting',  // until the model is known: a key of MODEL_STATUS
+  keyMessage: null,     // the key dialog's text: [key, params]
   conv: null,           // the open conversation; null for a new, empty one
   pending: [],          // images to send with the next message: [{name, url}]
   busy: null,           // the running generation: {controller, conv, msg, node}
@@ -44,29 +47,38 @@ const state = {
 async function loadModel({ retry = false } = {}) {
   try {
     state.model = await fetchModel(fetch, { apiKey: state.apiKey });
-    ui.modelName.textContent = state.model.id || 'no model';
-    ui.modelName.title = state.model.contextSize ? `context ${state.model.contextSize} tokens` : '';
-    if (state.model.hasVision === false) {
-      ui.attach.disabled = true;
-      ui.attach.title = 'This model has no vision tower';
-    }
+    state.modelStatus = 'none';
+    renderModel();
     if (!state.conv) renderMessages();
   } catch (e) {
     if (e && e.status === 401) {
-      ui.modelName.textContent = 'API key needed';
+      state.modelStatus = 'key-needed';
+      renderModel();
       askForKey(e.message);
       return;
     }
-    ui.modelName.textContent = 'server unreachable';
+    state.modelStatus = 'unreachable';
+    renderModel();
     if (retry) setTimeout(() => { if (!state.model.id) loadModel({ retry }); }, 3000);
   }
 }
 
+const MODEL_STATUS = { connecting: 'model.connecting', none: 'model.none', 'key-needed': 'model.keyNeeded', unreachable: 'model.unreachable' };
+
+// The model's name (or what is known so far), its context size, whether images can be attached.
+// data-state says the same in any language: ready or one of MODEL_STATUS.
+function renderModel() {
+  ui.modelName.textContent = state.model.id || t(MODEL_STATUS[state.modelStatus]);
+  ui.modelName.dataset.state = state.model.id ? 'ready' : state.modelStatus;
+  ui.modelName.title = state.model.contextSize ? t('model.context', { n: state.model.contextSize }) : '';
+  ui.attach.disabled = state.model.hasVision === false;
+  ui.attach.title = t(state.model.hasVision === false ? 'attach.noVision' : 'attach.label');
+}
+
 // The key dialog: asked once, then kept in this browser (and changeable in Settings).
 function askForKey(serverMessage) {
-  ui.keyMessage.textContent = state.apiKey
-    ? `The server did not accept the stored key (${serverMessage || 'incorrect API key'}). Enter the right one.`
-    : 'This server needs an API key.';
+  state.keyMessage = state.apiKey ? ['key.rejected', { error: serverMessage || t('key.incorrect') }] : ['key.needed', {}];
+  ui.keyMessage.textContent = t(...state.keyMessage);
   ui.keyInput.value = '';
   if (!ui.keyDialog.open) ui.keyDialog.showModal();
   ui.keyInput.focus();
@@ -128,10 +140,10 @@ function saveConversation(conv) {
   conv.title = titleOf(conv);
   const r = store.save(conv);
   if (!r.ok) {
-    showNotice('Could not save this conversation in the browser: ' + (r.error && r.error.message || 'storage error'));
+    showNotice(t('notice.saveFailed', { error: (r.error && r.error.message) || t('notice.storageError') }));
   } else if (r.droppedImages && !state.droppedNoted.has(conv.id)) {
     state.droppedNoted.add(conv.id);
-    showNotice('Browser storage is full: images of this conversation were not saved; they stay visible until you reload.');
+    showNotice(t('notice.imagesDropped'));
   }
 }
 
@@ -140,28 +152,28 @@ function renderSidebar() {
     const active = state.conv && state.conv.id === entry.id;
     const del = el('button', {
       type: 'button', class: 'icon-btn conv-delete', 'data-testid': 'conversation-delete',
-      'aria-label': `Delete conversation: ${entry.title}`, title: 'Delete',
+      'aria-label': t('chat.deleteLabel', { title: entry.title }), title: t('chat.delete'),
     }, icon('trash'));
     // Two clicks: the first arms the button, the second deletes.
     del.addEventListener('click', () => {
       if (del.dataset.armed) return deleteConversation(entry.id);
       del.dataset.armed = '1';
       del.classList.add('armed');
-      del.setAttribute('aria-label', `Confirm delete: ${entry.title}`);
-      del.textContent = 'Delete?';
+      del.setAttribute('aria-label', t('chat.confirmLabel', { title: entry.title }));
+      del.textContent = t('chat.confirm');
       setTimeout(() => renderSidebar(), 4000);
     });
     return el('li', { class: 'conv-item' + (active ? ' active' : ''), 'data-testid': 'conversation-item' },
       el('button', {
         type: 'button', class: 'conv-open', 'data-testid': 'conversation-open', title: entry.title,
         'aria-current': active ? 'true' : null, onclick: () => openConversation(entry.id),
-      }, entry.title || 'New chat'),
+      }, entry.title || t('chat.new')),
       del);
   });
   ui.convList.replaceChildren(...items);
-  if (!items.length) ui.convList.append(el('li', { class: 'conv-empty', text: 'No conversations yet' }));
-  ui.convTitle.textContent = state.conv ? titleOf(state.conv) : 'New chat';
-  document.title = state.conv ? `${titleOf(state.conv)} - qwen35` : 'qwen35 chat';
+  if (!items.length) ui.convList.append(el('li', { class: 'conv-empty', text: t('chat.none') }));
+  ui.convTitle.textContent = state.conv ? titleOf(state.conv) : t('chat.new');
+  document.title = state.conv ? t('page.titleOf', { title: titleOf(state.conv) }) : t('page.title');
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -251,10 +263,10 @@ async function send() {
     }
   } catch (e) {
     if (e && e.name === 'AbortError') msg.stopped = true;
-    else if (e instanceof TypeError) msg.error = 'Could not reach the server: ' + e.message;
+    else if (e instanceof TypeError) msg.error = t('error.unreachable', { error: e.message });
     else msg.error = (e && e.message) || String(e);
     if (e && e.status === 401) {
-      msg.error += ' (enter the API key, then send again)';
+      msg.error = t('error.enterKey', { error: msg.error });
       askForKey(e.message);
     }
   } finally {
@@ -269,7 +281,7 @@ async function send() {
     const ctx = state.model.contextSize;
     const used = msg.stats ? (msg.stats.promptTokens || 0) + (msg.stats.completionTokens || 0) : 0;
     if (ctx && used > 0.85 * ctx && state.conv === conv) {
-      showNotice(`This conversation uses ${used} of ${ctx} context tokens: start a new chat soon.`);
+      showNotice(t('notice.contextFull', { used, ctx }));
     }
     if (state.conv === conv) {
       renderSidebar();
@@ -293,8 +305,8 @@ function setBusy(busy) {
 // Attachments
 
 async function addFiles(files) {
-  if (state.model.hasVision === false) return showNotice('This model cannot see images.');
-  const images = await readImages(files, (err) => showNotice('Could not attach: ' + err));
+  if (state.model.hasVision === false) return showNotice(t('attach.cannotSee'));
+  const images = await readImages(files, (err) => showNotice(t('attach.failed', { error: err })));
   if (!images.length) return;
   state.pending.push(...images);
   renderAttachments();
@@ -307,7 +319,7 @@ function renderAttachments() {
       el('img', { src: im.url, alt: im.name, 'data-testid': 'attachment-preview' }),
       el('button', {
         type: 'button', class: 'attachment-remove', 'data-testid': 'attachment-remove',
-        'aria-label': `Remove image ${im.name}`,
+        'aria-label': t('attach.remove', { name: im.name }),
         onclick: () => { state.pending.splice(k, 1); renderAttachments(); },
       }, '\u00d7'))));
 }
@@ -324,11 +336,13 @@ function loadSettingsIntoForm() {
   ui.setApiKey.value = state.apiKey;
 }
 
-function readSettingsForm() {
+// `thinkingChosen`: the user flipped the toggle, so the stored choice wins over the default.
+function readSettingsForm({ thinkingChosen = false } = {}) {
   const num = (v) => (v.trim() === '' ? '' : Number(v));
   state.settings = {
     ...state.settings,
     thinking: ui.thinking.checked,
+    ...(thinkingChosen ? { thinkingChosen: true } : {}),
     systemPrompt: ui.setSystem.value,
     temperature: num(ui.setTemperature.value),
     maxTokens: num(ui.setMaxTokens.value),
@@ -338,7 +352,7 @@ function readSettingsForm() {
 
 function showNotice(text) {
   ui.notice.replaceChildren(el('span', {}, text),
-    el('button', { type: 'button', class: 'icon-btn', 'aria-label': 'Dismiss notice', onclick: hideNotice }, '\u00d7'));
+    el('button', { type: 'button', class: 'icon-btn', 'aria-label': t('notice.dismiss'), onclick: hideNotice }, '\u00d7'));
   ui.notice.hidden = false;
 }
 
@@ -376,8 +390,21 @@ async function copyCode(button) {
     document.execCommand('copy');
     ta.remove();
   }
-  button.textContent = 'Copied';
-  setTimeout(() => { button.textContent = 'Copy'; }, 1500);
+  button.textContent = t('code.copied');
+  setTimeout(() => { button.textContent = t('code.copy'); }, 1500);
+}
+
+// Shows the page in `lang` (everything drawn so far is drawn again); `remember` keeps the pick.
+function applyLanguage(lang, { remember = false } = {}) {
+  setLanguage(lang);
+  if (remember) store.saveLanguage(language());
+  translatePage(document);
+  ui.lang.value = language();
+  renderModel();
+  if (state.keyMessage) ui.keyMessage.textContent = t(...state.keyMessage);
+  renderSidebar();
+  renderMessages();
+  renderAttachments();
 }
 
 function memoryStorage() {
@@ -424,12 +451,13 @@ document.addEventListener('keydown', (e) => {
   if (e.key === 'Escape' && ui.app.classList.contains('drawer-open')) closeDrawer();
 });
 
-ui.thinking.addEventListener('change', readSettingsForm);
+ui.thinking.addEventListener('change', () => readSettingsForm({ thinkingChosen: true }));
+ui.lang.addEventListener('change', () => applyLanguage(ui.lang.value, { remember: true }));
 ui.settingsOpen.addEventListener('click', () => {
   loadSettingsIntoForm();
   ui.settings.showModal();
 });
-for (const input of [ui.setSystem, ui.setTemperature, ui.setMaxTokens]) input.addEventListener('input', readSettingsForm);
+for (const input of [ui.setSystem, ui.setTemperature, ui.setMaxTokens]) input.addEventListener('input', () => readSettingsForm());
 ui.setApiKey.addEventListener('change', () => {
   setApiKey(ui.setApiKey.value.trim());
   state.model.id = '';
@@ -455,10 +483,10 @@ ui.messages.addEventListener('click', (e) => {
   if (img) img.classList.toggle('zoomed');
 });
 
-// Start: settings, the last open conversation, the model.
+// Start: the language, settings, the last open conversation, the model.
+ui.lang.replaceChildren(...Object.entries(LANGUAGES).map(([code, name]) => el('option', { value: code, lang: code }, name)));
 loadSettingsIntoForm();
 state.conv = loadConversation(store.current());
-renderMessages();
-renderSidebar();
+applyLanguage(pickLanguage(store.language(), navigator.languages || [navigator.language]));
 loadModel({ retry: true });
 if (matchMedia('(pointer: fine)').matches) ui.input.focus();  // no keyboard popping up on phones

@@ -1,5 +1,6 @@
 // Images the user is about to send: reading files as data: URLs, and the files in a paste or a
 // drop. Several images per message are allowed.
+import { t } from './i18n.js';
 
 export const MAX_IMAGE_BYTES = 20 * 1024 * 1024;  // the server's limit for one image
 
@@ -21,7 +22,7 @@ export async function readImages(files, onError) {
   const out = [];
   for (const f of imageFiles(files)) {
     if (f.size > MAX_IMAGE_BYTES) {
-      onError(`${f.name} is larger than ${MAX_IMAGE_BYTES >> 20} MB`);
+      onError(t('attach.tooBig', { name: f.name, mb: MAX_IMAGE_BYTES >> 20 }));
       continue;
     }
     try {

@@ -7,6 +7,7 @@
 // rules, pipe tables. Inline: code spans, **strong**, *em*, ~~del~~, links (http/https only),
 // autolinks <https://...> and bare URLs, backslash escapes.
 import { highlight } from './highlight.js';
+import { t } from './i18n.js';
 
 export const h = (tag, attrs = {}, children = []) => ({ tag, attrs, children });
 
@@ -102,7 +103,7 @@ export function codeBlock(code, lang) {
   return h('div', { class: 'code-block' }, [
     h('div', { class: 'code-head' }, [
       h('span', { class: 'code-lang' }, [lang || 'text']),
-      h('button', { type: 'button', class: 'copy-code', 'aria-label': 'Copy code', 'data-testid': 'copy-code' }, ['Copy']),
+      h('button', { type: 'button', class: 'copy-code', 'aria-label': t('code.copyLabel'), 'data-testid': 'copy-code' }, [t('code.copy')]),
     ]),
     h('pre', {}, [h('code', codeAttrs, tokens)]),
   ]);

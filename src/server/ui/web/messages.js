@@ -4,19 +4,20 @@
 import { el, toDom } from './dom.js';
 import { parseMarkdown } from './markdown.js';
 import { formatStats } from './api.js';
+import { t } from './i18n.js';
 
 const rendered = new WeakMap();  // content element -> the Markdown source it shows
 
 export function emptyState(modelName) {
   return el('div', { class: 'empty', 'data-testid': 'empty-state' },
-    el('h1', { text: 'What can I help with?' }),
-    el('p', { text: modelName ? `Chatting with ${modelName}. Attach, paste or drop images to ask about them.` : 'Attach, paste or drop images to ask about them.' }));
+    el('h1', { text: t('empty.heading') }),
+    el('p', { text: modelName ? t('empty.withModel', { model: modelName }) : t('empty.noModel') }));
 }
 
 export function userMessage(msg) {
   const images = (msg.images || []).map((im, k) => im.url
-    ? el('img', { class: 'msg-image', src: im.url, alt: im.name || `image ${k + 1}`, 'data-testid': 'message-image', loading: 'lazy' })
-    : el('div', { class: 'msg-image dropped', 'data-testid': 'message-image-dropped', title: im.name || '' }, 'image not saved (browser storage was full)'));
+    ? el('img', { class: 'msg-image', src: im.url, alt: im.name || t('message.imageAlt', { n: k + 1 }), 'data-testid': 'message-image', loading: 'lazy' })
+    : el('div', { class: 'msg-image dropped', 'data-testid': 'message-image-dropped', title: im.name || '' }, t('message.imageDropped')));
   return el('article', { class: 'msg user', 'data-testid': 'message-user' },
     images.length ? el('div', { class: 'msg-images' }, images) : null,
     msg.text ? el('div', { class: 'bubble', 'data-testid': 'user-text' }, msg.text) : null);
@@ -46,7 +47,8 @@ export function updateAssistant(node, msg) {
       details.open = false;
     }
     const thinking = msg.pending && !msg.content;
-    details.querySelector('summary').textContent = thinking ? 'Thinking...' : `Reasoning (${wordCount(msg.reasoning)} words)`;
+    details.querySelector('summary').textContent = thinking ? t('reasoning.thinking')
+      : t('reasoning.done', { words: wordCount(msg.reasoning), chars: charCount(msg.reasoning) });
     const body = details.querySelector('.reasoning-text');
     if (body.textContent !== msg.reasoning) body.textContent = msg.reasoning;
   }
@@ -75,8 +77,8 @@ export function updateAssistant(node, msg) {
   let meta = node.querySelector(':scope > .meta');
   const stats = formatStats(msg.stats);
   const notes = [];
-  if (msg.stopped) notes.push('stopped');
-  else if (msg.finish === 'length') notes.push('max tokens reached');
+  if (msg.stopped) notes.push(t('note.stopped'));
+  else if (msg.finish === 'length') notes.push(t('note.length'));
   if (!meta && (stats || notes.length)) {
     meta = el('div', { class: 'meta' },
       el('span', { class: 'speed', 'data-testid': 'speed' }),
@@ -86,11 +88,16 @@ export function updateAssistant(node, msg) {
   if (meta) {
     meta.querySelector('.speed').textContent = stats;
     meta.querySelector('.speed').hidden = !stats;
-    meta.querySelector('.note').textContent = notes.join(', ');
+    meta.querySelector('.note').textContent = notes.join(t('note.separator'));
   }
 }
 
 function wordCount(text) {
   const m = String(text || '').trim().match(/\S+/g);
   return m ? m.length : 0;
+}
+
+// Japanese has no spaces between words: its summary counts characters (code points, blanks left out).
+function charCount(text) {
+  return [...String(text || '').replace(/\s+/g, '')].length;
 }

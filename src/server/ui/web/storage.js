@@ -1,24 +1,31 @@
 // Conversations and settings in localStorage (any object with getItem/setItem/removeItem, so
 // tests can pass a fake). Layout: "qwen35.index" lists {id, title, updated}; each conversation is
 // "qwen35.conv.<id>"; settings are "qwen35.settings"; the open one is "qwen35.current"; the API
-// key of a server started with --api-key is "qwen35.apiKey" (this origin's storage only).
+// key of a server started with --api-key is "qwen35.apiKey" (this origin's storage only); the
+// language the user picked, if any, is "qwen35.lang".
+//
+// Thinking is on by default (as for the model, the API and the CLI). Settings saved before that
+// default changed hold thinking: false whether or not the user ever touched the toggle, so only a
+// setting marked thinkingChosen (set when the user flips the toggle) overrides the default.
 //
 // Images are stored as data: URLs and can fill the quota. When a write hits the quota, the
 // conversation is stored again without image data (each such image keeps {dropped: true} so the
 // page can say so), then other conversations' images are dropped too; only if even that fails
 // does saving report an error. Nothing throws to the caller.
+import { t } from './i18n.js';
 
 const INDEX = 'qwen35.index';
 const CONV = 'qwen35.conv.';
 const SETTINGS = 'qwen35.settings';
 const CURRENT = 'qwen35.current';
 const API_KEY = 'qwen35.apiKey';
+const LANG = 'qwen35.lang';
 
 export const DEFAULT_SETTINGS = Object.freeze({
   systemPrompt: '',
   temperature: 0.7,
   maxTokens: 1024,
-  thinking: false,
+  thinking: true,
 });
 
 export function isQuotaError(e) {
@@ -42,10 +49,11 @@ export function withoutImages(conv) {
 
 export function titleOf(conv) {
   const first = conv.messages.find((m) => m.role === 'user');
-  if (!first) return 'New chat';
+  if (!first) return t('chat.new');
   const text = (first.text || '').replace(/\s+/g, ' ').trim();
-  if (text) return text.length > 60 ? text.slice(0, 57) + '...' : text;
-  return first.images && first.images.length ? 'Image' : 'New chat';
+  const chars = [...text];  // code points: an emoji is not cut in half
+  if (text) return chars.length > 60 ? chars.slice(0, 57).join('') + '...' : text;
+  return first.images && first.images.length ? t('chat.image') : t('chat.new');
 }
 
 export class Store {
@@ -133,8 +141,13 @@ export class Store {
   }
 
   loadSettings() {
-    const s = this.readJson(SETTINGS, {});
-    return { ...DEFAULT_SETTINGS, ...(s && typeof s === 'object' ? s : {}) };
+    const stored = this.readJson(SETTINGS, {});
+    const s = { ...DEFAULT_SETTINGS, ...(stored && typeof stored === 'object' ? stored : {}) };
+    if (!s.thinkingChosen || typeof s.thinking !== 'boolean') {
+      s.thinking = DEFAULT_SETTINGS.thinking;
+      delete s.thinkingChosen;
+    }
+    return s;
   }
 
   saveSettings(settings) {
@@ -152,6 +165,25 @@ export class Store {
       return this.storage.getItem(API_KEY) || '';
     } catch {
       return '';
+    }
+  }
+
+  // The language the user picked ('' when none: the browser's languages decide).
+  language() {
+    try {
+      return this.storage.getItem(LANG) || '';
+    } catch {
+      return '';
+    }
+  }
+
+  saveLanguage(lang) {
+    try {
+      if (lang) this.storage.setItem(LANG, lang);
+      else this.storage.removeItem(LANG);
+      return true;
+    } catch {
+      return false;
     }
   }
 
