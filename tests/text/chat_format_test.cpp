@@ -453,7 +453,9 @@ TEST(ChatRenderCli, MessagesObjectWithToolsAndErrors) {
   EXPECT_EQ(r.out, "");
   EXPECT_NE(r.err.find("System message must be at the beginning."), std::string::npos) << r.err;
 
-  EXPECT_EQ(run_render(dir, "--messages " + dir + "/late.json").code, 2);  // no -m
+  const auto bundled = run_render(dir, "--messages " + dir + "/obj.json");  // no -m: the bundled tiny model
+  EXPECT_EQ(bundled.code, 0) << bundled.err;
+  EXPECT_NE(bundled.err.find("bundled tiny test model"), std::string::npos) << bundled.err;
   EXPECT_EQ(run_render(dir, model).code, 2);                             // no --messages
   EXPECT_EQ(run_render(dir, model + " --messages " + dir + "/missing.json").code, 2);
   EXPECT_EQ(run_render(dir, model + " --messages " + dir + "/obj.json --kwargs '[1]'").code, 2);
