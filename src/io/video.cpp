@@ -317,9 +317,18 @@ std::unique_ptr<Demuxer> open_demuxer(std::span<const uint8_t> bytes) {
 
 // libavfilter's scale filter (FFmpeg 5.1) with in_color_matrix "auto": the frame's own matrix,
 // BT.601 when the tag is unspecified, reserved or unknown to swscale.
-int swscale_matrix(AVColorSpace space) {
-  const int value = int(space);
-  return value < 1 || value > 10 || value == 8 ? SWS_CS_ITU601 : value;
+int swscale_matrix(int colorspace) {
+  return colorspace < 1 || colorspace > 10 || colorspace == 8 ? SWS_CS_ITU601 : colorspace;
+}
+
+// A C enum field read as the int it holds. Colour tags come from the file, and a value outside
+// the enum (legal in C) is undefined behaviour to load as the C++ enum type.
+template <typename Enum>
+int enum_value(const Enum& field) {
+  static_assert(sizeof(Enum) == sizeof(int));
+  int value = 0;
+  std::memcpy(&value, &field, sizeof(value));
+  return value;
 }
 
 class RgbConverter {
@@ -379,8 +388,9 @@ class RgbConverter {
     if (sws_getColorspaceDetails(sws_.get(), &inverse_table, &source_full, &table, &destination_full, &brightness,
                                  &contrast, &saturation) < 0)
       return;  // only for a context swscale did not set up, which prepare() rules out
-    const int* matrix = sws_getCoefficients(swscale_matrix(frame.colorspace));
-    if (frame.color_range != AVCOL_RANGE_UNSPECIFIED) source_full = frame.color_range == AVCOL_RANGE_JPEG;
+    const int* matrix = sws_getCoefficients(swscale_matrix(enum_value(frame.colorspace)));
+    const int range = enum_value(frame.color_range);
+    if (range != AVCOL_RANGE_UNSPECIFIED) source_full = range == AVCOL_RANGE_JPEG;
     sws_setColorspaceDetails(sws_.get(), matrix, source_full, matrix, destination_full, brightness, contrast, saturation);
   }
 
