@@ -19,6 +19,8 @@ struct Case {
   test::VideoSpec spec;
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
 std::vector<Case> cases() {
   std::vector<Case> out;
   test::VideoSpec s;
