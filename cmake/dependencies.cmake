@@ -8,6 +8,8 @@ pkg_check_modules(JPEG REQUIRED IMPORTED_TARGET libjpeg)
 pkg_check_modules(PNG REQUIRED IMPORTED_TARGET libpng)
 pkg_check_modules(WEBP REQUIRED IMPORTED_TARGET libwebp libwebpdemux)
 find_package(GIF REQUIRED)
+# Video: FFmpeg's libraries (Debian 12 ships 5.1), in process.
+pkg_check_modules(FFMPEG REQUIRED IMPORTED_TARGET libavformat>=59 libavcodec>=59 libswscale>=6 libavutil>=57)
 # The server's HTTP (an asynchronous server with hard limits, and the client for remote images):
 # Boost.Asio and Boost.Beast, header-only; OpenSSL for https images.
 find_package(Boost 1.81 REQUIRED CONFIG)

@@ -12,7 +12,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libboost1.81-dev libssl-dev zlib1g-dev libcpp-httplib-dev libpcre2-dev libicu-dev
   libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev
-  chromium fonts-noto-cjk fonts-noto-color-emoji clang libclang-rt-14-dev
+  libavformat-dev libavcodec-dev libswscale-dev libavutil-dev
+  chromium fonts-noto-cjk fonts-noto-color-emoji clang libclang-rt-14-dev ffmpeg
 )
 command -v node >/dev/null 2>&1 || packages+=(nodejs npm)
 
