@@ -153,6 +153,32 @@ TEST(VideoChat, PrefillBlocksThroughPairsGiveTheSameAnswer) {
   EXPECT_EQ(results[1].tokens, std::vector<int32_t>(want.begin(), want.end()));
 }
 
+TEST(VideoChat, FollowUpTurnReusesTheVideoWithoutRerunningVision) {
+  const Engine& engine = tiny_engine();
+  auto session = engine.new_session();
+  Status st;
+  const ChatRequest t1 = golden_request("video_pan");
+  GenerationResult r1 = session->chat(t1, greedy(6, SpecMode::kOff), nullptr, &st);
+  ASSERT_TRUE(st.ok()) << st.message;
+  ChatRequest t2 = t1;
+  ChatMessage a = ChatMessage::Text("assistant", r1.content);
+  a.reasoning_content = r1.reasoning;
+  t2.messages.push_back(a);
+  t2.messages.push_back(ChatMessage::Text("user", "And then?"));
+  GenerationResult r2 = session->chat(t2, greedy(6, SpecMode::kOff), nullptr, &st);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_GE(r2.cached_tokens, int64_t(Golden(kVideoPanGolden).i64("prompt_ids").size()) - 8);
+  EXPECT_EQ(r2.timings.vision_ms, 0.0);  // every pair's tokens came from the cache
+  GenerationResult cold = engine.new_session()->chat(t2, greedy(6, SpecMode::kOff), nullptr, &st);
+  EXPECT_EQ(r2.tokens, cold.tokens);
+  // Another clip (one frame changed) must not reuse the first clip's pairs.
+  ChatRequest other = t2;
+  other.messages[0].content[0].video.rgb[0] ^= 0xff;
+  GenerationResult r3 = session->chat(other, greedy(6, SpecMode::kOff), nullptr, &st);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_GT(r3.timings.vision_ms, 0.0);
+}
+
 TEST(VideoChat, BadVideosAreInvalidArguments) {
   const Engine& engine = tiny_engine();
   auto status_of = [&](VideoFrames v) {
