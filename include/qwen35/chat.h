@@ -38,16 +38,30 @@ struct Status {
 // ---------------------------------------------------------------------------------------------
 // Requests
 
+// A video as a decoder hands it over: every decoded frame (all the same size) and the stream's
+// frame rate. The engine samples and encodes it as the official Qwen3-VL video processor does:
+// 2 frames per second of the clip by `fps` (at least 4 frames, at most 768; a shorter clip uses
+// all), one common size for them, pairs of frames, and a "<t seconds>" stamp per pair in the
+// prompt. Frames must be at least 32 x 32 pixels.
+struct VideoFrames {
+  int width = 0;
+  int height = 0;
+  int frames = 0;
+  double fps = 0;            // average frame rate of the stream; 0 = unknown (24 is assumed, as the reference does)
+  std::vector<uint8_t> rgb;  // [frames, height, width, 3]: packed RGB, rows top to bottom, frame after frame
+};
+
 struct ContentPart {
-  enum class Type { kText, kImage };
+  enum class Type { kText, kImage, kVideo };
   Type type = Type::kText;
   std::string text;                  // kText
   std::vector<uint8_t> image_bytes;  // kImage: an encoded file (JPEG, PNG, WebP, GIF, BMP)
+  VideoFrames video;                 // kVideo: decoded frames
 
-  static ContentPart Text(std::string t) { return {Type::kText, std::move(t), {}}; }
-  static ContentPart Image(std::vector<uint8_t> bytes) { return {Type::kImage, {}, std::move(bytes)}; }
+  static ContentPart Text(std::string t) { return {Type::kText, std::move(t), {}, {}}; }
+  static ContentPart Image(std::vector<uint8_t> bytes) { return {Type::kImage, {}, std::move(bytes), {}}; }
+  static ContentPart Video(VideoFrames frames) { return {Type::kVideo, {}, {}, std::move(frames)}; }
 };
-
 struct ToolCall {
   std::string id;
   std::string name;

@@ -9,8 +9,9 @@ namespace qwen35 {
 namespace {
 
 template <typename Id>
-MropePositions rope_index(std::span<const Id> ids, int64_t image_token_id, std::span<const ImageGrid> grids,
-                          int merge, const MropeStart& start) {
+MropePositions rope_index(std::span<const Id> ids, VisionPads pads, std::span<const ImageGrid> grids, int merge,
+                          const MropeStart& start) {
+  const auto is_pad = [&](int64_t id) { return id == pads.image || id == pads.video; };
   const int64_t n = int64_t(ids.size());
   MropePositions out;
   out.length = n;
@@ -29,7 +30,7 @@ MropePositions rope_index(std::span<const Id> ids, int64_t image_token_id, std::
     return int32_t(p);
   };
   for (int64_t i = 0; i < n;) {
-    if (int64_t(ids[size_t(i)]) != image_token_id) {
+    if (!is_pad(int64_t(ids[size_t(i)]))) {
       pt[i] = ph[i] = pw[i] = check_range(cur);
       max_pos = cur;
       ++cur, ++i;
@@ -37,12 +38,13 @@ MropePositions rope_index(std::span<const Id> ids, int64_t image_token_id, std::
     }
     if (next_grid >= grids.size())
       fail("image token at index ", i, " but only ", grids.size(), " image grid(s) were given");
+    const int64_t pad = int64_t(ids[size_t(i)]);  // the item's kind: all its tokens are this pad
     const ImageGrid& g = grids[next_grid++];
     const int64_t count = image_token_count(g, merge);
     const int64_t gh = g.h / merge, gw = g.w / merge;
     if (i + count > n) fail("image ", next_grid - 1, " needs ", count, " image tokens from index ", i, " but the sequence ends first");
     for (int64_t k = 0; k < count; ++k) {
-      if (int64_t(ids[size_t(i + k)]) != image_token_id)
+      if (int64_t(ids[size_t(i + k)]) != pad)
         fail("image ", next_grid - 1, " needs ", count, " consecutive image tokens from index ", i, ", found a ",
              ids[size_t(i + k)], " at index ", i + k);
       const int64_t frame = k / (gh * gw), row = k / gw % gh, col = k % gw;
@@ -94,14 +96,24 @@ int64_t image_token_count(const ImageGrid& g, int merge) {
   return g.t * (g.h / merge) * (g.w / merge);
 }
 
+MropePositions get_rope_index(std::span<const int32_t> ids, VisionPads pads, std::span<const ImageGrid> grids,
+                              int spatial_merge_size, const MropeStart& start) {
+  return rope_index(ids, pads, grids, spatial_merge_size, start);
+}
+
+MropePositions get_rope_index(std::span<const int64_t> ids, VisionPads pads, std::span<const ImageGrid> grids,
+                              int spatial_merge_size, const MropeStart& start) {
+  return rope_index(ids, pads, grids, spatial_merge_size, start);
+}
+
 MropePositions get_rope_index(std::span<const int32_t> ids, int64_t image_token_id, std::span<const ImageGrid> grids,
                               int spatial_merge_size, const MropeStart& start) {
-  return rope_index(ids, image_token_id, grids, spatial_merge_size, start);
+  return rope_index(ids, VisionPads{image_token_id, -1}, grids, spatial_merge_size, start);
 }
 
 MropePositions get_rope_index(std::span<const int64_t> ids, int64_t image_token_id, std::span<const ImageGrid> grids,
                               int spatial_merge_size, const MropeStart& start) {
-  return rope_index(ids, image_token_id, grids, spatial_merge_size, start);
+  return rope_index(ids, VisionPads{image_token_id, -1}, grids, spatial_merge_size, start);
 }
 
 std::vector<int32_t> expand_image_tokens(std::span<const int32_t> ids, int64_t image_token_id,

@@ -5,8 +5,10 @@
 // get_rope_index follows Hugging Face's Qwen3.5 rule. Text runs count on from a cursor on all
 // three axes. An image of grid (t, h, w) patches with merge m covers t * (h/m) * (w/m) tokens
 // in (frame, row, column) order at (cursor + frame, cursor + row, cursor + column); the cursor
-// then advances by max(h, w) / m. rope_delta = max position + 1 - sequence length, and a token
-// appended later at sequence index i sits at i + rope_delta on every axis.
+// then advances by max(h, w) / m. A video is split into its temporal pairs, each positioned as an
+// image of grid (1, h, w) with <|video_pad|> tokens (its time stamp and markers are text between
+// them). rope_delta = max position + 1 - sequence length, and a token appended later at sequence
+// index i sits at i + rope_delta on every axis.
 #pragma once
 
 #include <cstdint>
@@ -43,10 +45,23 @@ struct MropeStart {
   int64_t rope_delta = 0;
 };
 
-// ids: token ids after image-token expansion; grids: one per image, in prompt order. Each image
-// must appear as exactly image_token_count(grid) consecutive image_token_id tokens (two images
-// back to back are split by the grid sizes). Throws qwen35::Error when the tokens and the grids
-// disagree. The returned rope_delta applies to the whole sequence (prefix + this chunk).
+// The pad tokens vision items fill: <|image_pad|> for images, <|video_pad|> for a video's pairs
+// (-1: none of that kind).
+struct VisionPads {
+  int64_t image = -1;
+  int64_t video = -1;
+};
+
+// ids: token ids after image and video expansion; grids: one per vision item (an image, or one
+// temporal pair of a video as grid (1, h, w)) in prompt order. Each item must appear as exactly
+// image_token_count(grid) consecutive tokens of one pad kind (two items back to back are split by
+// the grid sizes). Throws qwen35::Error when the tokens and the grids disagree. The returned
+// rope_delta applies to the whole sequence (prefix + this chunk).
+MropePositions get_rope_index(std::span<const int32_t> ids, VisionPads pads, std::span<const ImageGrid> grids,
+                              int spatial_merge_size, const MropeStart& start = {});
+MropePositions get_rope_index(std::span<const int64_t> ids, VisionPads pads, std::span<const ImageGrid> grids,
+                              int spatial_merge_size, const MropeStart& start = {});
+// Images only (every grid is an image of image_token_id tokens).
 MropePositions get_rope_index(std::span<const int32_t> ids, int64_t image_token_id, std::span<const ImageGrid> grids,
                               int spatial_merge_size, const MropeStart& start = {});
 MropePositions get_rope_index(std::span<const int64_t> ids, int64_t image_token_id, std::span<const ImageGrid> grids,

@@ -91,6 +91,17 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     progress("image processor", 0.9);
     if (e.model->mmproj()) e.image_config = ImageProcessorConfig::from_mmproj(*e.model->mmproj());
     else if (folder) e.image_config = ImageProcessorConfig::load(options.model_dir);
+    if (folder && !e.model->mmproj()) {
+      e.video_config = VideoProcessorConfig::load(options.model_dir);
+    } else {
+      // An mmproj has no video settings: the published ones, with the tower's patch geometry and
+      // normalisation from the file.
+      VideoProcessorConfig& v = e.video_config;
+      v.patch_size = e.image_config.patch_size;
+      v.merge_size = e.image_config.merge_size;
+      v.image_mean = e.image_config.image_mean;
+      v.image_std = e.image_config.image_std;
+    }
     if (options.image_min_pixels > 0) e.image_config.min_pixels = options.image_min_pixels;
     if (options.image_max_pixels > 0) e.image_config.max_pixels = options.image_max_pixels;
     if (options.image_max_tokens < 0) fail("image max tokens must be positive (0: no limit)");
@@ -109,6 +120,12 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
           p.merge_size != v.spatial_merge_size)
         fail("preprocessor_config.json (patch ", p.patch_size, ", temporal ", p.temporal_patch_size, ", merge ",
              p.merge_size, ") disagrees with config.json vision_config (patch ", v.patch_size, ", temporal ",
+             v.temporal_patch_size, ", merge ", v.spatial_merge_size, ")");
+      const VideoProcessorConfig& q = e.video_config;
+      if (q.patch_size != v.patch_size || q.temporal_patch_size != v.temporal_patch_size ||
+          q.merge_size != v.spatial_merge_size)
+        fail("video_preprocessor_config.json (patch ", q.patch_size, ", temporal ", q.temporal_patch_size, ", merge ",
+             q.merge_size, ") disagrees with config.json vision_config (patch ", v.patch_size, ", temporal ",
              v.temporal_patch_size, ", merge ", v.spatial_merge_size, ")");
     }
     const ModelConfig& cfg = e.model->config();
@@ -140,6 +157,7 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     }
     if (e.think_start_id >= 0 && e.think_end_id >= 0) e.thought_closing_ids = e.tokenizer->encode(kThoughtClosing);
     e.image_pad_id = int32_t(cfg.image_token_id);
+    e.video_pad_id = int32_t(cfg.video_token_id);
 
     const int64_t max_pos = cfg.text.max_position_embeddings;
     e.context_size = options.context_size > 0 ? options.context_size : std::min<int64_t>(max_pos, 32768);

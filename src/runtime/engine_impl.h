@@ -9,6 +9,7 @@
 #include "kernels/compute.h"
 #include "model/draft_vocab.h"
 #include "model/image_processor.h"
+#include "model/video_processor.h"
 #include "model/model.h"
 #include "qwen35/engine.h"
 #include "text/tokenizer.h"
@@ -20,6 +21,7 @@ struct EngineImpl {
   std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tokenizer;
   ImageProcessorConfig image_config;
+  VideoProcessorConfig video_config;
   std::unique_ptr<ThreadPool> pool;
   kernels::Compute compute;
   ModelInfo info;
@@ -29,6 +31,7 @@ struct EngineImpl {
   int32_t think_end_id = -1;     // </think>
   std::vector<int32_t> thought_closing_ids;  // kThoughtClosing; empty when the tokenizer has no </think>
   int32_t image_pad_id = -1;     // <|image_pad|>
+  int32_t video_pad_id = -1;     // <|video_pad|>
   int64_t context_size = 0;
   const MtpHead* mtp = nullptr;  // the MTP head when requests may use it (options.speculative)
   std::optional<DraftVocab> draft_vocab;  // the ids its drafts pick from, when it runs

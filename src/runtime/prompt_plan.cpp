@@ -1,6 +1,7 @@
 #include "runtime/prompt_plan.h"
 
 #include <chrono>
+#include <cmath>
 
 #include <nlohmann/json.hpp>
 
@@ -8,6 +9,7 @@
 #include "core/json_parse.h"
 #include "io/image.h"
 #include "model/mrope_positions.h"
+#include "model/video_processor.h"
 #include "runtime/sequence.h"
 #include "text/chat_format.h"
 #include "text/chat_template_check.h"
@@ -31,6 +33,7 @@ ojson to_template_messages(const ChatRequest& request) {
       ojson parts = ojson::array();
       for (const ContentPart& p : m.content) {
         if (p.type == ContentPart::Type::kText) parts.push_back({{"type", "text"}, {"text", p.text}});
+        else if (p.type == ContentPart::Type::kVideo) parts.push_back({{"type", "video"}});
         else parts.push_back({{"type", "image"}});
       }
       msg["content"] = parts;
@@ -60,6 +63,83 @@ uint64_t image_hash(const std::vector<uint8_t>& bytes, const ImageGrid& g, int i
   return std::stoull(sha256_hex(key).substr(0, 16), nullptr, 16);
 }
 
+// Identity of one temporal pair of a video for the prefix cache: the pixels the vision tower sees
+// (the sampled frames after resizing and normalising) and their grid.
+uint64_t video_pair_hash(const ProcessedImage& pair) {
+  const std::string_view pixels(reinterpret_cast<const char*>(pair.pixel_values.data()),
+                                pair.pixel_values.size() * sizeof(float));
+  const std::string key = sha256_hex(pixels) + "|video pair|" + std::to_string(pair.grid.h) + "," +
+                          std::to_string(pair.grid.w);
+  return std::stoull(sha256_hex(key).substr(0, 16), nullptr, 16);
+}
+
+void check_video(const VideoFrames& v) {
+  if (v.width <= 0 || v.height <= 0 || v.frames <= 0)
+    fail("a video needs at least one frame of a positive size, got ", v.frames, " frames of ", v.width, "x", v.height);
+  const size_t want = size_t(v.frames) * size_t(v.width) * size_t(v.height) * 3;
+  if (v.rgb.size() != want)
+    fail("a video of ", v.frames, " frames of ", v.width, "x", v.height, " needs ", want, " bytes of RGB, got ",
+         v.rgb.size());
+  if (!std::isfinite(v.fps) || v.fps < 0) fail("a video's frame rate must be finite and not negative, got ", v.fps);
+}
+
+VideoClipView clip_of(const VideoFrames& v) {
+  return {std::span<const uint8_t>(v.rgb), v.frames, v.height, v.width, v.fps};
+}
+
+// Tokens a video adds to the prompt, from its frame count and size alone (before any pixels move):
+// per pair a stamp (at least one token), <|vision_start|>, the pads and <|vision_end|>, in place
+// of the placeholder's three tokens. A lower bound: a stamp is several tokens.
+int64_t video_tokens_at_least(const EngineImpl& engine, const VideoFrames& v) {
+  const VideoProcessorConfig& c = engine.video_config;
+  const int64_t sampled = int64_t(sample_frame_indices(v.frames, v.fps, c).size());
+  const ResizedSize r = video_target_size(sampled, v.height, v.width, c);
+  const int64_t pairs = (sampled + c.temporal_patch_size - 1) / c.temporal_patch_size;
+  const int64_t per_pair = image_token_count({1, r.height / c.patch_size, r.width / c.patch_size}, c.merge_size);
+  return pairs * (per_pair + 3) - 3;
+}
+
+// The byte offsets of the video placeholders the template wrote: request text that spells one
+// stays text (it lies inside a from_request range).
+std::vector<size_t> template_video_tags(const std::string& text, const std::vector<std::pair<size_t, size_t>>& from_request) {
+  constexpr std::string_view kTag = "<|vision_start|><|video_pad|><|vision_end|>";
+  std::vector<size_t> tags;
+  size_t range = 0;
+  for (size_t at = text.find(kTag); at != std::string::npos; at = text.find(kTag, at + 1)) {
+    while (range < from_request.size() && from_request[range].second <= at) ++range;
+    const bool inside = range < from_request.size() && from_request[range].first < at + kTag.size();
+    if (!inside) tags.push_back(at);
+  }
+  return tags;
+}
+
+// Replaces the template's video placeholders (at `tags`) by their expansions, in order, and moves
+// the request's byte ranges with the text around them (no range overlaps a placeholder).
+std::string expand_video_tags(const std::string& text, const std::vector<size_t>& tags,
+                              const std::vector<std::string>& expansions,
+                              std::vector<std::pair<size_t, size_t>>& from_request) {
+  constexpr size_t kTagSize = std::string_view("<|vision_start|><|video_pad|><|vision_end|>").size();
+  std::string out;
+  size_t prev = 0, next_range = 0;
+  int64_t shift = 0;
+  const auto move_ranges_before = [&](size_t end) {
+    for (; next_range < from_request.size() && from_request[next_range].first < end; ++next_range) {
+      from_request[next_range].first = size_t(int64_t(from_request[next_range].first) + shift);
+      from_request[next_range].second = size_t(int64_t(from_request[next_range].second) + shift);
+    }
+  };
+  for (size_t k = 0; k < tags.size(); ++k) {
+    move_ranges_before(tags[k]);
+    out.append(text, prev, tags[k] - prev);
+    out += expansions[k];
+    prev = tags[k] + kTagSize;
+    shift += int64_t(expansions[k].size()) - int64_t(kTagSize);
+  }
+  move_ranges_before(text.size() + 1);
+  out.append(text, prev, std::string::npos);
+  return out;
+}
+
 // Image tokens of a decoded picture, from its size alone (before any float pixel array exists).
 int64_t image_tokens(const EngineImpl& engine, const RgbImage& rgb) {
   const ImageProcessorConfig& c = engine.image_config;
@@ -81,20 +161,29 @@ std::vector<int64_t> message_ends(const EngineImpl& engine, const std::vector<in
   return ends;
 }
 
-void finish_plan(const EngineImpl& engine, PromptPlan& plan, const std::vector<ImageGrid>& grids) {
+// Expands each <|image_pad|> to its image's tokens (video pads are expanded in the text already),
+// finds every vision item's tokens (images and video pairs, in prompt order) and positions them.
+void finish_plan(const EngineImpl& engine, PromptPlan& plan) {
   const int merge = engine.image_config.merge_size;
-  if (!grids.empty()) plan.ids = expand_image_tokens(plan.ids, engine.image_pad_id, grids, merge);
+  std::vector<ImageGrid> grids, image_grids;
+  for (const PromptImage& img : plan.images) {
+    grids.push_back(img.processed.grid);
+    if (img.pad_id == engine.image_pad_id) image_grids.push_back(img.processed.grid);
+  }
+  if (!image_grids.empty()) plan.ids = expand_image_tokens(plan.ids, engine.image_pad_id, image_grids, merge);
   plan.keys.assign(plan.ids.begin(), plan.ids.end());
   size_t image = 0;
   for (int64_t i = 0; i < plan.size(); ++i) {
-    if (plan.ids[size_t(i)] != engine.image_pad_id || grids.empty()) continue;
-    if (image >= plan.images.size()) fail("more image tokens in the prompt than images");
+    const int32_t id = plan.ids[size_t(i)];
+    if ((id != engine.image_pad_id && id != engine.video_pad_id) || plan.images.empty()) continue;
+    if (image >= plan.images.size()) fail("more image and video tokens in the prompt than images and video frames");
     PromptImage& img = plan.images[image];
+    if (id != img.pad_id) fail("the prompt's image and video tokens are not in the order of the request's parts");
     if (img.count == 0) img.start = i;
     plan.keys[size_t(i)] = image_token_key(img.hash, img.count);
     if (++img.count == img.processed.num_tokens) ++image;
   }
-  MropePositions mp = get_rope_index(plan.ids, engine.image_pad_id, grids, merge);
+  MropePositions mp = get_rope_index(plan.ids, VisionPads{engine.image_pad_id, engine.video_pad_id}, grids, merge);
   plan.positions = std::move(mp.positions);
   plan.rope_delta = mp.rope_delta;
 }
@@ -123,14 +212,13 @@ std::string render_request(const EngineImpl& engine, const ChatRequest& request,
 PromptPlan plan_chat(const EngineImpl& engine, const ChatRequest& request) {
   PromptPlan plan;
   std::vector<std::pair<size_t, size_t>> from_request;
-  const std::string text = render_request(engine, request, &from_request);
+  std::string text = render_request(engine, request, &from_request);
   // What the request says is text, whatever it spells: only the template writes control tokens
   // and image placeholders.
   plan.ids = engine.tokenizer->encode_outside(text, from_request);
   plan.starts_in_reasoning = text.size() >= 8 && text.compare(text.size() - 8, 8, "<think>\n") == 0;
 
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<ImageGrid> grids;
   int64_t total = int64_t(plan.ids.size()) + 1;  // the prompt plus the first generated token
   auto check_fits = [&] {
     if (total > engine.context_size)
@@ -138,11 +226,31 @@ PromptPlan plan_chat(const EngineImpl& engine, const ChatRequest& request) {
                                 " tokens but the context is ", engine.context_size, " tokens"));
   };
   check_fits();
+  // Vision items in prompt order: each image, and each temporal pair of each video.
+  std::vector<std::string> video_texts;  // what each video placeholder becomes
   for (const ChatMessage& m : request.messages) {
     for (const ContentPart& p : m.content) {
-      if (p.type != ContentPart::Type::kImage) continue;
-      if (!engine.model->vision()) fail("this model has no vision tower: images are not supported");
+      if (p.type == ContentPart::Type::kText) continue;
+      if (!engine.model->vision())
+        fail("this model has no vision tower: ", p.type == ContentPart::Type::kVideo ? "videos" : "images",
+             " are not supported");
+      if (p.type == ContentPart::Type::kVideo) {
+        check_video(p.video);
+        total += video_tokens_at_least(engine, p.video);
+        check_fits();
+        ProcessedVideo video = preprocess_video(clip_of(p.video), engine.video_config);
+        video_texts.push_back(expand_video_placeholder(video.timestamps, video.tokens_per_pair));
+        for (ProcessedImage& pair : video.pairs) {
+          PromptImage img;
+          img.pad_id = engine.video_pad_id;
+          img.hash = video_pair_hash(pair);
+          img.processed = std::move(pair);
+          plan.images.push_back(std::move(img));
+        }
+        continue;
+      }
       PromptImage img;
+      img.pad_id = engine.image_pad_id;
       ImageDecodeOptions decode;
       decode.max_pixels = std::max<int64_t>(engine.image_config.max_pixels * 4, int64_t(64) << 20);
       RgbImage rgb = decode_image(p.image_bytes, decode);
@@ -150,16 +258,29 @@ PromptPlan plan_chat(const EngineImpl& engine, const ChatRequest& request) {
       check_fits();
       img.processed = preprocess_image(rgb, engine.image_config, engine.options.image_size);
       img.hash = image_hash(p.image_bytes, img.processed.grid, engine.options.image_size);
-      grids.push_back(img.processed.grid);
       plan.images.push_back(std::move(img));
     }
   }
   plan.load_images_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  int64_t pads = 0;
+  int64_t pads = 0, images = 0;
   for (int32_t id : plan.ids) pads += id == engine.image_pad_id;
-  if (pads != int64_t(plan.images.size()))
-    fail("the prompt has ", pads, " image placeholders but the request has ", plan.images.size(), " images");
-  finish_plan(engine, plan, grids);
+  for (const PromptImage& img : plan.images) images += img.pad_id == engine.image_pad_id;
+  if (pads != images)
+    fail("the prompt has ", pads, " image placeholders but the request has ", images, " images");
+  if (!video_texts.empty()) {
+    // The processor expands a video in the text, not in the ids: a stamp is ordinary text and may
+    // merge with the text before it ("...:<" is one token), so the expanded text is tokenized anew.
+    const std::vector<size_t> tags = template_video_tags(text, from_request);
+    if (tags.size() != video_texts.size())
+      fail("the prompt has ", tags.size(), " video placeholders but the request has ", video_texts.size(), " videos");
+    text = expand_video_tags(text, tags, video_texts, from_request);
+    plan.ids = engine.tokenizer->encode_outside(text, from_request);
+    total = int64_t(plan.ids.size()) + 1;
+    for (const PromptImage& img : plan.images)
+      if (img.pad_id == engine.image_pad_id) total += img.processed.num_tokens - 1;
+    check_fits();
+  }
+  finish_plan(engine, plan);
 
   // Snapshots: after the first message (a shared system prompt) and after the last message
   // before the generation prompt (where the next turn's render still agrees).
@@ -179,8 +300,9 @@ PromptPlan plan_completion(const EngineImpl& engine, const std::vector<int32_t>&
       fail("token id ", id, " is outside the vocabulary [0, ", engine.text_config().vocab_size, ")");
   plan.ids = ids;
   for (int32_t id : ids)
-    if (id == engine.image_pad_id) fail("raw prompts cannot contain image placeholder tokens");
-  finish_plan(engine, plan, {});
+    if (id == engine.image_pad_id || id == engine.video_pad_id)
+      fail("raw prompts cannot contain image or video placeholder tokens");
+  finish_plan(engine, plan);
   std::vector<int64_t> ends = message_ends(engine, plan.ids);
   if (!ends.empty()) plan.snapshot_points.push_back(ends.back());
   return plan;

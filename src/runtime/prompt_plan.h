@@ -15,9 +15,12 @@
 
 namespace qwen35 {
 
+// One vision item of the prompt: an image, or one temporal pair of a video (an image of grid
+// (1, h, w) whose tokens are <|video_pad|>; its time stamp is text before it).
 struct PromptImage {
-  int64_t start = 0;   // index of its first <|image_pad|> in the prompt
+  int64_t start = 0;   // index of its first pad token in the prompt
   int64_t count = 0;   // its pad tokens
+  int32_t pad_id = -1; // <|image_pad|> or <|video_pad|>
   uint64_t hash = 0;   // content hash (with the preprocessing settings)
   ProcessedImage processed;
   std::shared_ptr<VisionRun> vision;  // the vision tower's run while it is in progress

@@ -63,6 +63,34 @@ TEST(MropePositions, ImageGoldenDeltas) {
   EXPECT_EQ(test::Golden("tiny-qwen35/golden/image_native.safetensors").i64("rope_deltas").at(0), 14 - 126);
 }
 
+// Videos: each temporal pair is one item of grid (1, h, w) with <|video_pad|> tokens; the stamps and
+// markers between the pairs are text. image_video has an image first, then the video's pairs.
+TEST(MropePositions, VideoGoldens) {
+  const auto config = nlohmann::json::parse(test::read_text_file(test::data_path("tiny-qwen35/config.json")));
+  const VisionPads pads{image_token_id(), config.at("video_token_id").get<int64_t>()};
+  for (const char* name : {"video_pan", "image_video"}) {
+    SCOPED_TRACE(name);
+    const test::Golden g(std::string("tiny-qwen35/golden_video/") + name + ".safetensors");
+    std::vector<ImageGrid> items =
+        g.has("image_grid_thw") ? grids_of(g.i64("image_grid_thw")) : std::vector<ImageGrid>{};
+    const std::vector<int64_t> thw = g.i64("video_grid_thw");
+    for (int64_t pair = 0; pair < thw[0]; ++pair) items.push_back({1, thw[1], thw[2]});
+    const std::vector<int64_t> ids = g.i64("prompt_ids");
+    const MropePositions m = get_rope_index(ids, pads, items, 2);
+    EXPECT_EQ(as_i64(m), g.i64("position_ids"));
+    EXPECT_EQ(m.rope_delta, g.i64("rope_deltas").at(0));
+    const std::vector<int32_t> ids32(ids.begin(), ids.end());
+    EXPECT_EQ(get_rope_index(ids32, pads, items, 2).positions, m.positions);
+    const int64_t P = int64_t(ids.size());
+    const std::vector<int64_t> want = g.i64("decode_position_ids");
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(decode_position(P + int64_t(i), m.rope_delta), want[i]) << i;
+    // The whole video as one (t, h, w) item would be wrong: its pads are not consecutive.
+    std::vector<ImageGrid> whole = g.has("image_grid_thw") ? grids_of(g.i64("image_grid_thw")) : std::vector<ImageGrid>{};
+    whole.push_back({thw[0], thw[1], thw[2]});
+    EXPECT_THROW(get_rope_index(ids, pads, whole, 2), Error);
+  }
+}
+
 struct ChatCase {
   std::string id;
   std::vector<int64_t> rendered_ids, prompt_ids;
@@ -229,6 +257,22 @@ TEST(MropePositions, ExpandImageTokens) {
   EXPECT_THROW(expand_image_tokens(std::vector<int32_t>{1}, kPad, grids, 2), Error);
   EXPECT_EQ(image_token_count({1, 18, 28}, 2), 126);
   EXPECT_EQ(image_token_count({1, 32, 32}, 2), 256);
+}
+
+TEST(MropePositions, ImageAndVideoPadsAreDifferentItems) {
+  // Token 9 image pad, 8 video pad: an image of (1, 2, 4) right before a pair of (1, 2, 2) splits
+  // where the pad kind changes, and a grid that would swallow the other kind's tokens is an error.
+  const VisionPads pads{9, 8};
+  const std::vector<ImageGrid> grids = {{1, 2, 4}, {1, 2, 2}};
+  const std::vector<int32_t> ids = {1, 9, 9, 8, 2};
+  const MropePositions m = get_rope_index(ids, pads, grids, 2);
+  EXPECT_EQ(row(m, 0), (std::vector<int32_t>{0, 1, 1, 3, 4}));
+  EXPECT_EQ(row(m, 2), (std::vector<int32_t>{0, 1, 2, 3, 4}));
+  const std::vector<ImageGrid> wrong = {{1, 2, 6}};
+  EXPECT_THROW(get_rope_index(ids, pads, wrong, 2), Error);
+  // With the image id alone the video pad is text.
+  const MropePositions image_only = get_rope_index(ids, int64_t(9), std::span(grids).subspan(0, 1), 2);
+  EXPECT_EQ(row(image_only, 0), (std::vector<int32_t>{0, 1, 1, 3, 4}));
 }
 
 }  // namespace

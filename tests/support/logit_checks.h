@@ -17,7 +17,7 @@ constexpr double kLogitTol = 1e-3;
 double logsumexp(const float* row, int64_t n);
 
 // Checks rows [0, T) of `logits` ([T, V]) against the record `prefix` ("logits", "turn2_logits")
-// of `g`: prefix.lse, .top_ids/.top_vals, .subset (with vocab_subset), .argmax, .last_full.
+// of `g`: prefix.lse, .top_ids/.top_vals, .subset (with vocab_subset; when stored), .argmax, .last_full.
 // Adds GoogleTest failures; returns the largest absolute difference seen.
 double expect_logits_match(const Golden& g, const std::string& prefix, const std::vector<float>& logits, int64_t T,
                            int64_t V);

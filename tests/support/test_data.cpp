@@ -89,6 +89,21 @@ std::vector<int64_t> Golden::i64(const std::string& name) const {
   return out;
 }
 
+std::vector<double> Golden::f64(const std::string& name) const {
+  const TensorView& v = file_.get(name);
+  if (v.dtype != DType::F64) fail(name, " is not F64");
+  std::vector<double> out(size_t(v.numel()));
+  std::memcpy(out.data(), v.data, v.nbytes);
+  return out;
+}
+
+std::vector<uint8_t> Golden::u8(const std::string& name) const {
+  const TensorView& v = file_.get(name);
+  if (v.dtype != DType::U8) fail(name, " is not U8");
+  const uint8_t* p = static_cast<const uint8_t*>(v.data);
+  return std::vector<uint8_t>(p, p + v.nbytes);
+}
+
 double max_abs_error(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size()) return INFINITY;
   double m = 0;

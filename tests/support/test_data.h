@@ -21,7 +21,7 @@ std::string read_text_file(const std::string& path);
 // A whole file's bytes (an encoded image, say).
 std::vector<uint8_t> read_file_bytes(const std::string& path);
 
-// A golden file: tensors read as f32 (from F32) or i64 (from I64).
+// A golden file: tensors read as f32 (from F32), i64 (from I64), f64 (from F64) or u8 (from U8).
 class Golden {
  public:
   explicit Golden(const std::string& relative) : file_(data_path(relative)) {}
@@ -29,6 +29,8 @@ class Golden {
   const TensorView& view(const std::string& name) const { return file_.get(name); }
   std::vector<float> f32(const std::string& name) const;
   std::vector<int64_t> i64(const std::string& name) const;
+  std::vector<double> f64(const std::string& name) const;
+  std::vector<uint8_t> u8(const std::string& name) const;
   Shape shape(const std::string& name) const { return file_.get(name).shape; }
 
  private:
