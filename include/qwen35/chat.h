@@ -62,6 +62,7 @@ struct ContentPart {
   static ContentPart Image(std::vector<uint8_t> bytes) { return {Type::kImage, {}, std::move(bytes), {}}; }
   static ContentPart Video(VideoFrames frames) { return {Type::kVideo, {}, {}, std::move(frames)}; }
 };
+
 struct ToolCall {
   std::string id;
   std::string name;
