@@ -67,24 +67,14 @@ ImageProcessorConfig ImageProcessorConfig::parse(const std::string& json_text, c
   if (c.merge_size < 1 || c.merge_size > 64) fail(origin, ": merge_size must be in [1, 64], got ", c.merge_size);
   if (c.min_pixels < 1 || c.max_pixels < c.min_pixels)
     fail(origin, ": need 1 <= min_pixels (", c.min_pixels, ") <= max_pixels (", c.max_pixels, ")");
-  for (int i = 0; i < 3; ++i) {
-    if (!std::isfinite(c.image_mean[size_t(i)]) || !std::isfinite(c.image_std[size_t(i)]) || float(c.image_std[size_t(i)]) == 0.0f)
-      fail(origin, ": image_mean must be finite and image_std finite and non-zero (channel ", i, ")");
-  }
-  if (!(c.rescale_factor > 0) || !std::isfinite(c.rescale_factor))
-    fail(origin, ": rescale_factor must be positive, got ", c.rescale_factor);
+  processor_json::check_normalisation(c.image_mean, c.image_std, c.rescale_factor, origin);
   return c;
 }
 
 ImageProcessorConfig ImageProcessorConfig::load(const std::string& model_dir) {
   const std::filesystem::path path = std::filesystem::path(model_dir) / "preprocessor_config.json";
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return ImageProcessorConfig{};
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read ", path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse(text.str(), path.string());
+  const std::optional<std::string> text = processor_json::read_optional(path);
+  return text ? parse(*text, path.string()) : ImageProcessorConfig{};
 }
 
 ImageProcessorConfig ImageProcessorConfig::from_mmproj(const GgufFile& f) {

@@ -98,24 +98,14 @@ VideoProcessorConfig VideoProcessorConfig::parse(const std::string& json_text, c
   if (!(c.sample_fps > 0) || !std::isfinite(c.sample_fps)) fail(origin, ": fps must be positive, got ", c.sample_fps);
   if (c.min_frames < 1 || c.max_frames < c.min_frames)
     fail(origin, ": need 1 <= min_frames (", c.min_frames, ") <= max_frames (", c.max_frames, ")");
-  for (int i = 0; i < 3; ++i) {
-    if (!std::isfinite(c.image_mean[size_t(i)]) || !std::isfinite(c.image_std[size_t(i)]) || float(c.image_std[size_t(i)]) == 0.0f)
-      fail(origin, ": image_mean must be finite and image_std finite and non-zero (channel ", i, ")");
-  }
-  if (!(c.rescale_factor > 0) || !std::isfinite(c.rescale_factor))
-    fail(origin, ": rescale_factor must be positive, got ", c.rescale_factor);
+  processor_json::check_normalisation(c.image_mean, c.image_std, c.rescale_factor, origin);
   return c;
 }
 
 VideoProcessorConfig VideoProcessorConfig::load(const std::string& model_dir) {
   const std::filesystem::path path = std::filesystem::path(model_dir) / "video_preprocessor_config.json";
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return VideoProcessorConfig{};
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read ", path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse(text.str(), path.string());
+  const std::optional<std::string> text = processor_json::read_optional(path);
+  return text ? parse(*text, path.string()) : VideoProcessorConfig{};
 }
 
 std::vector<int64_t> sample_frame_indices(int64_t total_frames, double fps, const VideoProcessorConfig& config) {
