@@ -4,7 +4,11 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/error.h"
 
@@ -33,16 +37,22 @@ Signature signature() {
 
 CpuTuning measured() {
   const Signature s = signature();
-  // Zen 4 (family 25 with AVX-512; Zen 3 has none): the K-quants' requests into L1 lost to the
-  // hardware prefetchers alone at every distance, into L2 8 KiB ahead won (bench/README.md, Zen 4).
-  if (s.amd && s.family == 0x19 && __builtin_cpu_supports("avx512f"))
-    return CpuTuning{"Zen 4", 8192, true, "bench/README.md, Zen 4 (2026-12-07)"};
+  // Zen 4 (family 25 with AVX-512; Zen 3 has none), qmatmul_bench from memory, one token, one
+  // thread (bench/README.md, Zen 4): software prefetches lost to the hardware prefetchers alone on
+  // Q4_0 (18 -> 27 GB/s), Q4_K (19 -> 21), Q5_K (14 -> 20) and IQ4_XS (24 -> 26); Q6_K keeps its
+  // requests into L2 8 KiB ahead (14.5 without). Q8_0 lost to none (19 -> 11.5) until its step
+  // shrank from eight blocks to a pair (27-29): eight blocks a step stride each load by 4352 bytes.
+  if (s.amd && s.family == 0x19 && __builtin_cpu_supports("avx512f")) {
+    CpuTuning t = make_tuning("Zen 4", 8192, Prefetch::kNone, Prefetch::kNone, 2, "bench/README.md, Zen 4 (2026-12-07)");
+    for (DType f : {DType::Q6_K, DType::Q2_K, DType::Q3_K}) t.prefetch[size_t(f)] = Prefetch::kL2;  // Q2_K, Q3_K: as before, not measured
+    return t;
+  }
   // Zen 5 (family 26, whose only cores yet are Zen 5): into L1, 8 KiB ahead.
   if (s.amd && s.family == 0x1a)
-    return CpuTuning{"Zen 5", 8192, false, "Zen 5, 2026-12-02 (git show edaf001:bench/README.md)"};
+    return make_tuning("Zen 5", 8192, Prefetch::kL1, Prefetch::kL1, 8, "Zen 5, 2026-12-02 (git show edaf001:bench/README.md)");
   // Intel (measured on Sapphire Rapids) and the rest: into L1, 1 KiB ahead.
   const char* uarch = !s.amd ? "Intel" : s.family == 0x19 ? "Zen 3" : "AMD, not measured";
-  return CpuTuning{uarch, 1024, false, "the Sapphire Rapids VM (avx512_quant.cpp)"};
+  return make_tuning(uarch, 1024, Prefetch::kL1, Prefetch::kL1, 8, "the Sapphire Rapids VM (avx512_quant.cpp)");
 }
 
 // The CPU's own tuning, read from CPUID once.
@@ -53,19 +63,91 @@ const CpuTuning& measured_tuning() {
 
 }  // namespace
 
+constexpr DType kLegacy[] = {DType::Q8_0, DType::Q4_0, DType::IQ4_NL, DType::Q4_1, DType::Q5_0, DType::Q5_1};
+constexpr DType kSuperBlocks[] = {DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS};
+
+CpuTuning make_tuning(const char* uarch, size_t distance, Prefetch legacy, Prefetch kquants, int legacy_step,
+                      const char* source) {
+  CpuTuning t;
+  t.uarch = uarch;
+  t.prefetch_distance = distance;
+  for (DType f : kLegacy) t.prefetch[size_t(f)] = legacy;
+  for (DType f : kSuperBlocks) t.prefetch[size_t(f)] = kquants;
+  t.legacy_step = legacy_step;
+  t.source = source;
+  return t;
+}
+
+namespace {
+
+std::optional<Prefetch> read_level(std::string_view v) {
+  if (v == "l1") return Prefetch::kL1;
+  if (v == "l2") return Prefetch::kL2;
+  if (v == "none") return Prefetch::kNone;
+  return std::nullopt;
+}
+
+const char* level_name(Prefetch p) { return p == Prefetch::kNone ? "none" : p == Prefetch::kL1 ? "l1" : "l2"; }
+
+}  // namespace
+
 CpuTuning prefetch_override(const char* v, CpuTuning base) {
-  const std::string s(v);
-  const size_t colon = s.find(':');
-  const std::string level = s.substr(0, colon);
+  const std::string all(v);
+  auto bad = [&]() {
+    fail("QWEN35_PREFETCH=", v,
+         ": expected LEVEL:BYTES (0 to 1048576) then optional ,legacy=LEVEL ,kquants=LEVEL ,FORMAT=LEVEL ,step=2|8; "
+         "LEVEL is l1, l2 or none");
+  };
+  std::vector<std::string> items;
+  for (size_t at = 0;;) {
+    const size_t comma = all.find(',', at);
+    items.push_back(all.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  const std::string& head = items[0];
+  const size_t colon = head.find(':');
+  if (colon == std::string::npos) bad();
+  const std::optional<Prefetch> level = read_level(head.substr(0, colon));
+  const bool digits = colon + 1 < head.size() && head[colon + 1] >= '0' && head[colon + 1] <= '9';
   char* end = nullptr;
-  const bool digits = colon != std::string::npos && colon + 1 < s.size() && s[colon + 1] >= '0' && s[colon + 1] <= '9';
-  const long bytes = digits ? std::strtol(s.c_str() + colon + 1, &end, 10) : -1;
-  if ((level != "l1" && level != "l2") || bytes < 0 || bytes > (1 << 20) || (end && *end))
-    fail("QWEN35_PREFETCH=", v, ": expected l1:BYTES or l2:BYTES (0 to 1048576 bytes)");
+  const long bytes = digits ? std::strtol(head.c_str() + colon + 1, &end, 10) : -1;
+  if (!level || bytes < 0 || bytes > (1 << 20) || (end && *end)) bad();
   base.prefetch_distance = size_t(bytes);
-  base.kquants_to_l2 = level == "l2";
+  for (DType f : kSuperBlocks) base.prefetch[size_t(f)] = *level;
+  for (size_t i = 1; i < items.size(); ++i) {
+    const size_t eq = items[i].find('=');
+    if (eq == std::string::npos) bad();
+    const std::string key = items[i].substr(0, eq), value = items[i].substr(eq + 1);
+    if (key == "step") {
+      if (value != "2" && value != "8") bad();
+      base.legacy_step = value == "2" ? 2 : 8;
+      continue;
+    }
+    const std::optional<Prefetch> l = read_level(value);
+    if (!l) bad();
+    if (key == "legacy" || key == "kquants") {
+      for (DType f : key == "legacy" ? std::span<const DType>(kLegacy) : std::span<const DType>(kSuperBlocks))
+        base.prefetch[size_t(f)] = *l;
+      continue;
+    }
+    const std::optional<DType> f = dtype_from_name(key);
+    if (!f || !is_block_format(*f) || *f == DType::Q8_K) bad();
+    base.prefetch[size_t(*f)] = *l;
+  }
   base.source = "QWEN35_PREFETCH";
   return base;
+}
+
+std::string describe(const CpuTuning& t) {
+  std::string out = std::to_string(t.prefetch_distance) + " bytes ahead;";
+  for (std::span<const DType> formats : {std::span<const DType>(kLegacy), std::span<const DType>(kSuperBlocks)})
+    for (DType f : formats) {
+      out.append(" ").append(dtype_name(f)).append(" ").append(level_name(t.prefetch[size_t(f)])).append(",");
+    }
+  out.back() = ';';
+  out.append(" one token of the 32-element formats ").append(std::to_string(t.legacy_step)).append(" blocks a step");
+  return out;
 }
 
 const char* cpu_uarch() { return measured_tuning().uarch; }

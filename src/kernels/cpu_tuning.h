@@ -1,26 +1,47 @@
-// How the x86 kernels stream weights on this CPU: the software prefetch measured best per
-// microarchitecture (the hardware prefetchers and memory latency differ, so no one setting is
-// best on all). Plain data, so the ISA-flagged files may read it.
+// How the x86 kernels stream weights on this CPU: the software prefetch and the step of the
+// one-token kernels measured best per microarchitecture and per weight format (the hardware
+// prefetchers and memory latency differ, so no one setting is best on all). Plain data, so the
+// ISA-flagged files may read it.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <string>
+
+#include "core/dtype.h"
 
 namespace qwen35::kernels {
 
+// Where a block kernel's software prefetches put the lines it will read: nowhere (the hardware
+// prefetchers alone), L1 (prefetcht0) or L2 (prefetcht1).
+enum class Prefetch : unsigned char { kNone, kL1, kL2 };
+
 struct CpuTuning {
-  const char* uarch;         // "Zen 3", "Zen 4", "Zen 5", "Intel" or "AMD, not measured"
-  size_t prefetch_distance;  // bytes ahead of the block being read
-  bool kquants_to_l2;        // the K-quant kernels' prefetcht1 rather than prefetcht0 (the legacy
-                             // formats' prefetch into L1 everywhere)
-  const char* source;        // where the figures behind the choice are (or the override)
+  const char* uarch = "";          // "Zen 3", "Zen 4", "Zen 5", "Intel" or "AMD, not measured"
+  size_t prefetch_distance = 1024;  // bytes ahead of the block being read
+  std::array<Prefetch, size_t(DType::kCount)> prefetch{};  // per weight format
+  // Blocks a step of the one-token kernels of the 32-element formats (8 or 2): one step's loads
+  // are distinct instructions, each striding by the step's bytes, and a core's stride prefetcher
+  // follows short strides only on some microarchitectures.
+  int legacy_step = 8;
+  const char* source = "";  // where the figures behind the choice are (or the override)
 };
 
-// Chosen once from CPUID; QWEN35_PREFETCH=l1:BYTES or l2:BYTES overrides it (a diagnostic, for
-// measuring a new CPU with qmatmul_bench).
+// The tuning of the CPU's kind: the legacy formats (32-element blocks) prefetch to `legacy`, the
+// K-quants and IQ4_XS to `kquants`.
+CpuTuning make_tuning(const char* uarch, size_t distance, Prefetch legacy, Prefetch kquants, int legacy_step,
+                      const char* source);
+
+// Chosen once from CPUID; QWEN35_PREFETCH overrides it (a diagnostic, for measuring a new CPU
+// with qmatmul_bench).
 const CpuTuning& cpu_tuning();
-// `base` with the prefetch of QWEN35_PREFETCH's value ("l2:8192": 8 KiB ahead, the K-quants' into
-// L2); fails on anything else.
+// `base` with QWEN35_PREFETCH's value applied, or a failure naming what it cannot read. The value
+// is LEVEL:BYTES (the distance and the K-quants' level: "l2:8192"), then optional comma-separated
+// LEVEL for a class or format ("legacy=none", "kquants=l1", "q6_k=l2") and "step=2|8"; a level is
+// l1, l2 or none.
 CpuTuning prefetch_override(const char* value, CpuTuning base);
+// "8192 bytes ahead; Q8_0 none, Q4_K l2, ...; legacy step 2": what the block kernels do.
+std::string describe(const CpuTuning& t);
 // The microarchitecture cpu_tuning() is for, without reading QWEN35_PREFETCH.
 const char* cpu_uarch();
 // The CPU's brand string ("AMD EPYC 9R14 96-Core Processor"), or "" where CPUID has none.

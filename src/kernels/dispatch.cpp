@@ -113,8 +113,7 @@ std::string active_table_reason() {
   if (k.name == "avx512" || k.name == "amx") {
     // Only here: the tuning is read when the AVX-512 table is built, which a CPU without it never does.
     const CpuTuning& t = cpu_tuning();
-    out += "; the AVX-512 block kernels prefetch " + std::to_string(t.prefetch_distance) +
-           " bytes ahead, the K-quants' into " + (t.kquants_to_l2 ? "L2" : "L1") + " (" + t.source + ")";
+    out += "; the AVX-512 block kernels prefetch " + describe(t) + " (" + t.source + ")";
   }
   return out;
 }

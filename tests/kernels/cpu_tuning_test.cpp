@@ -9,22 +9,41 @@
 namespace qwen35::kernels {
 namespace {
 
+const CpuTuning kBase = make_tuning("Zen 9", 4096, Prefetch::kL1, Prefetch::kL1, 8, "a table");
+
 TEST(CpuTuning, OverrideNamesTheLevelAndTheDistance) {
-  const CpuTuning base{"Zen 9", 4096, false, "a table"};
-  const CpuTuning l2 = prefetch_override("l2:8192", base);
-  EXPECT_TRUE(l2.kquants_to_l2);
+  const CpuTuning l2 = prefetch_override("l2:8192", kBase);
+  EXPECT_EQ(l2.prefetch[size_t(DType::Q4_K)], Prefetch::kL2);
+  EXPECT_EQ(l2.prefetch[size_t(DType::IQ4_XS)], Prefetch::kL2);
+  EXPECT_EQ(l2.prefetch[size_t(DType::Q8_0)], Prefetch::kL1);  // the legacy formats keep theirs
   EXPECT_EQ(l2.prefetch_distance, 8192u);
-  const CpuTuning l1 = prefetch_override("l1:0", base);
-  EXPECT_FALSE(l1.kquants_to_l2);
+  EXPECT_EQ(l2.legacy_step, 8);
+  const CpuTuning l1 = prefetch_override("l1:0", kBase);
+  EXPECT_EQ(l1.prefetch[size_t(DType::Q6_K)], Prefetch::kL1);
   EXPECT_EQ(l1.prefetch_distance, 0u);
   EXPECT_EQ(std::string(l1.uarch), "Zen 9");
   EXPECT_EQ(std::string(l1.source), "QWEN35_PREFETCH");
 }
 
+TEST(CpuTuning, OverrideSetsClassesFormatsAndTheStep) {
+  const CpuTuning t = prefetch_override("none:8192,legacy=none,q6_k=l2,Q4_0=l1,step=2", kBase);
+  EXPECT_EQ(t.prefetch[size_t(DType::Q4_K)], Prefetch::kNone);
+  EXPECT_EQ(t.prefetch[size_t(DType::Q6_K)], Prefetch::kL2);
+  EXPECT_EQ(t.prefetch[size_t(DType::Q8_0)], Prefetch::kNone);
+  EXPECT_EQ(t.prefetch[size_t(DType::Q4_0)], Prefetch::kL1);  // later items win
+  EXPECT_EQ(t.legacy_step, 2);
+  const std::string d = describe(t);
+  EXPECT_NE(d.find("8192 bytes ahead"), std::string::npos) << d;
+  EXPECT_NE(d.find("Q6_K l2"), std::string::npos) << d;
+  EXPECT_NE(d.find("2 blocks a step"), std::string::npos) << d;
+}
+
 TEST(CpuTuning, OverrideRejectsWhatItCannotRead) {
   for (const char* bad :
-       {"", "l2", "l2:", "l3:1024", "L1:64", "l1:-64", "l1:64k", "l1: 64", "l2:1048577", "l2:99999999999999999999"})
-    EXPECT_THROW(prefetch_override(bad, CpuTuning{"Zen 9", 4096, false, "a table"}), Error) << bad;
+       {"", "l2", "l2:", "l3:1024", "L1:64", "l1:-64", "l1:64k", "l1: 64", "l2:1048577", "l2:99999999999999999999",
+        "l2:64,", "l2:64,q4_k", "l2:64,q4_k=l3", "l2:64,bf16=l1", "l2:64,q8_k=l1", "l2:64,nope=l1", "l2:64,step=4",
+        "l2:64,step="})
+    EXPECT_THROW(prefetch_override(bad, kBase), Error) << bad;
 }
 
 TEST(CpuTuning, ThisCpuHasOne) {

@@ -28,19 +28,17 @@ namespace {
 // hints no better); a Zen 5 core streams ~36 GB/s, and there 8 KiB did (one thread, T = 4,
 // against 1 KiB: Q4_0 17.7 -> 34.3 GB/s, Q4_K 21.1 -> 31.0, Q6_K 22.3 -> 26.0; T = 1 +3-18%;
 // 4 KiB measured less, as did L2-only hints at 8, 16 and 32 KiB). A Zen 4 core reads a plain
-// stream at ~29 GB/s with the hardware prefetchers alone and less with requests into L1 (8 KiB
-// ahead: 27.7 -> 21 GB/s); there requests into L2 8 KiB ahead helped the kernels of Q4_K and Q6_K
-// (9B Q4_K_M decode +10-20%, 3 pairs) but cost 9B Q8_0 15%. So the distance and the
-// K-quants' level are the CPU's (kernels/cpu_tuning.h). A prefetch past the matrix end does not
-// fault.
+// stream at ~29 GB/s with the hardware prefetchers alone and less with requests into L1 or L2;
+// there most formats stream fastest with no requests at all. So the distance and each format's
+// level are the CPU's (kernels/cpu_tuning.h). A prefetch past the matrix end does not fault.
 size_t prefetch_distance = 1024;
 
-// Where a prefetched line goes: a template argument of every kernel, since a branch per prefetch
-// (the hint chosen per call) cost Zen 5 half of the kernels' speed.
-enum class Hint { kL1, kL2 };
+// Where a prefetched line goes (kNone: no request at all): a template argument of every kernel,
+// since a branch per prefetch (the hint chosen per call) cost Zen 5 half of the kernels' speed.
+enum class Hint { kNone, kL1, kL2 };
 template <Hint P>
 inline void prefetch_line(const uint8_t* p) {
-  _mm_prefetch(reinterpret_cast<const char*>(p), P == Hint::kL1 ? _MM_HINT_T0 : _MM_HINT_T1);
+  if constexpr (P != Hint::kNone) _mm_prefetch(reinterpret_cast<const char*>(p), P == Hint::kL1 ? _MM_HINT_T0 : _MM_HINT_T1);
 }
 template <Hint P>
 inline void prefetch_ahead(const uint8_t* block, size_t bytes) {
@@ -322,7 +320,7 @@ template <Legacy L, int TT, class Acts>
   legacy_block<L, TT>(x, b, W, dw, mw, acc);
 }
 
-template <Legacy L, int TT, Hint P, class Acts>
+template <Legacy L, int Step, int TT, Hint P, class Acts>
 void legacy_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   using Lay = LegacyLayout<L>;
   __m512 acc[TT];
@@ -338,15 +336,17 @@ void legacy_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int
     // GB/s, Q8_0 44 -> 63, IQ4_NL 40 -> 54, Q4_1 / Q5_0 / Q5_1 40 -> 63-66; T = 4 +19-48%. Four
     // blocks a step gained nothing (two pairs for Q8_0: half of it). Token tiles keep one block a
     // step: eight cost them 13-19% (T = 16).
-    for (; b + 8 <= nb; b += 8) {
+    // Step blocks a step (cpu_tuning.h's legacy_step): Zen 4 streams Q8_0 from memory at 11-20
+    // GB/s eight blocks a step and at 27-29 a pair a step (one thread).
+    for (; b + Step <= nb; b += Step) {
       const uint8_t* pb = group + size_t(b) * Lay::kBlock;
-      prefetch_ahead<P>(pb, 8 * Lay::kBlock);
+      prefetch_ahead<P>(pb, Step * Lay::kBlock);
       if constexpr (Lay::kQs == 32) {
 #pragma GCC unroll 4
-        for (int j = 0; j < 8; j += 2) legacy_pair<L, TT>(x, pb + j * Lay::kBlock, b + j, acc);
+        for (int j = 0; j < Step; j += 2) legacy_pair<L, TT>(x, pb + j * Lay::kBlock, b + j, acc);
       } else {
 #pragma GCC unroll 8
-        for (int j = 0; j < 8; ++j) legacy_single<L, TT>(x, pb + j * Lay::kBlock, b + j, acc);
+        for (int j = 0; j < Step; ++j) legacy_single<L, TT>(x, pb + j * Lay::kBlock, b + j, acc);
       }
     }
     if constexpr (Lay::kQs == 32) {
@@ -743,12 +743,12 @@ void iq4xs_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int6
 // ---- Dispatch over groups and token tiles ----------------------------------------------------
 
 // Each format's kernel as K::run<TT>(acts, group, blocks, y, ...), with the activation format F.
-template <Legacy L>
+template <Legacy L, int Step>
 struct LegacyK {
   static constexpr ActFormat F = ActFormat::kQ8x32;
   template <int TT, Hint P, class Acts>
   static void run(const Acts& x, const uint8_t* g, int64_t nb, float* y, int64_t ys, int64_t o, int64_t oe) {
-    legacy_group<L, TT, P>(x, g, nb, y, ys, o, oe);
+    legacy_group<L, Step, TT, P>(x, g, nb, y, ys, o, oe);
   }
 };
 template <bool kFive>
@@ -814,34 +814,37 @@ void run_groups(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_
     remainder_tile<K, P, kTokenTile - 1>(a, full, group(o), nb, y, ys, o, o_end);
 }
 
-// The K-quant kernels with prefetches into level P. The legacy formats always prefetch into L1:
-// on Zen 4, where the K-quants gained from L2, one token against 9B Q8_0 lost 15% with it.
-template <Hint P>
-void install_kquants(KernelTable& k) {
-  k.qmatmul[size_t(DType::Q4_K)] = run_groups<K4K<false>, P>;
-  k.qmatmul[size_t(DType::Q5_K)] = run_groups<K4K<true>, P>;
-  k.qmatmul[size_t(DType::Q6_K)] = run_groups<Q6K, P>;
-  k.qmatmul[size_t(DType::Q2_K)] = run_groups<K2K<false>, P>;
-  k.qmatmul[size_t(DType::Q3_K)] = run_groups<K2K<true>, P>;
-  k.qmatmul[size_t(DType::IQ4_XS)] = run_groups<XsK, P>;
+// A format's kernel with the prefetch the CPU's tuning names for it.
+template <class K>
+QMatmulFn with_prefetch(Prefetch p) {
+  return p == Prefetch::kNone ? run_groups<K, Hint::kNone> : p == Prefetch::kL1 ? run_groups<K, Hint::kL1> : run_groups<K, Hint::kL2>;
+}
+template <Legacy L>
+QMatmulFn legacy_kernel(const CpuTuning& t, DType f) {
+  return t.legacy_step == 2 ? with_prefetch<LegacyK<L, 2>>(t.prefetch[size_t(f)])
+                            : with_prefetch<LegacyK<L, 8>>(t.prefetch[size_t(f)]);
 }
 
 }  // namespace
 
 // Filled into the AVX-512 table by avx512_kernels.cpp.
 void install_avx512_quant(KernelTable& k) {
-  const CpuTuning& tuning = cpu_tuning();
-  prefetch_distance = tuning.prefetch_distance;
+  const CpuTuning& t = cpu_tuning();
+  prefetch_distance = t.prefetch_distance;
   k.quantize_act = quantize_act_avx512;
   k.act_tiles = true;
-  k.qmatmul[size_t(DType::Q8_0)] = run_groups<LegacyK<Legacy::kQ8_0>, Hint::kL1>;
-  k.qmatmul[size_t(DType::Q4_0)] = run_groups<LegacyK<Legacy::kQ4_0>, Hint::kL1>;
-  k.qmatmul[size_t(DType::IQ4_NL)] = run_groups<LegacyK<Legacy::kIQ4_NL>, Hint::kL1>;
-  k.qmatmul[size_t(DType::Q4_1)] = run_groups<LegacyK<Legacy::kQ4_1>, Hint::kL1>;
-  k.qmatmul[size_t(DType::Q5_0)] = run_groups<LegacyK<Legacy::kQ5_0>, Hint::kL1>;
-  k.qmatmul[size_t(DType::Q5_1)] = run_groups<LegacyK<Legacy::kQ5_1>, Hint::kL1>;
-  if (tuning.kquants_to_l2) install_kquants<Hint::kL2>(k);
-  else install_kquants<Hint::kL1>(k);
+  k.qmatmul[size_t(DType::Q8_0)] = legacy_kernel<Legacy::kQ8_0>(t, DType::Q8_0);
+  k.qmatmul[size_t(DType::Q4_0)] = legacy_kernel<Legacy::kQ4_0>(t, DType::Q4_0);
+  k.qmatmul[size_t(DType::IQ4_NL)] = legacy_kernel<Legacy::kIQ4_NL>(t, DType::IQ4_NL);
+  k.qmatmul[size_t(DType::Q4_1)] = legacy_kernel<Legacy::kQ4_1>(t, DType::Q4_1);
+  k.qmatmul[size_t(DType::Q5_0)] = legacy_kernel<Legacy::kQ5_0>(t, DType::Q5_0);
+  k.qmatmul[size_t(DType::Q5_1)] = legacy_kernel<Legacy::kQ5_1>(t, DType::Q5_1);
+  k.qmatmul[size_t(DType::Q4_K)] = with_prefetch<K4K<false>>(t.prefetch[size_t(DType::Q4_K)]);
+  k.qmatmul[size_t(DType::Q5_K)] = with_prefetch<K4K<true>>(t.prefetch[size_t(DType::Q5_K)]);
+  k.qmatmul[size_t(DType::Q6_K)] = with_prefetch<Q6K>(t.prefetch[size_t(DType::Q6_K)]);
+  k.qmatmul[size_t(DType::Q2_K)] = with_prefetch<K2K<false>>(t.prefetch[size_t(DType::Q2_K)]);
+  k.qmatmul[size_t(DType::Q3_K)] = with_prefetch<K2K<true>>(t.prefetch[size_t(DType::Q3_K)]);
+  k.qmatmul[size_t(DType::IQ4_XS)] = with_prefetch<XsK>(t.prefetch[size_t(DType::IQ4_XS)]);
 }
 
 }  // namespace qwen35::kernels
