@@ -51,7 +51,7 @@ void main() {
     }
     const float m_new = max(m, s_red[0]);
     barrier();
-    const float pj = j < n ? exp(s - m_new) : 0.0;
+    const float pj = j < n ? exp_q(s - m_new) : 0.0;
     s_p[lid] = pj;
     s_red[lid] = pj;
     barrier();
@@ -59,7 +59,7 @@ void main() {
       if (lid < h) s_red[lid] += s_red[lid + h];
       barrier();
     }
-    const float corr = exp(m - m_new);  // 0 on the first tile (m = -inf)
+    const float corr = exp_q(m - m_new);  // 0 on the first tile (m = -inf)
     l = l * corr + s_red[0];
     m = m_new;
     const uint tile = min(64u, n - j0);

@@ -26,7 +26,7 @@ void main() {
   for (uint j = gl_LocalInvocationID.x; j < p.dv; j += 64u) {
     for (uint t = 0u; t < p.T; ++t) {
       const uint qk = t * p.qk_stride + kh * p.dk;
-      const float decay = exp(p.g.v[t * p.gate_stride + h]);
+      const float decay = exp_q(p.g.v[t * p.gate_stride + h]);
       const float beta = p.beta.v[t * p.gate_stride + h];
       precise float u = 0.0;
       for (uint i = 0u; i < p.dk; ++i) {

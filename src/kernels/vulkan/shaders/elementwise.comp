@@ -29,9 +29,8 @@ void main() {
     case 3u: r = sigmoid(p.a.v[i]); break;
     case 4u: r = p.y.v[i] * sigmoid(p.a.v[i]); break;
     case 5u: {
-      const float v = p.y.v[i] + p.b.v[i];
-      const float sp = v > 20.0 ? v : log(1.0 + exp(v));
-      r = p.a.v[i] * sp;
+      precise float v = p.y.v[i] + p.b.v[i];
+      r = p.a.v[i] * softplus(v);
       break;
     }
     default: r = p.y.v[i] + p.scale * p.a.v[i]; break;
