@@ -135,8 +135,9 @@ void matmul(Pass& p, const DeviceMatrix& w, Addr x, int64_t T, int64_t x_stride,
 }
 
 void dequant_rows(Pass& p, const DeviceMatrix& w, Addr row_ids, int64_t n_rows, Addr y) {
-  const char* sfx = block_suffix(w.dtype);
+  const char* sfx = block_suffix(w.dtype) ? block_suffix(w.dtype) : float_suffix(w.dtype);
   if (!sfx) fail("vulkan: dequant_rows has no kernel for ", dtype_name(w.dtype));
+  if (w.dtype == DType::F32 && w.row_bytes % 4) fail("vulkan: f32 rows must be whole words");
   aligned(w.data, "a weight matrix");
   const DequantParams dp{w.data, row_ids, y, u32(w.cols, "cols"), u32(int64_t(w.row_bytes), "row_bytes"),
                          u32(n_rows, "rows")};

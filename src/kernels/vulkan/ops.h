@@ -49,7 +49,8 @@ void quantize_act(Pass& p, ActFormat fmt, Addr x, int64_t T, int64_t x_stride, i
 void qmatmul(Pass& p, const DeviceMatrix& w, Addr q, Addr d, int64_t T, Addr y, int64_t y_stride);
 // y[t, o] = x[t] . W[o] for f32, f16 and bf16 weights.
 void matmul(Pass& p, const DeviceMatrix& w, Addr x, int64_t T, int64_t x_stride, Addr y, int64_t y_stride);
-// Rows row_ids[r] (uint32) of a block-format w dequantized to f32 into y + r * w.cols: the embedding lookup.
+// Rows row_ids[r] (uint32) of w (a block format, or f32/f16/bf16 rows) as f32 into y + r * w.cols:
+// the embedding lookup.
 void dequant_rows(Pass& p, const DeviceMatrix& w, Addr row_ids, int64_t n_rows, Addr y);
 
 // ---- norms, one row of n each -----------------------------------------------------------------

@@ -149,6 +149,38 @@ TEST(VulkanMatmul, DequantizedRowsAreGgmlsValues) {
   }
 }
 
+TEST(VulkanMatmul, FloatRowsAreLookedUpExactly) {
+  QWEN35_NEED_VULKAN();
+  std::mt19937 rng(10);
+  const int64_t rows = 7, cols = 37;
+  const std::vector<float> wf = random_floats(size_t(rows * cols), rng);
+  const std::vector<uint32_t> ids = {6, 0, 3};
+  auto idd = to_device(*dev, ids);
+  for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+    const size_t es = dt == DType::F32 ? 4 : 2, row_bytes = size_t(cols) * es;
+    std::vector<uint8_t> wbytes(row_bytes * size_t(rows) + 2);
+    for (size_t i = 0; i < wf.size(); ++i) {
+      if (dt == DType::F32) std::memcpy(wbytes.data() + 4 * i, &wf[i], 4);
+      else {
+        const uint16_t h = dt == DType::F16 ? f32_to_f16(wf[i]) : f32_to_bf16(wf[i]);
+        std::memcpy(wbytes.data() + 2 * i, &h, 2);
+      }
+    }
+    auto wd = to_device(*dev, wbytes);
+    auto y = zeros<float>(*dev, ids.size() * size_t(cols));
+    Pass p(*dev);
+    dequant_rows(p, {dt, wd->address(), rows, cols, row_bytes}, idd->address(), int64_t(ids.size()), y->address());
+    p.run();
+    const auto got = from_device<float>(*dev, *y, ids.size() * size_t(cols));
+    std::vector<float> want(static_cast<size_t>(cols));
+    for (size_t r = 0; r < ids.size(); ++r) {
+      kernels::ref_table().row_to_f32(dt, wbytes.data() + ids[r] * row_bytes, want.data(), cols);
+      for (int64_t i = 0; i < cols; ++i)
+        ASSERT_EQ(bits(got[r * size_t(cols) + size_t(i)]), bits(want[size_t(i)])) << dtype_name(dt) << " r=" << r;
+    }
+  }
+}
+
 TEST(VulkanMatmul, FloatWeightsMatchTheReference) {
   QWEN35_NEED_VULKAN();
   std::mt19937 rng(3);
