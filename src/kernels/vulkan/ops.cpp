@@ -54,6 +54,8 @@ struct AttnParams {
   float scale;
 };
 
+constexpr int64_t kShortRow = 256;  // float matmul rows up to this many columns: one thread each
+
 uint32_t u32(int64_t v, const char* what) {
   if (v < 0 || v > int64_t(UINT32_MAX)) fail("vulkan: ", what, " = ", v, " is out of range");
   return uint32_t(v);
@@ -130,8 +132,11 @@ void matmul(Pass& p, const DeviceMatrix& w, Addr x, int64_t T, int64_t x_stride,
   (void)u32(int64_t(w.row_bytes) * w.rows, "weight bytes");
   const MatmulParams mp{w.data, x, y, u32(w.rows, "rows"), u32(w.cols, "cols"), u32(int64_t(w.row_bytes), "row_bytes"),
                         u32(T, "T"), u32(x_stride, "x_stride"), u32(y_stride, "y_stride")};
-  const Grid g = grid_for(uint64_t(w.rows), 1);
-  p.dispatch((std::string("matmul_") + sfx).c_str(), mp, g.x, g.y, u32(T, "T"));
+  // Short rows: a thread per row (a workgroup's tree would cost more in barriers than it sums).
+  const bool short_rows = w.cols <= kShortRow;
+  const Grid g = grid_for(uint64_t(w.rows), short_rows ? 64 : 1);
+  const std::string shader = std::string("matmul_") + sfx + (short_rows ? "_rows" : "");
+  p.dispatch(shader.c_str(), mp, g.x, g.y, u32(T, "T"));
 }
 
 void dequant_rows(Pass& p, const DeviceMatrix& w, Addr row_ids, int64_t n_rows, Addr y) {

@@ -47,7 +47,8 @@ inline size_t act_d_bytes(ActFormat fmt, int64_t T, int64_t n) { return size_t(T
 void quantize_act(Pass& p, ActFormat fmt, Addr x, int64_t T, int64_t x_stride, int64_t n, Addr q, Addr d);
 // y[t, o] = the canonical dot of row o of a block-format w with activation row t (fmt act_format_for(w.dtype)).
 void qmatmul(Pass& p, const DeviceMatrix& w, Addr q, Addr d, int64_t T, Addr y, int64_t y_stride);
-// y[t, o] = x[t] . W[o] for f32, f16 and bf16 weights.
+// y[t, o] = x[t] . W[o] for f32, f16 and bf16 weights (rows of up to 256 columns are summed in
+// order by one thread, longer ones in a fixed tree: the form depends on the matrix alone).
 void matmul(Pass& p, const DeviceMatrix& w, Addr x, int64_t T, int64_t x_stride, Addr y, int64_t y_stride);
 // Rows row_ids[r] (uint32) of w (a block format, or f32/f16/bf16 rows) as f32 into y + r * w.cols:
 // the embedding lookup.

@@ -184,45 +184,46 @@ TEST(VulkanMatmul, FloatRowsAreLookedUpExactly) {
 TEST(VulkanMatmul, FloatWeightsMatchTheReference) {
   QWEN35_NEED_VULKAN();
   std::mt19937 rng(3);
-  for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
-    const int64_t rows = 29, cols = 203, T = 3, x_stride = cols + 1, y_stride = rows + 3;
-    const std::vector<float> wf = random_floats(size_t(rows * cols), rng);
-    std::vector<uint8_t> wbytes;
-    const size_t es = dt == DType::F32 ? 4 : 2;
-    const size_t row_bytes = (size_t(cols) * es + 3) / 4 * 4;  // rows start on words
-    wbytes.resize(row_bytes * size_t(rows));
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t i = 0; i < cols; ++i) {
-        const float v = wf[size_t(r * cols + i)];
-        uint8_t* at = wbytes.data() + size_t(r) * row_bytes + size_t(i) * es;
-        if (dt == DType::F32) std::memcpy(at, &v, 4);
-        else {
-          const uint16_t h = dt == DType::F16 ? f32_to_f16(v) : f32_to_bf16(v);
-          std::memcpy(at, &h, 2);
+  for (DType dt : {DType::F32, DType::F16, DType::BF16})
+    for (int64_t cols : {203, 301}) {  // a thread per row, and the workgroup's tree
+      const int64_t rows = 29, T = 3, x_stride = cols + 1, y_stride = rows + 3;
+      const std::vector<float> wf = random_floats(size_t(rows * cols), rng);
+      std::vector<uint8_t> wbytes;
+      const size_t es = dt == DType::F32 ? 4 : 2;
+      const size_t row_bytes = (size_t(cols) * es + 3) / 4 * 4;  // rows start on words
+      wbytes.resize(row_bytes * size_t(rows));
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t i = 0; i < cols; ++i) {
+          const float v = wf[size_t(r * cols + i)];
+          uint8_t* at = wbytes.data() + size_t(r) * row_bytes + size_t(i) * es;
+          if (dt == DType::F32) std::memcpy(at, &v, 4);
+          else {
+            const uint16_t h = dt == DType::F16 ? f32_to_f16(v) : f32_to_bf16(v);
+            std::memcpy(at, &h, 2);
+          }
         }
-      }
-    const std::vector<float> x = random_floats(size_t(T * x_stride), rng);
-    std::vector<float> want(size_t(T * y_stride), 0.0f);
-    kernels::WeightMatrix wm;
-    wm.dtype = dt;
-    wm.data = wbytes.data();
-    wm.rows = rows;
-    wm.cols = cols;
-    wm.row_bytes = row_bytes;
-    kernels::ref_table().matmul[size_t(dt)](x.data(), T, x_stride, wm, 0, rows, want.data(), y_stride);
-    auto wd = to_device(*dev, wbytes);
-    auto xd = to_device(*dev, x);
-    auto y = zeros<float>(*dev, want.size());
-    Pass p(*dev);
-    matmul(p, {dt, wd->address(), rows, cols, row_bytes}, xd->address(), T, x_stride, y->address(), y_stride);
-    p.run();
-    const auto got = from_device<float>(*dev, *y, want.size());
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t o = 0; o < rows; ++o) {
-        const size_t i = size_t(t * y_stride + o);
-        EXPECT_NEAR(got[i], want[i], 1e-5f * float(cols) + 1e-5f * std::fabs(want[i])) << dtype_name(dt) << " " << o;
-      }
-  }
+      const std::vector<float> x = random_floats(size_t(T * x_stride), rng);
+      std::vector<float> want(size_t(T * y_stride), 0.0f);
+      kernels::WeightMatrix wm;
+      wm.dtype = dt;
+      wm.data = wbytes.data();
+      wm.rows = rows;
+      wm.cols = cols;
+      wm.row_bytes = row_bytes;
+      kernels::ref_table().matmul[size_t(dt)](x.data(), T, x_stride, wm, 0, rows, want.data(), y_stride);
+      auto wd = to_device(*dev, wbytes);
+      auto xd = to_device(*dev, x);
+      auto y = zeros<float>(*dev, want.size());
+      Pass p(*dev);
+      matmul(p, {dt, wd->address(), rows, cols, row_bytes}, xd->address(), T, x_stride, y->address(), y_stride);
+      p.run();
+      const auto got = from_device<float>(*dev, *y, want.size());
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t o = 0; o < rows; ++o) {
+          const size_t i = size_t(t * y_stride + o);
+          EXPECT_NEAR(got[i], want[i], 1e-5f * float(cols) + 1e-5f * std::fabs(want[i])) << dtype_name(dt) << " " << o;
+        }
+    }
 }
 
 }  // namespace
