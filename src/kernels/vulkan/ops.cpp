@@ -36,6 +36,10 @@ struct ElementwiseParams {
   uint32_t n, op;
   float scale;
 };
+struct ToF16Params {
+  Addr x, y;
+  uint32_t pairs;
+};
 struct RopeParams {
   Addr x, cos, sin;
   uint32_t T, heads, head_stride, token_stride, half_dim, cs_stride;
@@ -148,6 +152,14 @@ void dequant_rows(Pass& p, const DeviceMatrix& w, Addr row_ids, int64_t n_rows, 
                          u32(n_rows, "rows")};
   const Grid g = grid_for(uint64_t(w.cols) * uint64_t(n_rows), 256);
   p.dispatch((std::string("dequant_") + sfx).c_str(), dp, g.x, g.y);
+}
+
+void to_f16(Pass& p, Addr x, Addr y, int64_t n) {
+  if (n % 2) fail("vulkan: to_f16 converts whole words: ", n, " values");
+  aligned(y, "an f16 destination");
+  const ToF16Params tp{x, y, u32(n / 2, "n")};
+  const Grid g = grid_for(uint64_t(n / 2), 256);
+  p.dispatch("to_f16", tp, g.x, g.y);
 }
 
 void rms_norm(Pass& p, Addr x, int64_t x_stride, Addr w, float eps, Addr y, int64_t y_stride, int64_t n, int64_t rows) {

@@ -54,6 +54,10 @@ void matmul(Pass& p, const DeviceMatrix& w, Addr x, int64_t T, int64_t x_stride,
 // the embedding lookup.
 void dequant_rows(Pass& p, const DeviceMatrix& w, Addr row_ids, int64_t n_rows, Addr y);
 
+// y (f16, 2 per word) = x (f32) rounded to nearest even, as core/half.h's f32_to_f16; n even (the
+// f16 KV cache's append).
+void to_f16(Pass& p, Addr x, Addr y, int64_t n);
+
 // ---- norms, one row of n each -----------------------------------------------------------------
 void rms_norm(Pass& p, Addr x, int64_t x_stride, Addr w, float eps, Addr y, int64_t y_stride, int64_t n, int64_t rows);
 void gated_rms_norm(Pass& p, Addr x, int64_t x_stride, Addr w, Addr z, int64_t z_stride, float eps, Addr y,

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "core/half.h"
 #include "kernels/kernels.h"
 #include "kernels/quant_testing.h"
 #include "kernels/ref/ref_ops.h"
@@ -146,6 +147,24 @@ TEST(VulkanRowOps, CausalConvMatchesTheReference) {
     expect_close(from_device<float>(*dev, *y, size_t(T * C)), want_y, 1e-6, 1e-30, "y T=" + std::to_string(T));
     EXPECT_EQ(from_device<float>(*dev, *sd, size_t(C * K)), want_state) << "T=" << T;
   }
+}
+
+TEST(VulkanRowOps, ToF16GivesTheHostConversionsBits) {
+  QWEN35_NEED_VULKAN();
+  std::mt19937 rng(5);
+  std::vector<float> x = random_floats(998, rng, 100.0f);
+  for (float v : {0.0f, -0.0f, 65504.0f, 65519.0f, 65520.0f, -1e9f, 1e-8f, -6.1e-5f, 5.9604645e-8f, 2.9802322e-8f,
+                  8.940697e-8f, 1.0009766f, 1.0004883f, std::nanf(""), INFINITY, -INFINITY})
+    x.push_back(v);
+  std::uniform_real_distribution<float> tiny(-1e-4f, 1e-4f);  // the f16 subnormal range
+  for (int i = 0; i < 200; ++i) x.push_back(tiny(rng));
+  auto xd = to_device(*dev, x);
+  auto yd = zeros<uint16_t>(*dev, x.size());
+  Pass p(*dev);
+  to_f16(p, xd->address(), yd->address(), int64_t(x.size()));
+  p.run();
+  const auto got = from_device<uint16_t>(*dev, *yd, x.size());
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], f32_to_f16(x[i])) << "x=" << x[i];
 }
 
 }  // namespace

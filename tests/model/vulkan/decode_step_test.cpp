@@ -1,7 +1,7 @@
 // The text decoder's decode step on the Vulkan device, one token per pass, through the backend's
 // ops in the order of model/text_decoder.cpp, deltanet.cpp, attention.cpp and mlp.cpp, with the
-// weights uploaded once, the DeltaNet states and the KV cache resident on the device and only the
-// logits coming back. Checked against the official model's greedy goldens (logits 1e-3).
+// weights uploaded once, the DeltaNet states and the f16 KV cache resident on the device and only
+// the logits coming back. Checked against the official model's greedy goldens (logits 1e-3).
 // A stand-in until the forward itself runs on the backend seam (docs/VULKAN.md); it shares no code
 // path with the model beyond the weights, the config and the rotary angles (host bookkeeping).
 #include <gtest/gtest.h>
@@ -92,8 +92,8 @@ class DeviceDecoder {
         d.o = upload(dev, a.o);
         d.q_norm = to_device(dev, a.q_norm);
         d.k_norm = to_device(dev, a.k_norm);
-        d.kcache = zeros<float>(dev, size_t(max_tokens * KD));
-        d.vcache = zeros<float>(dev, size_t(max_tokens * KD));
+        d.kcache = zeros<uint16_t>(dev, size_t(max_tokens * KD));  // f16 rows, as --kv-type f16
+        d.vcache = zeros<uint16_t>(dev, size_t(max_tokens * KD));
       }
       layers_.push_back(std::move(d));
     }
@@ -106,7 +106,8 @@ class DeviceDecoder {
     a_ = zeros<float>(dev, size_t(big));
     b_ = zeros<float>(dev, size_t(big));
     c_ = zeros<float>(dev, size_t(big));
-    qk_ = zeros<float>(dev, size_t(2 * cfg_.linear_key_heads * cfg_.linear_key_dim + cfg_.num_heads * cfg_.head_dim));
+    qk_ = zeros<float>(dev, size_t(std::max(2 * cfg_.linear_key_heads * cfg_.linear_key_dim,
+                                            (cfg_.num_heads + 2 * cfg_.num_kv_heads) * cfg_.head_dim)));
     beta_ = zeros<float>(dev, size_t(cfg_.linear_value_heads));
     g_ = zeros<float>(dev, size_t(cfg_.linear_value_heads));
     cos_ = zeros<float>(dev, size_t(rope_.half()));
@@ -193,12 +194,13 @@ class DeviceDecoder {
     const int64_t QD = int64_t(nq) * hd, KD = int64_t(nkv) * hd;
     const bool gated = cfg_.attn_output_gate;
     const int64_t head_stride = gated ? 2 * hd : hd;
-    const size_t row = size_t(pos_ * KD) * 4;
+    const size_t row = size_t(pos_ * KD) * 2;  // this token's f16 row of the caches
+    const size_t kf = size_t(QD) * 4, vf = size_t(QD + KD) * 4;  // its f32 k and v after q in qk_
     linear(p, L.q, normed_->address(), a_->address());  // [nq, (query ; gate)]
-    linear(p, L.k, normed_->address(), L.kcache->address(row));
-    linear(p, L.v, normed_->address(), L.vcache->address(row));
+    linear(p, L.k, normed_->address(), qk_->address(kf));
+    linear(p, L.v, normed_->address(), qk_->address(vf));
     rms_norm(p, a_->address(), head_stride, L.q_norm->address(), cfg_.rms_norm_eps, qk_->address(), hd, hd, nq);
-    rms_norm(p, L.kcache->address(row), hd, L.k_norm->address(), cfg_.rms_norm_eps, L.kcache->address(row), hd, hd, nkv);
+    rms_norm(p, qk_->address(kf), hd, L.k_norm->address(), cfg_.rms_norm_eps, qk_->address(kf), hd, hd, nkv);
     RopeArgs r;
     r.cos = cos_->address();
     r.sin = sin_->address();
@@ -207,9 +209,11 @@ class DeviceDecoder {
     r.x = qk_->address();
     r.heads = nq;
     rope(p, r);
-    r.x = L.kcache->address(row);
+    r.x = qk_->address(kf);
     r.heads = nkv;
     rope(p, r);
+    to_f16(p, qk_->address(kf), L.kcache->address(row), KD);  // the cache's append
+    to_f16(p, qk_->address(vf), L.vcache->address(row), KD);
     AttnDeviceArgs at;
     at.q = qk_->address();
     at.o = b_->address();
@@ -218,7 +222,7 @@ class DeviceDecoder {
     at.q_stride = QD;
     at.o_stride = QD;
     at.kv_stride = KD;
-    at.kv_dtype = DType::F32;
+    at.kv_dtype = DType::F16;
     at.n_q = 1;
     at.n_kv0 = pos_ + 1;
     at.kv_heads = nkv;
