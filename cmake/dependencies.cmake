@@ -24,3 +24,16 @@ endif()
 if(QWEN35_BUILD_BENCH)
   find_package(benchmark REQUIRED)
 endif()
+# Vulkan (the GPU backend, src/kernels/vulkan): the loader and glslc, which compiles its GLSL
+# compute shaders to SPIR-V at build time. Optional: without them the engine builds for the CPU.
+find_package(Vulkan QUIET COMPONENTS glslc)
+if(Vulkan_FOUND AND Vulkan_glslc_FOUND)
+  set(qwen35_vulkan_found ON)
+else()
+  set(qwen35_vulkan_found OFF)
+endif()
+option(QWEN35_VULKAN "Build the Vulkan backend (libvulkan-dev and glslc)" ${qwen35_vulkan_found})
+if(QWEN35_VULKAN AND NOT qwen35_vulkan_found)
+  message(FATAL_ERROR "QWEN35_VULKAN=ON but the Vulkan headers/loader or glslc were not found "
+                      "(Debian: libvulkan-dev glslc); configure with -DQWEN35_VULKAN=OFF to build without")
+endif()

@@ -14,6 +14,7 @@ packages=(
   libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev
   libavformat-dev libavcodec-dev libswscale-dev libavutil-dev
   chromium fonts-noto-cjk fonts-noto-color-emoji clang libclang-rt-14-dev ffmpeg
+  libvulkan-dev glslc vulkan-validationlayers mesa-vulkan-drivers vulkan-tools
 )
 command -v node >/dev/null 2>&1 || packages+=(nodejs npm)
 

@@ -9,15 +9,20 @@
 #include "core/error.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
+#if QWEN35_HAVE_VULKAN
+#include "kernels/vulkan/device.h"
+#endif
 
 namespace qwen35::app {
 namespace {
 
 const char* kUsage =
     "usage: qwen35 info [-m MODEL] [--mmproj FILE] [--no-mmproj] [--mtp FILE]\n"
+    "       qwen35 info --devices\n"
     "\n"
     "Prints the architecture, the tensor types per tensor kind, sizes, context length and whether\n"
-    "the model has a vision tower and an MTP block. MODEL is a Hugging Face folder or a GGUF file.\n";
+    "the model has a vision tower and an MTP block. MODEL is a Hugging Face folder or a GGUF file.\n"
+    "--devices lists the Vulkan devices instead: memory, features, and the one chosen first.\n";
 
 // "blk.7.ffn_down.weight" / "model.language_model.layers.7.mlp.down_proj.weight" -> the name without
 // its layer index, so every layer's tensor of one kind counts together.
@@ -32,14 +37,39 @@ std::string mib(uint64_t bytes) {
   return buf;
 }
 
+int print_devices() {
+#if QWEN35_HAVE_VULKAN
+  const std::vector<vk::DeviceInfo> devices = vk::list_devices();
+  if (devices.empty()) {
+    std::printf("vulkan: no driver found (Debian: mesa-vulkan-drivers gives the CPU's lavapipe)\n");
+    return 0;
+  }
+  const int best = vk::best_device(devices);
+  for (const vk::DeviceInfo& d : devices) {
+    std::printf("vulkan:%d  %s (%s, Vulkan %u.%u, %s)%s\n", d.index, d.name.c_str(), d.type.c_str(),
+                VK_API_VERSION_MAJOR(d.api_version), VK_API_VERSION_MINOR(d.api_version), d.driver.c_str(),
+                d.index == best ? "  [chosen by auto]" : "");
+    std::printf("          memory %s device-local; subgroup %u; shared %u KiB; f16 %s, f64 %s, int8 %s, int8 dot %s, "
+                "subgroup arithmetic %s%s\n",
+                mib(d.device_local_bytes).c_str(), d.subgroup_size, d.max_shared_bytes / 1024, d.float16 ? "yes" : "no",
+                d.float64 ? "yes" : "no", d.int8 ? "yes" : "no", d.int_dot ? "yes" : "no", d.subgroup_arith ? "yes" : "no",
+                d.usable ? "" : ("; unusable: no " + d.missing).c_str());
+  }
+#else
+  std::printf("vulkan: this build has no Vulkan backend (configure with -DQWEN35_VULKAN=ON)\n");
+#endif
+  return 0;
+}
+
 }  // namespace
 
 int cmd_info(int argc, char** argv) {
-  Args args(argc, argv, {"-m", "--model", "--mmproj", "--mtp"}, {"--no-mmproj", "--help", "-h"});
+  Args args(argc, argv, {"-m", "--model", "--mmproj", "--mtp"}, {"--no-mmproj", "--devices", "--help", "-h"});
   if (args.has("--help") || args.has("-h")) {
     std::fputs(kUsage, stdout);
     return 0;
   }
+  if (args.has("--devices")) return print_devices();
   const std::string path = model_or_bundled(args);
   ModelLoadOptions files;
   files.prepare = false;  // the tensors as stored: no repacking for a kernel table

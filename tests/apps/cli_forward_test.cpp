@@ -246,6 +246,14 @@ TEST(CliDefaults, EveryModelCommandFallsBackToTheBundledModel) {
   EXPECT_NE(r.out.find("tiny-qwen35"), std::string::npos) << r.out;
 }
 
+// The Vulkan devices, or why there are none; never a model load.
+TEST(CliDefaults, InfoListsTheVulkanDevices) {
+  RunOutput r = run_cli("info --devices", 60, /*merge_stderr=*/false);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("vulkan", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.find("tiny-qwen35"), std::string::npos) << r.out;
+}
+
 TEST(CliDefaults, VersionNamesTheBuild) {
   RunOutput r = run_cli("--version", 60, /*merge_stderr=*/false);
   ASSERT_EQ(r.status, 0) << r.out;
