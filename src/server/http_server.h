@@ -49,6 +49,13 @@ struct ServerOptions {
   size_t max_header_bytes = size_t(32) << 10;      // request line and headers together
   size_t max_image_bytes = size_t(20) << 20;       // one encoded image file
   size_t max_images = 16;                          // per request
+  size_t max_video_bytes = size_t(64) << 20;       // one encoded video file
+  size_t max_videos = 4;                           // per request
+  size_t max_video_frames = 768;                   // images of one video given as frames
+  // The most <|video_pad|> tokens of one video (the processor's budget is lowered to fit; a request
+  // may ask for fewer). 12288 is the official processor's own budget: a minute of video fits the
+  // default context of 32768 with room to talk about it.
+  int64_t video_max_tokens = 12288;
   bool allow_remote_images = false;                // fetch http(s) image URLs
   int64_t reasoning_budget = -1;                   // chats' default thought budget (-1: unlimited)
   int64_t max_tokens = 8192;                       // chats' default answer length (-1: up to the context)
