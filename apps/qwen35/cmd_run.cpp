@@ -28,8 +28,8 @@ const char* kUsage =
     "  -n N                  at most N new tokens (default 512; -1: until the answer ends)\n"
     "  --video-fps X         frames of a video sampled per second (default 2, as the official processor)\n"
     "  --video-max-frames N  most frames sampled from a video (default 768)\n"
-    "  --video-max-tokens N  most tokens of a video: its frames are made smaller to fit (default 12288,\n"
-    "                        the official processor's own budget)\n";
+    "  --video-max-tokens N  most tokens of a video: its frames are made smaller to fit (default 16384,\n"
+    "                        above what the official processor's budget gives a clip of 3 frames or more)\n";
 
 // An image or a video, told apart by content (the extension may lie or be missing): what is not a
 // known image format goes to the video decoder, which names the problem if it is no video either.
@@ -62,7 +62,7 @@ int run_run(int argc, char** argv) {
       fail("option --video-fps: expected a number above 0 and at most 60, got '", *fps, "'");
   }
   sampling.max_frames = args.get_int_in("--video-max-frames", 768, 1, 768);
-  sampling.max_tokens = args.get_int_in("--video-max-tokens", 12288, 1, int64_t(1) << 24);
+  sampling.max_tokens = args.get_int_in("--video-max-tokens", 16384, 1, int64_t(1) << 24);
 
   ChatRequest req;
   if (auto sys = args.get("--system")) req.messages.push_back(ChatMessage::Text("system", *sys));

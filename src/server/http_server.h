@@ -53,9 +53,11 @@ struct ServerOptions {
   size_t max_videos = 4;                           // per request
   size_t max_video_frames = 768;                   // images of one video given as frames
   // The most <|video_pad|> tokens of one video (the processor's budget is lowered to fit; a request
-  // may ask for fewer). 12288 is the official processor's own budget: a minute of video fits the
-  // default context of 32768 with room to talk about it.
-  int64_t video_max_tokens = 12288;
+  // may ask for fewer). The official budget (25165824 pixels over T frames) gives at most 12288
+  // tokens for an even T and 12288 (T + 1) / T for an odd one (the last pair is padded), so 16384
+  // leaves every clip of 3 frames or more as the official processor makes it; a minute of video
+  // (12390 tokens at most) fits the default context of 32768 with room to talk about it.
+  int64_t video_max_tokens = 16384;
   bool allow_remote_images = false;                // fetch http(s) image URLs
   int64_t reasoning_budget = -1;                   // chats' default thought budget (-1: unlimited)
   int64_t max_tokens = 8192;                       // chats' default answer length (-1: up to the context)

@@ -163,6 +163,12 @@ TEST(VideoSource, SamplingCapsChangeOnlyWhatTheyCap) {
   // An odd frame count pads its last pair: the cap still holds (3 frames -> 2 pairs).
   for (int64_t cap : {20, 33, 64})
     EXPECT_LE(video_pad_tokens(source, video_config_for(base, {0, 3, cap}, 60, 150, 200, 12.0)), cap) << "cap " << cap;
+  // The server's default cap (16384) is above what the official budget gives a clip of 3 frames or
+  // more: 3 frames of 4096 x 4096 come out at 2880 x 2880, 2 pairs of 8100 tokens.
+  const VideoFrameSource big{3, 4096, 4096, 24.0, nullptr};
+  EXPECT_EQ(video_pad_tokens(big, base), 16200);
+  EXPECT_EQ(video_config_for(base, {0, 0, 16384}, 3, 4096, 4096, 24.0).max_pixels, base.max_pixels);
+  EXPECT_LE(video_pad_tokens(big, video_config_for(base, {0, 0, 12288}, 3, 4096, 4096, 24.0)), 12288);
   EXPECT_THROW(video_config_for(base, {-1.0, 0, 0}, 60, 150, 200, 12.0), Error);
   EXPECT_THROW(video_config_for(base, {0, -2, 0}, 60, 150, 200, 12.0), Error);
 }
