@@ -1,36 +1,50 @@
-// qwen35 run: answer one prompt about an image (or '-' for text only), streamed to the terminal.
+// qwen35 run: answer one prompt about an image or a video (or '-' for text only), streamed to the terminal.
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "apps/qwen35/args.h"
 #include "apps/qwen35/engine_options.h"
 #include "apps/qwen35/input_files.h"
 #include "core/error.h"
+#include "io/image.h"
 
 namespace qwen35::app {
 namespace {
 
 const char* kUsage =
-    "usage: qwen35 run [-m MODEL_DIR] IMAGE|- \"prompt\" [options]\n"
+    "usage: qwen35 run [-m MODEL_DIR] IMAGE|VIDEO|- \"prompt\" [options]\n"
     "\n"
-    "Answers the prompt about IMAGE (JPEG, PNG, WebP, GIF, BMP; at most 64 MiB), or about nothing\n"
-    "with '-'.\n"
+    "Answers the prompt about IMAGE (JPEG, PNG, WebP, GIF, BMP; at most 64 MiB), VIDEO (MP4/MOV,\n"
+    "WebM/MKV, AVI, MPEG-TS, FLV; at most 1 GiB; 2 frames per second of it are used, as the official\n"
+    "processor does), or about nothing with '-'. Which one it is comes from the file's content.\n"
     "The answer goes to stdout as it is generated; the reasoning and one perf line\n"
     "go to stderr: vision ms | prefill tokens and ms | decode tokens and tok/s | drafts accepted.\n"
     "\n"
     "options:\n"
     "  --no-think            answer at once (default: the model thinks first, as in the API and UI)\n"
     "  --system TEXT         system prompt\n"
-    "  -n N                  at most N new tokens (default 512; -1: until the answer ends)\n";
+    "  -n N                  at most N new tokens (default 512; -1: until the answer ends)\n"
+    "  --video-fps X         frames of a video sampled per second (default 2, as the official processor)\n"
+    "  --video-max-frames N  most frames sampled from a video (default 768)\n"
+    "  --video-max-tokens N  most tokens of a video: its frames are made smaller to fit (default 16384,\n"
+    "                        above what the official processor's budget gives a clip of 3 frames or more)\n";
 
-std::vector<uint8_t> read_image(const std::string& path) {
-  const std::string s = read_capped(path, kMaxImageFileBytes, "image file");
-  return std::vector<uint8_t>(s.begin(), s.end());
+// An image or a video, told apart by content (the extension may lie or be missing): what is not a
+// known image format goes to the video decoder, which names the problem if it is no video either.
+ContentPart read_media(const std::string& path, const VideoSampling& sampling) {
+  const std::string s = read_capped(path, kMaxVideoFileBytes, "image or video file");
+  std::vector<uint8_t> bytes(s.begin(), s.end());
+  if (sniff_image_format(bytes) != ImageFormat::kUnknown) {
+    if (bytes.size() > kMaxImageFileBytes) fail("image file '", path, "' is larger than ", kMaxImageFileBytes >> 20, " MiB");
+    return ContentPart::Image(std::move(bytes));
+  }
+  return ContentPart::Video(VideoInput::File(std::move(bytes), sampling));
 }
 
 int run_run(int argc, char** argv) {
-  std::set<std::string> with_value = {"-n", "--system"};
+  std::set<std::string> with_value = {"-n", "--system", "--video-fps", "--video-max-frames", "--video-max-tokens"};
   with_value.insert(engine_option_names().begin(), engine_option_names().end());
   with_value.insert(sampling_option_names().begin(), sampling_option_names().end());
   Args args(argc, argv, with_value, {"--think", "--no-think", "--help", "-h"});
@@ -38,14 +52,23 @@ int run_run(int argc, char** argv) {
     std::printf("%s%s%s", kUsage, kEngineOptionsHelp, kSamplingOptionsHelp);
     return 0;
   }
-  if (args.positionals().size() != 2) fail("expected IMAGE (or -) and a prompt (see --help)");
-  const std::string image = args.positionals()[0], prompt = args.positionals()[1];
+  if (args.positionals().size() != 2) fail("expected IMAGE, VIDEO (or -) and a prompt (see --help)");
+  const std::string media = args.positionals()[0], prompt = args.positionals()[1];
+  VideoSampling sampling;
+  if (auto fps = args.get("--video-fps")) {
+    char* end = nullptr;
+    sampling.fps = std::strtod(fps->c_str(), &end);
+    if (end == fps->c_str() || *end != '\0' || !(sampling.fps > 0) || sampling.fps > 60)
+      fail("option --video-fps: expected a number above 0 and at most 60, got '", *fps, "'");
+  }
+  sampling.max_frames = args.get_int_in("--video-max-frames", 768, 1, 768);
+  sampling.max_tokens = args.get_int_in("--video-max-tokens", 16384, 1, int64_t(1) << 24);
 
   ChatRequest req;
   if (auto sys = args.get("--system")) req.messages.push_back(ChatMessage::Text("system", *sys));
   ChatMessage user;
   user.role = "user";
-  if (image != "-") user.content.push_back(ContentPart::Image(read_image(image)));
+  if (media != "-") user.content.push_back(read_media(media, sampling));
   user.content.push_back(ContentPart::Text(prompt));
   req.messages.push_back(std::move(user));
   if (args.has("--think") && args.has("--no-think")) fail("--think and --no-think contradict each other");

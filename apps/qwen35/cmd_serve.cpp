@@ -46,7 +46,14 @@ const char* kUsage =
     "  --cache-ram MiB        prefix cache budget shared by all conversations (default 2048)\n"
     "  --max-images N         images per request (default 16)\n"
     "  --max-image-mib N      largest image file in a request (default 20)\n"
-    "  --allow-remote-images  fetch http(s) image URLs (off: only data: URLs)\n"
+    "  --allow-remote-images  fetch http(s) image and video URLs (off: only data: URLs)\n"
+    "  --max-videos N         videos per request (default 4)\n"
+    "  --max-video-mib N      largest video file in a request (default 64; also mind --max-body-mib)\n"
+    "  --max-video-frames N   images of one video given as a list of frames (default 768)\n"
+    "  --video-max-tokens N   most tokens of one video (default 16384: above what the official\n"
+    "                         processor's budget gives any clip of 3 frames or more, so the default\n"
+    "                         changes nothing, and a minute fits the default context); a clip over it\n"
+    "                         gets smaller frames, and a request may ask for fewer (max_tokens on the part)\n"
     "  --max-tokens N         tokens of a chat answer when the request gives no max_tokens\n"
     "                         (default 8192; -1: up to the context); a request may ask for more\n"
     "                         (up to the context); /v1/completions defaults to 16, as OpenAI's\n"
@@ -111,7 +118,8 @@ int run_serve(int argc, char** argv) {
   std::set<std::string> with_value = {"--host",           "--port",          "--api-key",        "--parallel",
                                       "--max-queue",      "--cache-ram",     "--max-body-mib",   "--max-image-mib",
                                       "--max-images",     "--cors-origin",   "--max-header-kib", "--max-connections",
-                                      "--header-timeout", "--body-timeout",  "--idle-timeout", "--reasoning-budget", "--max-tokens"};
+                                      "--header-timeout", "--body-timeout",  "--idle-timeout", "--reasoning-budget", "--max-tokens",
+                                      "--max-videos",     "--max-video-mib", "--max-video-frames", "--video-max-tokens"};
   with_value.insert(engine_option_names().begin(), engine_option_names().end());
   Args args(argc, argv, with_value, {"--allow-remote-images", "--open", "--help", "-h"});
   if (args.has("--help") || args.has("-h")) {
@@ -132,6 +140,10 @@ int run_serve(int argc, char** argv) {
   so.max_body_bytes = size_t(args.get_int_in("--max-body-mib", 32, 1, 1024)) << 20;
   so.max_image_bytes = size_t(args.get_int_in("--max-image-mib", 20, 1, 1024)) << 20;
   so.max_images = size_t(args.get_int_in("--max-images", 16, 0, 256));
+  so.max_videos = size_t(args.get_int_in("--max-videos", 4, 0, 64));
+  so.max_video_bytes = size_t(args.get_int_in("--max-video-mib", 64, 1, 4096)) << 20;
+  so.max_video_frames = size_t(args.get_int_in("--max-video-frames", 768, 1, 768));
+  so.video_max_tokens = args.get_int_in("--video-max-tokens", 16384, 1, int64_t(1) << 24);
   so.max_header_bytes = size_t(args.get_int_in("--max-header-kib", 32, 1, 1024)) << 10;
   so.max_connections = size_t(args.get_int_in("--max-connections", 512, 1, 100000));
   so.header_timeout = std::chrono::seconds(args.get_int_in("--header-timeout", 10, 1, 3600));

@@ -9,6 +9,7 @@
 namespace qwen35::app {
 
 constexpr size_t kMaxImageFileBytes = size_t(64) << 20;   // an image for `run`
+constexpr size_t kMaxVideoFileBytes = size_t(1) << 30;    // a video for `run` (only its sampled frames are decoded)
 constexpr size_t kMaxInputFileBytes = size_t(256) << 20;  // messages, tools: JSON with images inside
 constexpr size_t kMaxInputLineBytes = size_t(64) << 20;   // one line on stdin (`tokenize`)
 

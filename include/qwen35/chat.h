@@ -38,11 +38,7 @@ struct Status {
 // ---------------------------------------------------------------------------------------------
 // Requests
 
-// A video as a decoder hands it over: every decoded frame (all the same size) and the stream's
-// frame rate. The engine samples and encodes it as the official Qwen3-VL video processor does:
-// 2 frames per second of the clip by `fps` (at least 4 frames, at most 768; a shorter clip uses
-// all), one common size for them, pairs of frames, and a "<t seconds>" stamp per pair in the
-// prompt. Frames must be at least 32 x 32 pixels.
+// A video as decoded frames: every frame (all the same size) and the stream's frame rate.
 struct VideoFrames {
   int width = 0;
   int height = 0;
@@ -51,16 +47,68 @@ struct VideoFrames {
   std::vector<uint8_t> rgb;  // [frames, height, width, 3]: packed RGB, rows top to bottom, frame after frame
 };
 
+// How one video is sampled, within what the official processor does (0 keeps its choice).
+struct VideoSampling {
+  double fps = 0;          // frames sampled per second of the clip; 0: the processor's (2)
+  int64_t max_frames = 0;  // most frames sampled; 0: the processor's (768)
+  // Most <|video_pad|> tokens: the processor's pixel budget for the whole clip is lowered so the
+  // frames come out smaller (its `size.longest_edge`); a clip that cannot fit even so is refused.
+  // 0: the processor's budget alone (about 12k tokens).
+  int64_t max_tokens = 0;
+};
+
+// A video. The engine samples and encodes it as the official Qwen3-VL video processor does:
+// 2 frames per second of the clip (at least 4 frames, at most 768; a shorter clip uses all), one
+// common size for them, pairs of frames, and a "<t seconds>" stamp per pair in the prompt. Frames
+// must be at least 32 x 32 pixels. Only the sampled frames are ever decoded: an encoded file costs
+// what its sampled frames cost (a seek to each), not its length.
+struct VideoInput {
+  enum class Source {
+    kFile,    // an encoded file: MP4/MOV, Matroska/WebM, AVI, MPEG-TS/PS, FLV (H.264, HEVC, VP8/9, AV1, ...)
+    kImages,  // the frames as encoded images (JPEG, PNG, ...), in order, all the same size
+    kFrames,  // decoded RGB frames
+  };
+  Source source = Source::kFrames;
+  std::vector<uint8_t> file;                 // kFile
+  std::vector<std::vector<uint8_t>> images;  // kImages
+  double images_fps = 0;                     // kImages: their frame rate; 0 = unknown (24 is assumed)
+  VideoFrames frames;                        // kFrames
+  VideoSampling sampling;
+
+  static VideoInput File(std::vector<uint8_t> bytes, VideoSampling s = {}) {
+    VideoInput v;
+    v.source = Source::kFile;
+    v.file = std::move(bytes);
+    v.sampling = s;
+    return v;
+  }
+  static VideoInput Images(std::vector<std::vector<uint8_t>> images, double fps, VideoSampling s = {}) {
+    VideoInput v;
+    v.source = Source::kImages;
+    v.images = std::move(images);
+    v.images_fps = fps;
+    v.sampling = s;
+    return v;
+  }
+  static VideoInput Frames(VideoFrames frames, VideoSampling s = {}) {
+    VideoInput v;
+    v.frames = std::move(frames);
+    v.sampling = s;
+    return v;
+  }
+};
+
 struct ContentPart {
   enum class Type { kText, kImage, kVideo };
   Type type = Type::kText;
   std::string text;                  // kText
   std::vector<uint8_t> image_bytes;  // kImage: an encoded file (JPEG, PNG, WebP, GIF, BMP)
-  VideoFrames video;                 // kVideo: decoded frames
+  VideoInput video;                  // kVideo
 
   static ContentPart Text(std::string t) { return {Type::kText, std::move(t), {}, {}}; }
   static ContentPart Image(std::vector<uint8_t> bytes) { return {Type::kImage, {}, std::move(bytes), {}}; }
-  static ContentPart Video(VideoFrames frames) { return {Type::kVideo, {}, {}, std::move(frames)}; }
+  static ContentPart Video(VideoInput video) { return {Type::kVideo, {}, {}, std::move(video)}; }
+  static ContentPart Video(VideoFrames frames) { return Video(VideoInput::Frames(std::move(frames))); }
 };
 
 struct ToolCall {

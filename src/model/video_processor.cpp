@@ -258,6 +258,31 @@ ProcessedVideo patchify_video(std::span<const RgbImage> frames, const VideoProce
   return out;
 }
 
+ProcessedVideo preprocess_video(const VideoFrameSource& source, const VideoProcessorConfig& config) {
+  if (source.frames < 1 || source.height < 1 || source.width < 1)
+    fail("a video needs frames of a positive size, got ", source.frames, " frames of ", source.width, "x",
+         source.height);
+  if (!std::isfinite(source.fps) || source.fps < 0)
+    fail("a video's frame rate must be finite and not negative, got ", source.fps);
+  const std::vector<int64_t> indices = sample_frame_indices(source.frames, source.fps, config);
+  const ResizedSize size = video_target_size(int64_t(indices.size()), source.height, source.width, config);
+
+  std::vector<RgbImage> resized;
+  resized.reserve(indices.size());
+  for (int64_t index : indices) {
+    const RgbImage frame = source.frame(index);
+    if (frame.width != source.width || frame.height != source.height ||
+        frame.pixels.size() != size_t(frame.width) * size_t(frame.height) * 3)
+      fail("video frame ", index, " is ", frame.width, "x", frame.height, ", not the clip's ", source.width, "x",
+           source.height);
+    resized.push_back(resize_bicubic_torch(frame, int(size.width), int(size.height)));
+  }
+  ProcessedVideo out = patchify_video(resized, config);
+  out.frame_indices = indices;
+  out.timestamps = pair_timestamps(indices, source.fps, config.temporal_patch_size);
+  return out;
+}
+
 ProcessedVideo preprocess_video(const VideoClipView& clip, const VideoProcessorConfig& config) {
   if (clip.frames < 1 || clip.height < 1 || clip.width < 1)
     fail("a video needs frames of a positive size, got ", clip.frames, " frames of ", clip.width, "x", clip.height);
@@ -265,21 +290,12 @@ ProcessedVideo preprocess_video(const VideoClipView& clip, const VideoProcessorC
   if (clip.rgb.size() / frame_bytes != size_t(clip.frames) || clip.rgb.size() % frame_bytes != 0)
     fail("a video of ", clip.frames, " frames of ", clip.width, "x", clip.height, " needs ",
          size_t(clip.frames) * frame_bytes, " bytes of RGB, got ", clip.rgb.size());
-  if (!std::isfinite(clip.fps) || clip.fps < 0) fail("a video's frame rate must be finite and not negative, got ", clip.fps);
-  const std::vector<int64_t> indices = sample_frame_indices(clip.frames, clip.fps, config);
-  const ResizedSize size = video_target_size(int64_t(indices.size()), clip.height, clip.width, config);
-
-  std::vector<RgbImage> resized;
-  resized.reserve(indices.size());
-  for (int64_t index : indices) {
-    RgbImage frame(int(clip.width), int(clip.height));
-    std::memcpy(frame.pixels.data(), clip.rgb.data() + size_t(index) * frame_bytes, frame_bytes);
-    resized.push_back(resize_bicubic_torch(frame, int(size.width), int(size.height)));
-  }
-  ProcessedVideo out = patchify_video(resized, config);
-  out.frame_indices = indices;
-  out.timestamps = pair_timestamps(indices, clip.fps, config.temporal_patch_size);
-  return out;
+  VideoFrameSource source{clip.frames, clip.height, clip.width, clip.fps, [&](int64_t index) {
+                            RgbImage frame(int(clip.width), int(clip.height));
+                            std::memcpy(frame.pixels.data(), clip.rgb.data() + size_t(index) * frame_bytes, frame_bytes);
+                            return frame;
+                          }};
+  return preprocess_video(source, config);
 }
 
 }  // namespace qwen35

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -112,8 +113,23 @@ ProcessedVideo patchify_video(std::span<const RgbImage> resized_frames, const Vi
 // from the frame count and size alone: what a caller needs to count tokens before any pixels move.
 ResizedSize video_target_size(int64_t sampled_frames, int64_t height, int64_t width, const VideoProcessorConfig& config);
 
-// The whole processor: sample, resize (resize_bicubic_torch), patchify, time stamps. Throws
-// qwen35::Error for an empty or inconsistent clip.
+// Frames handed over one at a time (by a decoder that seeks to each): the clip's frame count, size
+// and rate, known before any frame is decoded, and a call that gives frame `index`.
+struct VideoFrameSource {
+  int64_t frames = 0;
+  int64_t height = 0;
+  int64_t width = 0;
+  double fps = 0;  // metadata frame rate; <= 0: unknown
+  // Frame `index` at height x width; asked only for the sampled frames, in ascending order, once
+  // each. Throws qwen35::Error.
+  std::function<RgbImage(int64_t index)> frame;
+};
+
+// The whole processor: sample, resize (resize_bicubic_torch), patchify, time stamps. Each sampled
+// frame is resized as soon as it arrives, so at most one frame of the source's size is held and
+// the other frames are never asked for. Throws qwen35::Error for an empty or inconsistent clip.
+ProcessedVideo preprocess_video(const VideoFrameSource& source, const VideoProcessorConfig& config);
+// The same over decoded frames in memory.
 ProcessedVideo preprocess_video(const VideoClipView& clip, const VideoProcessorConfig& config);
 
 }  // namespace qwen35

@@ -11,6 +11,7 @@
 #include "model/mrope_positions.h"
 #include "model/video_processor.h"
 #include "runtime/sequence.h"
+#include "runtime/video_source.h"
 #include "text/chat_format.h"
 #include "text/chat_template_check.h"
 
@@ -73,30 +74,14 @@ uint64_t video_pair_hash(const ProcessedImage& pair) {
   return std::stoull(sha256_hex(key).substr(0, 16), nullptr, 16);
 }
 
-void check_video(const VideoFrames& v) {
-  if (v.width <= 0 || v.height <= 0 || v.frames <= 0)
-    fail("a video needs at least one frame of a positive size, got ", v.frames, " frames of ", v.width, "x", v.height);
-  const size_t want = size_t(v.frames) * size_t(v.width) * size_t(v.height) * 3;
-  if (v.rgb.size() != want)
-    fail("a video of ", v.frames, " frames of ", v.width, "x", v.height, " needs ", want, " bytes of RGB, got ",
-         v.rgb.size());
-  if (!std::isfinite(v.fps) || v.fps < 0) fail("a video's frame rate must be finite and not negative, got ", v.fps);
-}
-
-VideoClipView clip_of(const VideoFrames& v) {
-  return {std::span<const uint8_t>(v.rgb), v.frames, v.height, v.width, v.fps};
-}
-
-// Tokens a video adds to the prompt, from its frame count and size alone (before any pixels move):
-// per pair a stamp (at least one token), <|vision_start|>, the pads and <|vision_end|>, in place
-// of the placeholder's three tokens. A lower bound: a stamp is several tokens.
-int64_t video_tokens_at_least(const EngineImpl& engine, const VideoFrames& v) {
-  const VideoProcessorConfig& c = engine.video_config;
-  const int64_t sampled = int64_t(sample_frame_indices(v.frames, v.fps, c).size());
-  const ResizedSize r = video_target_size(sampled, v.height, v.width, c);
-  const int64_t pairs = (sampled + c.temporal_patch_size - 1) / c.temporal_patch_size;
-  const int64_t per_pair = image_token_count({1, r.height / c.patch_size, r.width / c.patch_size}, c.merge_size);
-  return pairs * (per_pair + 3) - 3;
+// Tokens a video adds to the prompt, from its frame count and size alone (before any frame is
+// decoded): per pair a stamp (at least one token), <|vision_start|>, the pads and <|vision_end|>,
+// in place of the placeholder's three tokens. A lower bound: a stamp is several tokens.
+int64_t video_tokens_at_least(const VideoFrameSource& source, const VideoProcessorConfig& c) {
+  const int64_t pairs =
+      (int64_t(sample_frame_indices(source.frames, source.fps, c).size()) + c.temporal_patch_size - 1) /
+      c.temporal_patch_size;
+  return video_pad_tokens(source, c) + pairs * 3 - 3;
 }
 
 // The byte offsets of the video placeholders the template wrote: request text that spells one
@@ -235,10 +220,17 @@ PromptPlan plan_chat(const EngineImpl& engine, const ChatRequest& request) {
         fail("this model has no vision tower: ", p.type == ContentPart::Type::kVideo ? "videos" : "images",
              " are not supported");
       if (p.type == ContentPart::Type::kVideo) {
-        check_video(p.video);
-        total += video_tokens_at_least(engine, p.video);
+        const RequestVideo video_in(p.video);
+        const VideoFrameSource& source = video_in.source();
+        const VideoProcessorConfig config =
+            video_config_for(engine.video_config, p.video.sampling, source.frames, source.height, source.width, source.fps);
+        const int64_t pads = video_pad_tokens(source, config);
+        if (p.video.sampling.max_tokens > 0 && pads > p.video.sampling.max_tokens)
+          fail("the video needs ", pads, " tokens at its smallest size, over its limit of ",
+               p.video.sampling.max_tokens, " (sample fewer frames: a lower fps or max_frames)");
+        total += video_tokens_at_least(source, config);
         check_fits();
-        ProcessedVideo video = preprocess_video(clip_of(p.video), engine.video_config);
+        ProcessedVideo video = preprocess_video(source, config);
         video_texts.push_back(expand_video_placeholder(video.timestamps, video.tokens_per_pair));
         for (ProcessedImage& pair : video.pairs) {
           PromptImage img;

@@ -101,6 +101,10 @@ void HttpServer::set_engine(std::unique_ptr<Engine> engine) {
   ctx.policy.reasoning_budget = options_.reasoning_budget;
   ctx.policy.max_tokens = options_.max_tokens;
   ctx.policy.images.max_image_bytes = options_.max_image_bytes;
+  ctx.policy.max_videos = options_.max_videos;
+  ctx.policy.images.max_video_bytes = options_.max_video_bytes;
+  ctx.policy.images.max_video_frames = options_.max_video_frames;
+  ctx.policy.images.video_caps.max_tokens = options_.video_max_tokens;
   ctx.policy.images.allow_remote = options_.allow_remote_images;
   if (options_.allow_remote_images)
     ctx.policy.images.fetch_remote = [](const std::string& url, size_t max_bytes) {

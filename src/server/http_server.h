@@ -49,6 +49,15 @@ struct ServerOptions {
   size_t max_header_bytes = size_t(32) << 10;      // request line and headers together
   size_t max_image_bytes = size_t(20) << 20;       // one encoded image file
   size_t max_images = 16;                          // per request
+  size_t max_video_bytes = size_t(64) << 20;       // one encoded video file
+  size_t max_videos = 4;                           // per request
+  size_t max_video_frames = 768;                   // images of one video given as frames
+  // The most <|video_pad|> tokens of one video (the processor's budget is lowered to fit; a request
+  // may ask for fewer). The official budget (25165824 pixels over T frames) gives at most 12288
+  // tokens for an even T and 12288 (T + 1) / T for an odd one (the last pair is padded), so 16384
+  // leaves every clip of 3 frames or more as the official processor makes it; a minute of video
+  // (12390 tokens at most) fits the default context of 32768 with room to talk about it.
+  int64_t video_max_tokens = 16384;
   bool allow_remote_images = false;                // fetch http(s) image URLs
   int64_t reasoning_budget = -1;                   // chats' default thought budget (-1: unlimited)
   int64_t max_tokens = 8192;                       // chats' default answer length (-1: up to the context)

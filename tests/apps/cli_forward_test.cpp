@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <cmath>
+#include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -231,6 +232,28 @@ TEST(CliRun, TextAndImageAnswersWithPerfLine) {
   EXPECT_NE(r.out.find("cannot read image"), std::string::npos) << r.out;
   r = run("run -m " + tiny_model_dir() + " " + tiny_model_dir() + "/config.json \"x\"");
   EXPECT_NE(r.status, 0);  // not an image
+}
+
+// A video is told from an image by its content: the golden clip under a name without extension.
+TEST(CliRun, VideoFileIsAnsweredLikeAnImage) {
+  const std::string clip = temp_dir("cli_video") + "/clip";
+  {
+    const std::vector<uint8_t> bytes = read_file_bytes(data_path("tiny-qwen35/golden_video/pan_200x150_12fps.mp4"));
+    std::ofstream(clip, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  }
+  RunOutput r = run("run -m " + tiny_model_dir() + " " + clip + " \"What happens?\" -n 3 --no-think");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("vision"), std::string::npos) << r.out;
+  // 10 frames make 5 pairs: 4 tokens cannot hold them.
+  r = run("run -m " + tiny_model_dir() + " " + clip + " x -n 1 --video-max-tokens 4");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("over its limit of 4"), std::string::npos) << r.out;
+  r = run("run -m " + tiny_model_dir() + " " + clip + " x -n 1 --video-fps 0");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("--video-fps"), std::string::npos) << r.out;
+  r = run("run -m " + tiny_model_dir() + " " + tiny_model_dir() + "/config.json x -n 1");
+  EXPECT_NE(r.status, 0);  // neither an image nor a video
+  EXPECT_NE(r.out.find("qwen35 run:"), std::string::npos) << r.out;
 }
 
 // One rule for the model of every command: -m, else the bundled tiny model, said on stderr.

@@ -13,6 +13,8 @@ import OpenAI from 'openai';
 
 import { CAT_PNG, MODEL_ID, TINY_MODEL, metric, startServer, waitFor } from './server_harness.mjs';
 
+const CLIP = join(TINY_MODEL, 'golden_video/pan_200x150_12fps.mp4');  // 5 s, 12 fps: 10 frames sampled
+
 const CONTEXT = 1024;
 const NO_THINKING = { chat_template_kwargs: { enable_thinking: false } };
 const user = (content) => [{ role: 'user', content }];
@@ -185,6 +187,32 @@ describe('chat completions', () => {
     // The image expands into many placeholder tokens, and the vision tower ran.
     assert.ok(r.usage.prompt_tokens > text.usage.prompt_tokens + 50, `${r.usage.prompt_tokens} vs ${text.usage.prompt_tokens}`);
     assert.ok(r.timings.vision_ms > 0);
+  });
+
+  test('a video as video_url, as input_video and as a list of frames', async () => {
+    const b64 = readFileSync(CLIP).toString('base64');
+    const ask = async (video) => client.chat.completions.create({
+      model: MODEL_ID,
+      messages: user([video, { type: 'text', text: 'Describe this video.' }]),
+      max_tokens: 2,
+      temperature: 0,
+      ...NO_THINKING,
+    });
+    // The golden case video_pan: 5 pairs of 30 tokens with their time stamps, 206 prompt tokens.
+    const a = await ask({ type: 'video_url', video_url: { url: `data:video/mp4;base64,${b64}` } });
+    assert.equal(a.usage.prompt_tokens, 206);
+    assert.ok(a.timings.vision_ms > 0);
+    const b = await ask({ type: 'input_video', input_video: { data: b64, format: 'mp4' } });
+    assert.equal(b.usage.prompt_tokens, 206);
+    assert.equal(b.choices[0].message.content, a.choices[0].message.content);
+    // A token cap makes the frames smaller.
+    const c = await ask({ type: 'video_url', video_url: { url: `data:video/mp4;base64,${b64}` }, max_tokens: 40 });
+    assert.ok(c.usage.prompt_tokens < 206 - 100, `${c.usage.prompt_tokens}`);
+    // Frames as images (two, at two per second: one pair; the body limit here is 1 MiB).
+    const png = `data:image/png;base64,${readFileSync(CAT_PNG).toString('base64')}`;
+    const d = await ask({ type: 'video', video: [png, png], frame_rate: 2 });
+    assert.ok(d.timings.vision_ms > 0);
+    assert.ok(d.usage.prompt_tokens > 100, `${d.usage.prompt_tokens}`);
   });
 
   test('multi-turn: the follow-up reuses the cached prefix', async () => {
@@ -602,6 +630,8 @@ describe('bad requests get OpenAI error objects and the server stays healthy', (
   const chat = (extra) => ({ model: MODEL_ID, messages: user('hi'), max_tokens: 2, ...extra });
   const png = readFileSync(CAT_PNG).toString('base64');
   const image = (url) => ({ model: MODEL_ID, max_tokens: 1, messages: user([{ type: 'image_url', image_url: { url } }, { type: 'text', text: 'hi' }]) });
+  const clip = readFileSync(CLIP).toString('base64');
+  const video = (src, extra = {}) => ({ model: MODEL_ID, max_tokens: 1, messages: user([{ type: 'video_url', video_url: src, ...extra }, { type: 'text', text: 'hi' }]) });
 
   const cases = [
     ['malformed JSON', '/v1/chat/completions', '{"messages": [', 400, 'invalid_json'],
@@ -624,6 +654,11 @@ describe('bad requests get OpenAI error objects and the server stays healthy', (
     ['not an image at all', '/v1/chat/completions', image(`data:image/png;base64,${Buffer.from('hello world, not a png').toString('base64')}`), 400, 'invalid_value'],
     ['a remote image URL (disabled)', '/v1/chat/completions', image('http://127.0.0.1:1/cat.png'), 400, 'invalid_value'],
     ['a local file path', '/v1/chat/completions', image('/etc/passwd'), 400, 'invalid_value'],
+    ['a video that is not one', '/v1/chat/completions', video({ url: `data:video/mp4;base64,${Buffer.from('hello world, not a video').toString('base64')}` }), 400, 'invalid_value'],
+    ['a truncated video', '/v1/chat/completions', video({ url: `data:video/mp4;base64,${clip.slice(0, 4000)}` }), 400, 'invalid_value'],
+    ['a video asking for more tokens than the server allows', '/v1/chat/completions', video({ url: `data:video/mp4;base64,${clip}` }, { max_tokens: 1e9 }), 400, 'invalid_value'],
+    ['a video whose pairs cannot fit its token cap', '/v1/chat/completions', video({ url: `data:video/mp4;base64,${clip}` }, { max_tokens: 4 }), 400, 'invalid_value'],
+    ['a video frame list with a broken frame', '/v1/chat/completions', { model: MODEL_ID, max_tokens: 1, messages: user([{ type: 'video', video: ['data:image/png;base64,AAAA'] }]) }, 400, 'invalid_value'],
     ['a prompt over the context', '/v1/chat/completions', chat({ messages: user('word '.repeat(2 * CONTEXT)) }), 400, 'context_length_exceeded'],
     ['a streamed prompt over the context', '/v1/chat/completions', chat({ stream: true, messages: user('word '.repeat(2 * CONTEXT)) }), 400, 'context_length_exceeded'],
     ['completions without a prompt', '/v1/completions', { model: MODEL_ID }, 400, 'missing_field'],

@@ -8,6 +8,8 @@ import { readFileSync } from 'node:fs';
 import { CAT_PNG, launchBrowser, openPage, screenshot, startServer } from './browser_harness.mjs';
 import { MESSAGES } from '../../src/server/ui/web/i18n.js';
 
+const CLIP = new URL('../data/tiny-qwen35/golden_video/pan_200x150_12fps.mp4', import.meta.url).pathname;
+
 let server;
 let browser;
 const contexts = [];
@@ -166,7 +168,7 @@ test('images: attach, preview, remove, send; the answer comes back', async () =>
   await page.getByTestId('attachment-preview').nth(1).waitFor();
   assert.equal(await page.getByTestId('attachment').count(), 2);
   await screenshot(page, 'image-preview');
-  await page.getByRole('button', { name: 'Remove image chelsea.png' }).first().click();
+  await page.getByRole('button', { name: 'Remove chelsea.png' }).first().click();
   assert.equal(await page.getByTestId('attachment').count(), 1);
 
   await sendMessage(page, 'What is in this picture?');
@@ -183,6 +185,25 @@ test('images: attach, preview, remove, send; the answer comes back', async () =>
   assert.equal(parts[0].image_url.url, expected);
   assert.deepEqual(parts[1], { type: 'text', text: 'What is in this picture?' });
   await screenshot(page, 'image-answer');
+  assert.deepEqual(errors, []);
+});
+
+test('videos: attach a clip like an image; it is sent as a video_url part and answered', async () => {
+  const { page, errors } = await open();
+  await setSettings(page, { maxTokens: 8, thinking: false });
+  const requests = recordRequests(page);
+  await page.getByTestId('file-input').setInputFiles(CLIP);
+  const preview = page.getByTestId('attachment-preview');
+  await preview.waitFor();
+  assert.equal(await preview.evaluate((e) => e.tagName), 'VIDEO');
+  await sendMessage(page, 'What happens?');
+  await page.getByTestId('message-video').waitFor();
+  const msg = await waitForAnswer(page, 120_000);
+  assert.equal(await msg.getByTestId('error').count(), 0, 'no error');
+  const parts = requests[0].messages[0].content;
+  assert.equal(parts[0].type, 'video_url');
+  assert.equal(parts[0].video_url.url, 'data:video/mp4;base64,' + readFileSync(CLIP).toString('base64'));
+  assert.deepEqual(parts[1], { type: 'text', text: 'What happens?' });
   assert.deepEqual(errors, []);
 });
 

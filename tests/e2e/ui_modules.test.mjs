@@ -148,6 +148,16 @@ test('buildMessages: system prompt, images as image_url parts, assistant turns w
     [{ role: 'user', content: [{ type: 'image_url', image_url: { url: IMG } }] }]);
 });
 
+test('buildMessages: attached videos become video_url parts beside images', () => {
+  const VID = 'data:video/mp4;base64,AAAAIGZ0eXBpc29t';
+  const conv = { messages: [{ role: 'user', text: 'what happens?', images: [{ name: 'a.png', url: IMG }, { name: 'c.mp4', url: VID, kind: 'video' }] }] };
+  assert.deepEqual(buildMessages(conv, {}), [{ role: 'user', content: [
+    { type: 'image_url', image_url: { url: IMG } },
+    { type: 'video_url', video_url: { url: VID } },
+    { type: 'text', text: 'what happens?' },
+  ] }]);
+});
+
 test('buildRequest: streaming with usage, thinking switch, temperature and max tokens', () => {
   const conv = { messages: [{ role: 'user', text: 'hi' }] };
   assert.deepEqual(buildRequest(conv, { thinking: true, temperature: 0.5, maxTokens: 2000 }, 'tiny'), {
@@ -340,7 +350,7 @@ test('i18n: t() fills placeholders, falls back to English, then to the key', () 
     assert.equal(t('send'), '送信');
     assert.equal(t('thinking'), '思考モード');
     assert.equal(t('chat.new'), '新しい会話');
-    assert.equal(t('attach.label'), '画像を添付');
+    assert.equal(t('attach.label'), '画像または動画を添付');
     assert.equal(t('stop'), '停止');
     assert.equal(t('notice.contextFull', { used: 900, ctx: 1024 }).includes('1024'), true);
     assert.equal(formatStats({ prefillPerSecond: 400, decodePerSecond: 50, cachedTokens: 3, promptTokens: 12, completionTokens: 4 }),

@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "io/video.h"
-#include "io/video_test_encoders.h"
+#include "support/video_test_encoders.h"
 #include "support/test_data.h"
 
 namespace qwen35 {

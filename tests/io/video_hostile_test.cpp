@@ -11,7 +11,7 @@
 
 #include "core/error.h"
 #include "io/video.h"
-#include "io/video_test_encoders.h"
+#include "support/video_test_encoders.h"
 #include "support/test_data.h"
 
 namespace qwen35 {

@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "io/video.h"
-#include "io/video_test_encoders.h"
+#include "support/video_test_encoders.h"
 
 namespace qwen35 {
 namespace {

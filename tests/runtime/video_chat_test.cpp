@@ -173,7 +173,7 @@ TEST(VideoChat, FollowUpTurnReusesTheVideoWithoutRerunningVision) {
   EXPECT_EQ(r2.tokens, cold.tokens);
   // Another clip (one frame changed) must not reuse the first clip's pairs.
   ChatRequest other = t2;
-  other.messages[0].content[0].video.rgb[0] ^= 0xff;
+  other.messages[0].content[0].video.frames.rgb[0] ^= 0xff;
   GenerationResult r3 = session->chat(other, greedy(6, SpecMode::kOff), nullptr, &st);
   ASSERT_TRUE(st.ok()) << st.message;
   EXPECT_GT(r3.timings.vision_ms, 0.0);

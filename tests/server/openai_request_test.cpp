@@ -454,3 +454,115 @@ TEST(OpenAIRequest, EngineStatusMapping) {
 
 }  // namespace
 }  // namespace qwen35::server
+
+namespace qwen35::server {
+namespace {
+
+// Bytes that the parser passes on as they are (the engine decodes them; these tests only read JSON).
+const std::string kVideoB64 = "AAAAIGZ0eXBpc29t";  // the start of an MP4 file
+const std::vector<uint8_t> kVideoBytes = decode_base64(kVideoB64);
+
+ChatCompletionRequest parse_user(const json& parts, RequestPolicy p = policy()) {
+  return parse_chat_completion(chat({{"messages", {{{"role", "user"}, {"content", parts}}}}}), defaults(), p);
+}
+
+Expected user_error(const json& parts, RequestPolicy p = policy()) {
+  try {
+    parse_user(parts, p);
+  } catch (const ApiError& e) {
+    return {e.status, e.param, e.code};
+  }
+  return {0, "", ""};
+}
+
+TEST(OpenAIRequestVideo, EveryVideoPartShapeBecomesAVideo) {
+  RequestPolicy p = policy();
+  p.images.video_caps.max_tokens = 1000;
+  const std::string url = "data:video/mp4;base64," + kVideoB64;
+  const json parts = {
+      {{"type", "video_url"}, {"video_url", {{"url", url}}}},
+      {{"type", "input_video"}, {"input_video", {{"data", kVideoB64}, {"format", "mp4"}}}},
+      {{"type", "video"}, {"video", url}, {"fps", 1.5}, {"max_frames", 8}, {"max_tokens", 300}},
+      {{"type", "text"}, {"text", "What happens?"}}};
+  const ChatCompletionRequest r = parse_user(parts, p);
+  const auto& content = r.chat.messages.at(0).content;
+  ASSERT_EQ(content.size(), 4u);
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_EQ(content[i].type, ContentPart::Type::kVideo) << i;
+    EXPECT_EQ(content[i].video.source, VideoInput::Source::kFile) << i;
+    EXPECT_EQ(content[i].video.file, kVideoBytes) << i;
+  }
+  // Without options a video gets the server's caps; with them, what it asks for.
+  EXPECT_EQ(content[0].video.sampling.fps, 0.0);
+  EXPECT_EQ(content[0].video.sampling.max_frames, 0);
+  EXPECT_EQ(content[0].video.sampling.max_tokens, 1000);
+  EXPECT_EQ(content[2].video.sampling.fps, 1.5);
+  EXPECT_EQ(content[2].video.sampling.max_frames, 8);
+  EXPECT_EQ(content[2].video.sampling.max_tokens, 300);
+  EXPECT_EQ(content[3].text, "What happens?");
+}
+
+TEST(OpenAIRequestVideo, AListOfImagesIsAVideoOfFrames) {
+  const std::string png = "data:image/png;base64,iVBORw0KGgo=";
+  const json parts = {{{"type", "video"}, {"video", {png, {{"url", png}}, png}}, {"frame_rate", 4}}};
+  const ChatCompletionRequest r = parse_user(parts);
+  const VideoInput& v = r.chat.messages.at(0).content.at(0).video;
+  EXPECT_EQ(v.source, VideoInput::Source::kImages);
+  EXPECT_EQ(v.images.size(), 3u);
+  EXPECT_EQ(v.images_fps, 4.0);
+  // Without frame_rate the frames are taken as 2 per second: every one is used.
+  const ChatCompletionRequest d = parse_user(json{{{"type", "video"}, {"video", {png}}}});
+  EXPECT_EQ(d.chat.messages.at(0).content.at(0).video.images_fps, 2.0);
+}
+
+TEST(OpenAIRequestVideo, BadVideoPartsAre400NamingTheField) {
+  RequestPolicy p = policy();
+  p.images.video_caps.max_tokens = 1000;
+  p.images.max_video_frames = 2;
+  p.images.max_video_bytes = 4;
+  const std::string url = "data:video/mp4;base64," + kVideoB64;
+  const std::string png = "data:image/png;base64,iVBORw0KGgo=";
+  const json small = {{"type", "video_url"}, {"video_url", {{"url", "data:video/mp4;base64,AAAA"}}}};
+  auto with = [&](json part, const char* key, json value) {
+    part[key] = value;
+    return json{part};
+  };
+  EXPECT_EQ(user_error(json{small}, p).status, 0);
+  // Over the server's caps, or not a positive number.
+  EXPECT_API_ERROR(user_error(with(small, "max_tokens", 1001), p), 400, "messages[0].content[0].max_tokens", "invalid_value");
+  EXPECT_API_ERROR(user_error(with(small, "max_frames", 769), p), 400, "messages[0].content[0].max_frames", "invalid_value");
+  EXPECT_API_ERROR(user_error(with(small, "max_frames", 2.5), p), 400, "messages[0].content[0].max_frames", "invalid_value");
+  EXPECT_API_ERROR(user_error(with(small, "fps", 0), p), 400, "messages[0].content[0].fps", "invalid_value");
+  EXPECT_API_ERROR(user_error(with(small, "fps", "2"), p), 400, "messages[0].content[0].fps", "invalid_value");
+  // Too big, not base64, not a data: URL, no URL at all.
+  EXPECT_API_ERROR(user_error(json{{{"type", "video_url"}, {"video_url", {{"url", url}}}}}, p), 400,
+                   "messages[0].content[0].video_url.url", "invalid_value");
+  EXPECT_API_ERROR(user_error(json{{{"type", "video_url"}, {"video_url", {{"url", "data:video/mp4;base64,@@"}}}}}, p),
+                   400, "messages[0].content[0].video_url.url", "invalid_value");
+  EXPECT_API_ERROR(user_error(json{{{"type", "video_url"}, {"video_url", {{"url", "/etc/passwd"}}}}}, p), 400,
+                   "messages[0].content[0].video_url.url", "invalid_value");
+  EXPECT_API_ERROR(user_error(json{{{"type", "video_url"}, {"video_url", 3}}}, p), 400,
+                   "messages[0].content[0].video_url", "invalid_value");
+  EXPECT_API_ERROR(user_error(json{{{"type", "input_video"}, {"input_video", {{"format", "mp4"}}}}}, p), 400,
+                   "messages[0].content[0].input_video", "invalid_value");
+  EXPECT_API_ERROR(user_error(json{{{"type", "input_video"}, {"input_video", {{"data", "!!"}}}}}, p), 400,
+                   "messages[0].content[0].input_video.data", "invalid_value");
+  // Frames: too many, none, one that is not a URL.
+  EXPECT_API_ERROR(user_error(json{{{"type", "video"}, {"video", {png, png, png}}}}, p), 400,
+                   "messages[0].content[0].video", "invalid_value");
+  EXPECT_API_ERROR(user_error(json{{{"type", "video"}, {"video", json::array()}}}, p), 400,
+                   "messages[0].content[0].video", "invalid_value");
+  EXPECT_API_ERROR(user_error(json{{{"type", "video"}, {"video", {png, 7}}}}, p), 400,
+                   "messages[0].content[0].video[1]", "invalid_value");
+}
+
+TEST(OpenAIRequestVideo, VideoCountIsLimited) {
+  RequestPolicy p = policy();
+  p.max_videos = 1;
+  const json part = {{"type", "input_video"}, {"input_video", {{"data", kVideoB64}}}};
+  EXPECT_EQ(user_error(json{part}, p).status, 0);
+  EXPECT_API_ERROR(user_error(json{part, part}, p), 400, "messages", "too_many_videos");
+}
+
+}  // namespace
+}  // namespace qwen35::server

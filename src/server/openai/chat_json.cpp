@@ -1,6 +1,7 @@
 #include "server/openai/chat_json.h"
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "core/error.h"
@@ -10,19 +11,23 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-std::vector<uint8_t> read_local_image(const std::string& path, size_t max_bytes, const std::string& where) {
+// `what` is "image" or "video": the same sources (data: URLs, http(s) when allowed, local files in
+// the CLI) with their own size limits.
+std::vector<uint8_t> read_local_file(const std::string& path, size_t max_bytes, const char* what,
+                                     const std::string& where) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail(where, ": cannot read image file '", path, "'");
+  if (!in) fail(where, ": cannot read ", what, " file '", path, "'");
   std::vector<uint8_t> bytes;
   char buf[1 << 16];
   while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
     bytes.insert(bytes.end(), buf, buf + in.gcount());
-    if (bytes.size() > max_bytes) fail(where, ": image file '", path, "' is larger than ", max_bytes, " bytes");
+    if (bytes.size() > max_bytes) fail(where, ": ", what, " file '", path, "' is larger than ", max_bytes, " bytes");
   }
   return bytes;
 }
 
-std::vector<uint8_t> load_image_url(const std::string& url, const ImageSourcePolicy& policy, const std::string& where) {
+std::vector<uint8_t> load_url(const std::string& url, const ImageSourcePolicy& policy, size_t max_bytes,
+                              const char* what, const std::string& where) {
   if (url.rfind("data:", 0) == 0) {
     std::vector<uint8_t> bytes;
     try {
@@ -30,29 +35,100 @@ std::vector<uint8_t> load_image_url(const std::string& url, const ImageSourcePol
     } catch (const Error& e) {
       fail(where, ": ", e.what());
     }
-    if (bytes.size() > policy.max_image_bytes)
-      fail(where, ": image is ", bytes.size(), " bytes, over the limit of ", policy.max_image_bytes);
+    if (bytes.size() > max_bytes) fail(where, ": ", what, " is ", bytes.size(), " bytes, over the limit of ", max_bytes);
     return bytes;
   }
   if (url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0) {
     if (!policy.allow_remote || !policy.fetch_remote)
-      fail(where, ": remote image URLs are disabled (start the server with --allow-remote-images, or send a data: URL)");
+      fail(where, ": remote ", what, " URLs are disabled (start the server with --allow-remote-images, or send a data: URL)");
     try {
-      return policy.fetch_remote(url, policy.max_image_bytes);
+      return policy.fetch_remote(url, max_bytes);
     } catch (const Error& e) {
       fail(where, ": ", e.what());
     }
   }
   if (policy.allow_local_files) {
     std::string path = url.rfind("file://", 0) == 0 ? url.substr(7) : url;
-    return read_local_image(path, policy.max_image_bytes, where);
+    return read_local_file(path, max_bytes, what, where);
   }
-  fail(where, ": unsupported image URL (expected a data: URL", policy.allow_remote ? " or http(s)" : "", ")");
+  fail(where, ": unsupported ", what, " URL (expected a data: URL", policy.allow_remote ? " or http(s)" : "", ")");
+}
+
+std::vector<uint8_t> load_image_url(const std::string& url, const ImageSourcePolicy& policy, const std::string& where) {
+  return load_url(url, policy, policy.max_image_bytes, "image", where);
 }
 
 std::string text_of(const json& v, const std::string& where) {
   if (!v.is_string()) fail(where, " must be a string");
   return v.get<std::string>();
+}
+
+bool is_video_part(const json& part, const std::string& type) {
+  if (type == "video_url" || type == "input_video" || type == "video") return true;
+  return type.empty() && (part.contains("video_url") || part.contains("input_video") || part.contains("video"));
+}
+
+// A positive number (an integer when `integer`) at most `most`, at part[key] or, when the source is
+// an object, source[key]; nothing when absent.
+std::optional<double> video_option(const json& part, const json& source, const char* key, double most, bool integer,
+                                   const std::string& where) {
+  const json* v = part.contains(key)                               ? &part[key]
+                  : source.is_object() && source.contains(key) ? &source[key]
+                                                               : nullptr;
+  if (!v || v->is_null()) return std::nullopt;
+  if (!(integer ? v->is_number_integer() : v->is_number())) fail(where, ".", key, " must be ", integer ? "an integer" : "a number");
+  const double x = v->get<double>();
+  if (!(x > 0) || x > most) fail(where, ".", key, " must be above 0 and at most ", most, ", got ", x);
+  return x;
+}
+
+VideoInput parse_video_part(const json& part, const std::string& type, const ImageSourcePolicy& policy,
+                            const std::string& where) {
+  const char* key = type == "input_video" || (type.empty() && part.contains("input_video")) ? "input_video"
+                    : type == "video_url" || (type.empty() && part.contains("video_url")) ? "video_url"
+                                                                                          : "video";
+  if (!part.contains(key)) fail(where, ": video part without ", key);
+  const json& src = part[key];
+  const std::string sw = where + "." + key;
+  VideoInput video;
+  if (std::string_view(key) == "input_video") {
+    if (!src.is_object() || !src.contains("data") || !src["data"].is_string())
+      fail(sw, " must be {\"data\": base64 string, \"format\": string}");
+    try {
+      video = VideoInput::File(decode_base64(src["data"].get<std::string>()));
+    } catch (const Error& e) {
+      fail(sw, ".data: ", e.what());
+    }
+    if (video.file.empty()) fail(sw, ".data holds no bytes");
+    if (video.file.size() > policy.max_video_bytes)
+      fail(sw, ".data: video is ", video.file.size(), " bytes, over the limit of ", policy.max_video_bytes);
+  } else if (src.is_array() && std::string_view(key) == "video") {
+    if (src.empty()) fail(sw, " must list at least one frame");
+    if (src.size() > policy.max_video_frames)
+      fail(sw, " has ", src.size(), " frames, the limit is ", policy.max_video_frames);
+    std::vector<std::vector<uint8_t>> frames;
+    for (size_t i = 0; i < src.size(); ++i) {
+      const std::string fw = sw + "[" + std::to_string(i) + "]";
+      const json& f = src[i];
+      const json* url = f.is_string() ? &f : f.is_object() && f.contains("url") ? &f["url"] : nullptr;
+      if (!url || !url->is_string()) fail(fw, " must be an image URL (a string or {\"url\": string})");
+      frames.push_back(load_image_url(url->get<std::string>(), policy, fw));
+    }
+    video = VideoInput::Images(std::move(frames), video_option(part, src, "frame_rate", 1000.0, false, where).value_or(2.0));
+  } else {
+    const json* url = src.is_string() ? &src : src.is_object() && src.contains("url") ? &src["url"] : nullptr;
+    if (!url || !url->is_string()) fail(sw, " must be {\"url\": string}");
+    video = VideoInput::File(load_url(url->get<std::string>(), policy, policy.max_video_bytes, "video", sw + ".url"));
+  }
+  // Sampling: the request may ask for less than the server allows, never more.
+  const VideoSampling& caps = policy.video_caps;
+  video.sampling = caps;
+  if (auto fps = video_option(part, src, "fps", 60.0, false, where)) video.sampling.fps = *fps;
+  const int64_t frame_cap = caps.max_frames > 0 ? caps.max_frames : 768;
+  if (auto n = video_option(part, src, "max_frames", double(frame_cap), true, where)) video.sampling.max_frames = int64_t(*n);
+  const int64_t token_cap = caps.max_tokens > 0 ? caps.max_tokens : int64_t(1) << 30;
+  if (auto n = video_option(part, src, "max_tokens", double(token_cap), true, where)) video.sampling.max_tokens = int64_t(*n);
+  return video;
 }
 
 void parse_content(const json& content, ChatMessage& m, const ImageSourcePolicy& policy, const std::string& where) {
@@ -78,8 +154,10 @@ void parse_content(const json& content, ChatMessage& m, const ImageSourcePolicy&
       else if (src->is_object() && src->contains("url") && (*src)["url"].is_string()) url = (*src)["url"].get<std::string>();
       else fail(pw, ".image_url must be {\"url\": string}");
       m.content.push_back(ContentPart::Image(load_image_url(url, policy, pw + ".image_url.url")));
+    } else if (is_video_part(part, type)) {
+      m.content.push_back(ContentPart::Video(parse_video_part(part, type, policy, pw)));
     } else {
-      fail(pw, ": unsupported content part type '", type, "' (expected text or image_url)");
+      fail(pw, ": unsupported content part type '", type, "' (expected text, image_url, video_url, input_video or video)");
     }
   }
 }
@@ -96,6 +174,20 @@ size_t count_image_parts(const json& messages) {
       const bool typed = part.contains("type") && part["type"].is_string() &&
                          (part["type"] == "image_url" || part["type"] == "image");
       n += typed || part.contains("image_url") || part.contains("image");
+    }
+  }
+  return n;
+}
+
+size_t count_video_parts(const json& messages) {
+  size_t n = 0;
+  if (!messages.is_array()) return 0;
+  for (const json& m : messages) {
+    if (!m.is_object() || !m.contains("content") || !m["content"].is_array()) continue;
+    for (const json& part : m["content"]) {
+      if (!part.is_object()) continue;
+      const std::string type = part.contains("type") && part["type"].is_string() ? part["type"].get<std::string>() : "";
+      n += is_video_part(part, type);
     }
   }
   return n;

@@ -324,6 +324,9 @@ ChatCompletionRequest parse_chat_completion(const json& body, const SamplingPara
   if (const size_t images = count_image_parts(*messages); images > policy.max_images)
     bad_field("messages", "the request has " + std::to_string(images) + " images, the limit is " +
                               std::to_string(policy.max_images), "too_many_images");
+  if (const size_t videos = count_video_parts(*messages); videos > policy.max_videos)
+    bad_field("messages", "the request has " + std::to_string(videos) + " videos, the limit is " +
+                              std::to_string(policy.max_videos), "too_many_videos");
   try {
     r.chat.messages = parse_messages(*messages, policy.images);
   } catch (const ApiError&) {

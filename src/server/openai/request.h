@@ -18,6 +18,7 @@ struct RequestPolicy {
   std::string model_id;         // the one served model: answers name it whatever `model` said
   ImageSourcePolicy images;     // data: URLs always; http(s) with --allow-remote-images
   size_t max_images = 16;       // images per request
+  size_t max_videos = 4;        // videos per request
   size_t max_stop = 16;         // stop strings per request
   int64_t reasoning_budget = -1;  // chats' thought budget when a request names none (-1: unlimited)
   int64_t max_tokens = -1;        // a chat answer's tokens when the request names none (-1: up to the context)

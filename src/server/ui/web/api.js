@@ -131,8 +131,8 @@ export async function* streamChat(body, { signal, fetchImpl = fetch, apiKey = ''
   }
 }
 
-// The conversation as OpenAI messages. User turns with images become content parts (images
-// first, then the text); assistant turns carry reasoning_content so the server can match its
+// The conversation as OpenAI messages. User turns with images or videos become content parts
+// (image_url / video_url first, then the text); assistant turns carry reasoning_content so the server can match its
 // prefix cache; failed assistant turns with no text are left out.
 export function buildMessages(conversation, settings = {}) {
   const msgs = [];
@@ -144,7 +144,9 @@ export function buildMessages(conversation, settings = {}) {
       if (images.length === 0) {
         msgs.push({ role: 'user', content: m.text || '' });
       } else {
-        const parts = images.map((im) => ({ type: 'image_url', image_url: { url: im.url } }));
+        const parts = images.map((im) => (im.kind === 'video'
+          ? { type: 'video_url', video_url: { url: im.url } }
+          : { type: 'image_url', image_url: { url: im.url } }));
         if (m.text) parts.push({ type: 'text', text: m.text });
         msgs.push({ role: 'user', content: parts });
       }

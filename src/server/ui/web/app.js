@@ -316,7 +316,9 @@ function renderAttachments() {
   ui.attachments.hidden = state.pending.length === 0;
   ui.attachments.replaceChildren(...state.pending.map((im, k) =>
     el('div', { class: 'attachment', 'data-testid': 'attachment' },
-      el('img', { src: im.url, alt: im.name, 'data-testid': 'attachment-preview' }),
+      im.kind === 'video'
+        ? el('video', { src: im.url, title: im.name, muted: '', preload: 'metadata', 'data-testid': 'attachment-preview' })
+        : el('img', { src: im.url, alt: im.name, 'data-testid': 'attachment-preview' }),
       el('button', {
         type: 'button', class: 'attachment-remove', 'data-testid': 'attachment-remove',
         'aria-label': t('attach.remove', { name: im.name }),

@@ -15,7 +15,9 @@ export function emptyState(modelName) {
 }
 
 export function userMessage(msg) {
-  const images = (msg.images || []).map((im, k) => im.url
+  const images = (msg.images || []).map((im, k) => im.url && im.kind === 'video'
+    ? el('video', { class: 'msg-image', src: im.url, controls: '', preload: 'metadata', title: im.name || t('message.videoAlt', { n: k + 1 }), 'data-testid': 'message-video' })
+    : im.url
     ? el('img', { class: 'msg-image', src: im.url, alt: im.name || t('message.imageAlt', { n: k + 1 }), 'data-testid': 'message-image', loading: 'lazy' })
     : el('div', { class: 'msg-image dropped', 'data-testid': 'message-image-dropped', title: im.name || '' }, t('message.imageDropped')));
   return el('article', { class: 'msg user', 'data-testid': 'message-user' },

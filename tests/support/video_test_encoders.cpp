@@ -1,4 +1,4 @@
-#include "io/video_test_encoders.h"
+#include "support/video_test_encoders.h"
 
 #include <algorithm>
 #include <cstring>
