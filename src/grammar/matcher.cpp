@@ -1,6 +1,7 @@
 #include "grammar/matcher.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "core/error.h"
 
@@ -13,6 +14,8 @@ constexpr size_t kMaxClosureWork = 200000;
 }  // namespace
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> g) : g_(std::move(g)) {
+  static std::atomic<uint64_t> next_serial{1};
+  serial_ = next_serial.fetch_add(1);
   State s;
   for (int32_t a : g_->alts[size_t(g_->root)]) close({a, 0, -1}, s, false);
   std::sort(s.tops.begin(), s.tops.end());

@@ -49,6 +49,8 @@ class GrammarMatcher {
   const Node& node(int32_t id) const { return nodes_[size_t(id)]; }
   bool accepts_from(int32_t node, std::string_view bytes);
   const Grammar& grammar() const { return *g_; }
+  // Unique per matcher: node ids mean something only within one matcher.
+  uint64_t serial() const { return serial_; }
 
  private:
   struct State {
@@ -62,6 +64,7 @@ class GrammarMatcher {
   bool step(const State& from, uint8_t b, State& to, bool scratch);
 
   std::shared_ptr<const Grammar> g_;
+  uint64_t serial_;
   std::vector<Node> nodes_;
   size_t committed_ = 0;  // nodes_[committed_..] are scratch, dropped after accepts_from
   struct NodeHash {
