@@ -62,6 +62,7 @@ int GrammarIR::rule(const std::string& name) {
   const int id = find(name);
   if (id >= 0) return id;
   names.push_back(name);
+  by_name_.emplace(name, int(names.size()) - 1);
   bodies.emplace_back();
   defined.push_back(false);
   return int(names.size()) - 1;
@@ -69,7 +70,8 @@ int GrammarIR::rule(const std::string& name) {
 
 int GrammarIR::fresh(const std::string& hint) {
   std::string name = hint;
-  for (int i = 1; find(name) >= 0; ++i) name = hint + "-" + std::to_string(i);
+  int& i = next_suffix_[hint];
+  while (find(name) >= 0) name = hint + "-" + std::to_string(++i);
   return rule(name);
 }
 
@@ -79,9 +81,8 @@ void GrammarIR::define(int id, Expr body) {
 }
 
 int GrammarIR::find(const std::string& name) const {
-  for (size_t i = 0; i < names.size(); ++i)
-    if (names[i] == name) return int(i);
-  return -1;
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? -1 : it->second;
 }
 
 std::vector<std::pair<uint32_t, uint32_t>> normalize_ranges(std::vector<std::pair<uint32_t, uint32_t>> ranges,

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -55,6 +56,10 @@ struct GrammarIR {
   int fresh(const std::string& hint);
   void define(int id, Expr body);
   int find(const std::string& name) const;  // -1 when absent
+
+ private:
+  std::unordered_map<std::string, int> by_name_;
+  std::unordered_map<std::string, int> next_suffix_;  // fresh(): the next number to try per hint
 };
 
 // Sorted, disjoint, merged, surrogates removed; `negated` complements over [0, kMaxCodepoint].
