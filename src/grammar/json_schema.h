@@ -38,12 +38,14 @@ class SchemaError : public Error {
   SchemaError(std::string keyword, std::string pointer, const std::string& why)
       : Error("schema: '" + keyword + "' at " + (pointer.empty() ? "#" : "#" + pointer) + ": " + why),
         keyword_(std::move(keyword)),
-        pointer_(std::move(pointer)) {}
+        pointer_(std::move(pointer)),
+        why_(why) {}
   const std::string& keyword() const { return keyword_; }
   const std::string& pointer() const { return pointer_; }
+  const std::string& why() const { return why_; }
 
  private:
-  std::string keyword_, pointer_;
+  std::string keyword_, pointer_, why_;
 };
 
 struct JsonSchemaOptions {
