@@ -4,8 +4,13 @@
 // thinking stays free, and bad formats are refused before anything runs.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
+#include "runtime/engine_impl.h"
+#include "runtime/engine_internal.h"
+#include "runtime/output_constraint.h"
 #include "runtime_harness.h"
 #include "server/openai/tool_calls.h"
 
@@ -176,6 +181,46 @@ TEST(OutputFormat, RequiredToolCallsParseAndFitTheirSchemas) {
       }
     }
   }
+}
+
+// tool_choice auto: the answer is free until the model writes <tool_call>, then the call is
+// constrained; inside a thought only the stop tokens are refused.
+TEST(OutputFormat, LazyToolCallsWaitForTheTrigger) {
+  const EngineImpl& e = impl_of(tiny_engine());
+  OutputFormat f;
+  f.kind = OutputFormat::Kind::kToolCalls;
+  f.tools_json = R"([{"type": "function", "function": {"name": "ping", "parameters": {"type": "object", "properties": {}}}}])";
+  f.lazy = true;
+  ASSERT_TRUE(tiny_engine().compile_output_format(&f).ok());
+  const int64_t V = e.text_config().vocab_size;
+  const int32_t hello = tiny_engine().tokenize("hello")[0], newline = tiny_engine().tokenize("\n")[0];
+  const int32_t call = e.tokenizer->token_to_id("<tool_call>").value();
+  const int32_t eos = e.eos_ids[0];
+  OutputConstraint c(e, f, /*starts_in_thought=*/true, /*split_reasoning=*/true);
+  std::vector<float> row(size_t(V), 0.0f);
+  c.mask(row.data(), V);  // in the thought: only the stop tokens go
+  EXPECT_TRUE(std::isinf(row[size_t(eos)]));
+  EXPECT_EQ(row[size_t(hello)], 0.0f);
+  c.observe(hello);
+  c.observe(e.think_end_id);
+  std::fill(row.begin(), row.end(), 0.0f);
+  c.mask(row.data(), V);  // the answer, before any call: free
+  EXPECT_EQ(row[size_t(eos)], 0.0f);
+  EXPECT_EQ(row[size_t(hello)], 0.0f);
+  c.observe(hello);
+  c.observe(call);
+  std::fill(row.begin(), row.end(), 0.0f);
+  c.mask(row.data(), V);  // inside the call: its format only
+  EXPECT_TRUE(std::isinf(row[size_t(eos)]));
+  EXPECT_TRUE(std::isinf(row[size_t(hello)]));
+  EXPECT_EQ(row[size_t(newline)], 0.0f);
+  for (const char* piece : {"\n", "<function=", "ping>\n", "</function>\n</tool_call>"})
+    for (int32_t t : tiny_engine().tokenize(piece)) c.observe(t);
+  std::fill(row.begin(), row.end(), 0.0f);
+  c.mask(row.data(), V);  // the call is complete: the stop token or another call
+  EXPECT_EQ(row[size_t(eos)], 0.0f);
+  EXPECT_EQ(row[size_t(newline)], 0.0f);
+  EXPECT_TRUE(std::isinf(row[size_t(hello)]));
 }
 
 TEST(OutputFormat, RawCompletionsAreConstrainedToo) {
