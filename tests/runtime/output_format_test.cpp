@@ -138,6 +138,47 @@ TEST(OutputFormat, SpeculationGivesThePlainOutput) {
   }
 }
 
+// Continuous batching: constrained generations stepped together give their solo outputs.
+TEST(OutputFormat, BatchedEqualsSolo) {
+  std::vector<SamplingParams> ps;
+  for (float temperature : {0.0f, 1.0f, 1.2f}) ps.push_back(constrained(OutputFormat::Kind::kJsonSchema, temperature, SpecMode::kAuto));
+  ps.push_back(constrained(OutputFormat::Kind::kNone, 1.0f));
+  ps.back().max_tokens = 30;
+  std::vector<GenerationResult> solo;
+  for (const SamplingParams& p : ps) solo.push_back(run(ask(false), p));
+  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<std::unique_ptr<Generation>> gens;
+  for (const SamplingParams& p : ps) {
+    sessions.push_back(tiny_engine().new_session());
+    Status st;
+    gens.push_back(sessions.back()->start_chat(ask(false), p, nullptr, &st));
+    ASSERT_TRUE(gens.back()) << st.message;
+  }
+  GenerationBatch batch(tiny_engine());
+  std::vector<bool> running(gens.size(), true);
+  for (;;) {
+    std::vector<Generation*> round;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < gens.size(); ++i) {
+      if (running[i]) {
+        round.push_back(gens[i].get());
+        index.push_back(i);
+      }
+    }
+    if (round.empty()) break;
+    std::vector<GenerationBatch::Outcome> out;
+    batch.step(round, out);
+    for (size_t j = 0; j < round.size(); ++j) {
+      ASSERT_FALSE(out[j].error);
+      running[index[j]] = out[j].more;
+    }
+  }
+  for (size_t i = 0; i < gens.size(); ++i) {
+    EXPECT_EQ(gens[i]->result().tokens, solo[i].tokens) << "request " << i;
+    if (i < 3) expect_person(gens[i]->result().content);
+  }
+}
+
 TEST(OutputFormat, RequiredToolCallsParseAndFitTheirSchemas) {
   const json tools = json::parse(R"([
     {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
