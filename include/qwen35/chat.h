@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -158,6 +159,32 @@ struct SpeculativeParams {
   int draft_max = 8;  // most draft tokens verified per step, 1 .. kMaxDraft
 };
 
+// Constrained decoding: what the answer must be. Sampling draws from the model's distribution with
+// every token the format does not allow next removed, so the answer always parses (unless
+// max_tokens or the context cuts it). With thinking on, the thought is free and the format
+// applies to the answer after </think> (the stop token is refused inside the thought).
+struct CompiledOutputFormat;  // the runtime's compiled grammar (opaque)
+struct OutputFormat {
+  enum class Kind {
+    kNone,
+    kJsonObject,  // any JSON object
+    kJsonSchema,  // a JSON value valid against `schema`
+    kGrammar,     // GBNF text (llama.cpp's format), start rule `root`
+    kToolCalls,   // Qwen3.5 tool calls to the functions of `tools_json`
+  };
+  Kind kind = Kind::kNone;
+  std::string schema;      // kJsonSchema: the schema, JSON text
+  bool strict = true;      // kJsonSchema: false ignores keywords that cannot be enforced exactly
+  std::string grammar;     // kGrammar
+  std::string tools_json;  // kToolCalls: the OpenAI tools array
+  std::string tool_name;   // kToolCalls: the one function to call; "" = any of them
+  bool lazy = false;       // kToolCalls: free text until the model writes <tool_call> (tool_choice auto)
+  bool parallel = true;    // kToolCalls: more than one call
+  // Set by Engine::compile_output_format (on any thread); when empty, starting the generation
+  // compiles it.
+  std::shared_ptr<const CompiledOutputFormat> compiled;
+};
+
 struct SamplingParams {
   float temperature = 1.0f;  // 0 = greedy
   float top_p = 1.0f;
@@ -177,6 +204,7 @@ struct SamplingParams {
   // together); then the engine closes the thought with kThoughtClosing (forced, not sampled) and
   // the model answers. -1: unlimited; 0: closed at once. Raw completions have no thoughts.
   int64_t reasoning_budget = -1;
+  OutputFormat format;
 };
 
 // What the engine writes to end a thought over its budget, the way Qwen documents thinking

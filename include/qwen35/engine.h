@@ -124,6 +124,11 @@ class Engine {
   // can keep this off the thread that drives its sessions. nullptr with *status set
   // (kInvalidArgument, kContextOverflow) for a request that cannot run.
   std::unique_ptr<PreparedChat> prepare_chat(const ChatRequest& request, Status* status) const;
+  // Compiles a constrained-decoding format (its grammar, against this engine's vocabulary) into
+  // format->compiled. Safe on any thread, so a server compiles off the thread that drives its
+  // sessions; kInvalidArgument names what cannot be enforced (a schema keyword and its JSON
+  // pointer, a grammar's line and column).
+  Status compile_output_format(OutputFormat* format) const;
 
  private:
   friend struct ImplAccess;  // the runtime's side (src/runtime/engine_internal.h)

@@ -11,6 +11,7 @@
 #include "text/chat_template_check.h"
 #include "text/tokenizer_gguf.h"
 #include "runtime/engine_internal.h"
+#include "runtime/output_constraint.h"
 #include "runtime/session_impl.h"
 
 namespace qwen35 {
@@ -48,6 +49,13 @@ void read_generation_config(const std::string& dir, SamplingParams& p, std::vect
 }  // namespace
 
 bool EngineImpl::is_eos(int32_t id) const { return std::find(eos_ids.begin(), eos_ids.end(), id) != eos_ids.end(); }
+
+std::shared_ptr<const grammar::TokenVocab> EngineImpl::grammar_vocab() const {
+  std::call_once(grammar_vocab_once, [&] {
+    grammar_vocab_ = grammar::TokenVocab::from_tokenizer(*tokenizer, {think_start_id, think_end_id});
+  });
+  return grammar_vocab_;
+}
 
 std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* status) {
   auto progress = [&](const char* stage, double f) {
@@ -245,6 +253,15 @@ std::unique_ptr<PreparedChat> Engine::prepare_chat(const ChatRequest& request, S
     *status = Status::Error(StatusCode::kInvalidArgument, e.what());
   }
   return nullptr;
+}
+
+Status Engine::compile_output_format(OutputFormat* format) const {
+  try {
+    format->compiled = qwen35::compile_output_format(*format);
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return Status::Error(StatusCode::kInvalidArgument, e.what());
+  }
 }
 
 Status Engine::render_chat(const ChatRequest& request, std::string* prompt) const {

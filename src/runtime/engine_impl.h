@@ -2,10 +2,12 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "grammar/token_mask.h"
 #include "kernels/compute.h"
 #include "model/draft_vocab.h"
 #include "model/image_processor.h"
@@ -39,6 +41,11 @@ struct EngineImpl {
 
   const TextConfig& text_config() const { return model->config().text; }
   bool is_eos(int32_t id) const;
+  // The vocabulary as constrained decoding sees it (every token but the special ones, <think>
+  // and </think>), built on first use.
+  std::shared_ptr<const grammar::TokenVocab> grammar_vocab() const;
+  mutable std::once_flag grammar_vocab_once;
+  mutable std::shared_ptr<const grammar::TokenVocab> grammar_vocab_;
 };
 
 }  // namespace qwen35

@@ -39,6 +39,7 @@ Generation::Impl::Impl(Session::Impl& s, PromptPlan p, const SamplingParams& prm
       decoder(*s.engine.tokenizer, /*skip_special=*/true),
       thought(prm.reasoning_budget, plan.starts_in_reasoning, plan.split_reasoning ? s.engine.think_start_id : -1,
               plan.split_reasoning ? s.engine.think_end_id : -1, s.engine.thought_closing_ids),
+      constraint(s.engine, prm.format, plan.starts_in_reasoning, plan.split_reasoning),
       policy(prm.speculative, s.seq.has_mtp(), s.spec_costs) {
   result.prompt_tokens = plan.size();
   result.timings.load_images_ms = plan.load_images_ms;
@@ -122,10 +123,17 @@ void Generation::Impl::prefill_step(BatchGate* gate) {
     if (params.max_tokens == 0) return finish(StopReason::kMaxTokens);
     if (thought.closing_due()) return;  // budget 0: the next step forces the closing instead of sampling
     TokenLogprob lp;
-    const int32_t t = sampler.sample(logits.data(), params.logprobs ? &lp : nullptr);
-    sampler.accept(t);
+    const int32_t t = sample_row(logits.data(), params.logprobs ? &lp : nullptr);
     handle_token(t, params.logprobs ? &lp : nullptr);
   }
+}
+
+int32_t Generation::Impl::sample_row(float* row, TokenLogprob* logprob) {
+  constraint.mask(row, engine.text_config().vocab_size);
+  const int32_t t = sampler.sample(row, logprob);
+  sampler.accept(t);
+  constraint.observe(t);
+  return t;
 }
 
 bool Generation::Impl::handle_token(int32_t token, TokenLogprob* logprob) {
@@ -237,8 +245,7 @@ void Generation::Impl::plain_step(BatchGate* gate) {
   session.seq.feed_text(&in, 1, DeltaRuleMode::kAuto, 1, logits.data(), /*traced=*/false, gate);
   session.spec_costs.record_block(1, ms_since(t0));
   TokenLogprob lp;
-  const int32_t t = sampler.sample(logits.data(), params.logprobs ? &lp : nullptr);
-  sampler.accept(t);
+  const int32_t t = sample_row(logits.data(), params.logprobs ? &lp : nullptr);
   handle_token(t, params.logprobs ? &lp : nullptr);
 }
 
@@ -271,8 +278,7 @@ void Generation::Impl::decode_with_draft(const std::vector<int32_t>& d, DraftSou
   int64_t accepted = 0;
   for (int64_t i = 0; i <= k; ++i) {
     TokenLogprob lp;
-    const int32_t t = sampler.sample(logits.data() + i * V, params.logprobs ? &lp : nullptr);
-    sampler.accept(t);
+    const int32_t t = sample_row(logits.data() + i * V, params.logprobs ? &lp : nullptr);
     emitted.push_back(t);
     lps.push_back(std::move(lp));
     if (i == k || t != d[size_t(i)]) break;
@@ -312,6 +318,7 @@ void Generation::Impl::close_thought(BatchGate* gate) {
   block.clear();
   if (pending >= 0) block.push_back(pending);  // none yet when a budget of 0 closes the thought at once
   for (size_t i = 0; i < closing.size(); ++i) {
+    constraint.observe(closing[i]);
     if (!handle_token(closing[i], nullptr)) break;
     if (i + 1 < closing.size()) block.push_back(closing[i]);
   }

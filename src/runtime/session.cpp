@@ -65,6 +65,17 @@ std::unique_ptr<Generation> start(Session::Impl& s, PlanFn plan_fn, const Sampli
                                                   : "speculative mode 'mtp' needs a multi-token-prediction head, and this model has none");
     return nullptr;
   }
+  // A format not compiled yet (Engine::compile_output_format) is compiled here: its errors are the
+  // request's (kInvalidArgument).
+  SamplingParams p = params;
+  if (p.format.kind != OutputFormat::Kind::kNone && !p.format.compiled) {
+    try {
+      p.format.compiled = compile_output_format(p.format);
+    } catch (const std::exception& e) {
+      *status = Status::Error(StatusCode::kInvalidArgument, e.what());
+      return nullptr;
+    }
+  }
   PromptPlan plan;
   try {
     plan = plan_fn();
@@ -84,7 +95,7 @@ std::unique_ptr<Generation> start(Session::Impl& s, PlanFn plan_fn, const Sampli
   try {
     s.busy = true;
     auto g = ImplAccess::make<Generation>(
-        std::make_unique<Generation::Impl>(s, std::move(plan), params, std::move(on_event)));
+        std::make_unique<Generation::Impl>(s, std::move(plan), p, std::move(on_event)));
     *status = Status::Ok();
     return g;
   } catch (const std::exception& e) {

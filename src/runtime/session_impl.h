@@ -7,6 +7,7 @@
 
 #include "qwen35/engine.h"
 #include "runtime/engine_impl.h"
+#include "runtime/output_constraint.h"
 #include "runtime/output_stream.h"
 #include "runtime/prompt_lookup.h"
 #include "runtime/prompt_plan.h"
@@ -75,6 +76,9 @@ struct Generation::Impl {
   void close_thought(BatchGate* gate);
   // Emits one generated token; false once the generation is over.
   bool handle_token(int32_t token, TokenLogprob* logprob);
+  // Samples from one row of logits (the output format's mask applied first) and records the
+  // token for the penalties and the format, in emission order.
+  int32_t sample_row(float* row, TokenLogprob* logprob);
   void finish(StopReason reason);
   bool emit(std::vector<OutputPiece>& pieces, std::vector<TokenLogprob>* logprobs);
   // One slice of vision for the first image of [from, to) still without embeddings; false
@@ -90,6 +94,7 @@ struct Generation::Impl {
   OutputStream output;
   StreamingDecoder decoder;
   ThoughtBudget thought;
+  OutputConstraint constraint;
   PromptLookup lookup;
   SpecPolicy policy;
   // Tests replace the prompt-lookup drafter, and rewrite the MTP head's drafts (after the head has

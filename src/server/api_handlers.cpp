@@ -44,12 +44,29 @@ void set_stream(AnswerFormat& f, std::shared_ptr<Stream> s, std::string first) {
   f.error = [s](const ApiError& e) { return s->error(e); };
 }
 
+// Compiles the request's output format here, on the request pool, so that a schema or grammar the
+// engine cannot enforce is a 400 naming it before the request waits in the queue.
+void compile_format(const ApiContext& ctx, SamplingParams& params) {
+  if (params.format.kind == OutputFormat::Kind::kNone) return;
+  const Status st = ctx.engine->compile_output_format(&params.format);
+  if (st.ok()) return;
+  ApiError e = api_error_from(st);
+  switch (params.format.kind) {
+    case OutputFormat::Kind::kGrammar: e.param = "grammar"; break;
+    case OutputFormat::Kind::kToolCalls: e.param = "tools"; break;
+    default: e.param = "response_format"; break;
+  }
+  e.code = "invalid_value";
+  throw e;
+}
+
 }  // namespace
 
 void handle_chat_completions(const ApiContext& ctx, const HttpRequest& req, std::shared_ptr<Responder> res) {
   const nlohmann::ordered_json body = parse_json_body(req.body);
   ChatCompletionRequest cr = parse_chat_completion(body, ctx.engine->default_sampling(), ctx.policy);
   if (res->gone()) return;  // the client left while its images were fetched
+  compile_format(ctx, cr.params);
 
   JobInput in;
   in.is_chat = true;
@@ -89,6 +106,7 @@ void handle_chat_completions(const ApiContext& ctx, const HttpRequest& req, std:
 void handle_completions(const ApiContext& ctx, const HttpRequest& req, std::shared_ptr<Responder> res) {
   const nlohmann::ordered_json body = parse_json_body(req.body);
   CompletionRequest cr = parse_completion(body, ctx.engine->default_sampling(), ctx.policy);
+  compile_format(ctx, cr.params);
 
   JobInput in;
   in.is_chat = false;

@@ -251,13 +251,15 @@ void check_tools(const json& tools) {
 }
 
 // tool_choice: "none" | "auto" | "required" | {"type": "function", "function": {"name"}}.
-// "none" offers no tools; a named function is the only one offered. "required" cannot be
-// enforced without constrained decoding: the tools are offered as with "auto".
-void parse_tools(const json& body, ChatRequest& chat, json& offered) {
+// "none" offers no tools; a named function is the only one offered. The answer is constrained to
+// Qwen3.5's tool-call format (OutputFormat::kToolCalls): from its start under "required" or a
+// named function, from the model's <tool_call> on under "auto".
+void parse_tools(const json& body, ChatRequest& chat, json& offered, OutputFormat& format) {
   const json* tools = field(body, "tools");
   if (tools) check_tools(*tools);
   const json* choice = field(body, "tool_choice");
   std::string only;  // the function tool_choice names
+  bool required = false;
   if (choice) {
     if (choice->is_string()) {
       const std::string c = choice->get<std::string>();
@@ -267,6 +269,7 @@ void parse_tools(const json& body, ChatRequest& chat, json& offered) {
       if (c == "none") return;  // the model is not to call tools: do not offer them
       if (c == "required" && (!tools || tools->empty()))
         bad_field("tool_choice", "tool_choice \"required\" needs tools", "invalid_value");
+      required = c == "required";
     } else if (choice->is_object()) {
       const json* type = field(*choice, "type");
       const json* fn = field(*choice, "function");
@@ -282,14 +285,75 @@ void parse_tools(const json& body, ChatRequest& chat, json& offered) {
       wrong_type("tool_choice", "a string or an object", *choice);
     }
   }
-  if (const json* p = field(body, "parallel_tool_calls"); p && !p->is_boolean())
-    wrong_type("parallel_tool_calls", "a boolean", *p);
+  const json* parallel = field(body, "parallel_tool_calls");
+  if (parallel && !parallel->is_boolean()) wrong_type("parallel_tool_calls", "a boolean", *parallel);
   if (!tools || tools->empty()) return;
   json list = json::array();
   for (const json& t : *tools)
     if (only.empty() || t["function"]["name"] == only) list.push_back(t);
   chat.tools_json = list.dump();
+  format.kind = OutputFormat::Kind::kToolCalls;
+  format.tools_json = chat.tools_json;
+  format.tool_name = only;
+  format.lazy = !required && only.empty();
+  format.parallel = !parallel || parallel->get<bool>();
   offered = std::move(list);
+}
+
+// response_format {"type": "text" | "json_object" | "json_schema", "json_schema": {"name",
+// "schema", "strict"}} (OpenAI), or llama-server's "json_schema" (a schema) and "grammar" (GBNF).
+// One of them at most; any of them replaces a lazy tool-call format (tool_choice auto), and none
+// combines with tool_choice "required" or a named function.
+void parse_output_format(const json& body, OutputFormat& format) {
+  OutputFormat f;
+  const char* from = nullptr;
+  auto set = [&](const char* name) {
+    if (from) bad_field(name, std::string(name) + " and " + from + " cannot be given together", "invalid_value");
+    from = name;
+  };
+  if (const json* rf = field(body, "response_format"); rf && !rf->is_null()) {
+    if (!rf->is_object()) wrong_type("response_format", "an object", *rf);
+    const json* type = field(*rf, "type");
+    if (!type || !type->is_string()) bad_field("response_format.type", "response_format.type is required", "missing_field");
+    const std::string t = type->get<std::string>();
+    if (t == "json_object") {
+      set("response_format");
+      f.kind = OutputFormat::Kind::kJsonObject;
+    } else if (t == "json_schema") {
+      set("response_format");
+      const json* js = field(*rf, "json_schema");
+      if (!js || !js->is_object()) bad_field("response_format.json_schema", "response_format.json_schema must be an object", "invalid_value");
+      const json* schema = field(*js, "schema");
+      if (!schema) bad_field("response_format.json_schema.schema", "response_format.json_schema.schema is required", "missing_field");
+      if (!schema->is_object() && !schema->is_boolean())
+        wrong_type("response_format.json_schema.schema", "an object", *schema);
+      if (const json* strict = field(*js, "strict"); strict && !strict->is_null()) {
+        if (!strict->is_boolean()) wrong_type("response_format.json_schema.strict", "a boolean", *strict);
+        f.strict = strict->get<bool>();
+      }
+      f.kind = OutputFormat::Kind::kJsonSchema;
+      f.schema = schema->dump();
+    } else if (t != "text") {
+      bad_field("response_format.type", "response_format.type must be \"text\", \"json_object\" or \"json_schema\", got \"" + t + "\"",
+                "invalid_value");
+    }
+  }
+  if (const json* js = field(body, "json_schema"); js && !js->is_null()) {
+    set("json_schema");
+    if (!js->is_object() && !js->is_boolean()) wrong_type("json_schema", "an object", *js);
+    f.kind = OutputFormat::Kind::kJsonSchema;
+    f.schema = js->dump();
+  }
+  if (const json* g = field(body, "grammar"); g && !g->is_null()) {
+    set("grammar");
+    if (!g->is_string()) wrong_type("grammar", "a string", *g);
+    f.kind = OutputFormat::Kind::kGrammar;
+    f.grammar = g->get<std::string>();
+  }
+  if (f.kind == OutputFormat::Kind::kNone) return;
+  if (format.kind == OutputFormat::Kind::kToolCalls && !format.lazy)
+    bad_field(from, std::string(from) + " cannot be combined with tool_choice \"required\" or a named function", "invalid_value");
+  format = std::move(f);
 }
 
 }  // namespace
@@ -335,10 +399,13 @@ ChatCompletionRequest parse_chat_completion(const json& body, const SamplingPara
     bad_field(param_of_message_error(e.what()), e.what(), "invalid_value");
   }
   parse_thinking(body, r.chat);
-  parse_tools(body, r.chat, r.tools);
+  OutputFormat format;
+  parse_tools(body, r.chat, r.tools, format);
+  parse_output_format(body, format);
   parse_n(body);
 
   r.params = defaults;
+  r.params.format = std::move(format);
   r.params.max_tokens = policy.max_tokens;
   r.params.stop.clear();
   r.params.reasoning_budget = policy.reasoning_budget;
@@ -391,6 +458,7 @@ CompletionRequest parse_completion(const json& body, const SamplingParams& defau
   r.params = defaults;
   r.params.max_tokens = 16;
   r.params.stop.clear();
+  parse_output_format(body, r.params.format);
   parse_sampling(body, r.params, policy);
   parse_max_tokens(body, r.params);
   if (const json* v = field(body, "logprobs")) {  // legacy API: an integer 0..5 of alternatives

@@ -1,0 +1,801 @@
+#include "grammar/json_schema.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "core/json_parse.h"
+#include "grammar/regex.h"
+
+namespace qwen35::grammar {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+// Type bits, for oneOf's disjointness check and for enum filtering.
+enum : unsigned { kNull = 1, kBool = 2, kObject = 4, kArray = 8, kString = 16, kInteger = 32, kFraction = 64 };
+constexpr unsigned kAllTypes = 127;
+
+unsigned type_bit(const std::string& t) {
+  if (t == "null") return kNull;
+  if (t == "boolean") return kBool;
+  if (t == "object") return kObject;
+  if (t == "array") return kArray;
+  if (t == "string") return kString;
+  if (t == "integer") return kInteger;
+  if (t == "number") return kInteger | kFraction;
+  return 0;
+}
+
+unsigned value_type(const json& v) {
+  if (v.is_null()) return kNull;
+  if (v.is_boolean()) return kBool;
+  if (v.is_object()) return kObject;
+  if (v.is_array()) return kArray;
+  if (v.is_string()) return kString;
+  if (v.is_number_integer() || v.is_number_unsigned()) return kInteger;
+  const double d = v.get<double>();
+  return d == std::floor(d) ? kInteger : kFraction;
+}
+
+const std::set<std::string>& annotations() {
+  static const std::set<std::string> k{"title", "description", "default", "examples", "example", "$schema", "$id", "id",
+                                       "$comment", "readOnly", "writeOnly", "deprecated", "contentMediaType",
+                                       "contentEncoding", "$anchor", "discriminator", "markdownDescription", "$defs",
+                                       "definitions", "xml", "externalDocs"};
+  return k;
+}
+
+const std::set<std::string>& enforced() {
+  static const std::set<std::string> k{"type", "enum", "const", "nullable", "properties", "required", "additionalProperties",
+                                       "items", "prefixItems", "additionalItems", "minItems", "maxItems", "minLength",
+                                       "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
+                                       "exclusiveMaximum", "anyOf", "oneOf", "allOf", "$ref", "minProperties",
+                                       "maxProperties", "uniqueItems"};
+  return k;
+}
+
+std::string pointer_escape(const std::string& key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
+  }
+  return out;
+}
+
+const Expr& digit_class() {
+  static const Expr e = Expr::cls({{'0', '9'}});
+  return e;
+}
+
+Expr digits(int lo, int hi) { return Expr::repeat(digit_class(), lo, hi); }
+
+// Equal-length decimal strings x <= y: every string between them.
+Expr same_length_range(const std::string& x, const std::string& y) {
+  if (x.empty()) return Expr::seq();
+  if (x == y) return Expr::literal(x);
+  size_t i = 0;
+  while (x[i] == y[i]) ++i;
+  const std::string prefix = x.substr(0, i), xs = x.substr(i + 1), ys = y.substr(i + 1);
+  const char dx = x[i], dy = y[i];
+  const int rest = int(xs.size());
+  std::vector<Expr> alts;
+  if (xs == std::string(size_t(rest), '0') && ys == std::string(size_t(rest), '9')) {
+    alts.push_back(Expr::seq({Expr::cls({{uint32_t(dx), uint32_t(dy)}}), digits(rest, rest)}));
+  } else {
+    alts.push_back(Expr::seq({Expr::literal(std::string(1, dx)), same_length_range(xs, std::string(size_t(rest), '9'))}));
+    if (dy - dx > 1) alts.push_back(Expr::seq({Expr::cls({{uint32_t(dx + 1), uint32_t(dy - 1)}}), digits(rest, rest)}));
+    alts.push_back(Expr::seq({Expr::literal(std::string(1, dy)), same_length_range(std::string(size_t(rest), '0'), ys)}));
+  }
+  return Expr::seq({Expr::literal(prefix), alts.size() == 1 ? std::move(alts[0]) : Expr::alt(std::move(alts))});
+}
+
+// Every non-negative integer in [a, b] in its canonical decimal form.
+Expr nonneg_range(uint64_t a, uint64_t b) {
+  std::vector<Expr> alts;
+  const size_t la = std::to_string(a).size(), lb = std::to_string(b).size();
+  uint64_t p = 1;
+  for (size_t l = 1; l < la; ++l) p *= 10;
+  for (size_t l = la; l <= lb; ++l, p *= 10) {
+    const uint64_t lo = std::max(a, l == 1 ? uint64_t(0) : p), hi = std::min(b, p * 10 - 1);
+    if (lo <= hi) alts.push_back(same_length_range(std::to_string(lo), std::to_string(hi)));
+  }
+  return alts.size() == 1 ? std::move(alts[0]) : Expr::alt(std::move(alts));
+}
+
+constexpr int64_t kMaxIntMagnitude = 9999999999999999;  // 16 digits
+
+Expr integer_range(int64_t lo, int64_t hi) {
+  std::vector<Expr> alts;
+  if (lo < 0) {
+    const int64_t m_lo = std::max<int64_t>(1, hi < 0 ? -hi : 1), m_hi = -lo;
+    if (m_lo <= m_hi) alts.push_back(Expr::seq({Expr::literal("-"), nonneg_range(uint64_t(m_lo), uint64_t(m_hi))}));
+  }
+  if (hi >= 0) alts.push_back(nonneg_range(uint64_t(std::max<int64_t>(lo, 0)), uint64_t(hi)));
+  if (alts.empty()) return Expr::cls({});
+  return alts.size() == 1 ? std::move(alts[0]) : Expr::alt(std::move(alts));
+}
+
+Expr number_expr() {
+  return Expr::seq({Expr::opt(Expr::literal("-")),
+                    Expr::alt({Expr::literal("0"), Expr::seq({Expr::cls({{'1', '9'}}), digits(0, 15)})}),
+                    Expr::opt(Expr::seq({Expr::literal("."), digits(1, 16)})),
+                    Expr::opt(Expr::seq({Expr::cls({{'e', 'e'}, {'E', 'E'}}), Expr::opt(Expr::cls({{'+', '+'}, {'-', '-'}})),
+                                         digits(1, 3)}))});
+}
+
+// One character inside a JSON string, in any spelling JSON allows (surrogate escapes left out, so
+// a character is always one code point).
+Expr string_char() {
+  const Expr hex = Expr::cls({{'0', '9'}, {'a', 'f'}, {'A', 'F'}});
+  const Expr u_escape = Expr::seq(
+      {Expr::literal("\\u"),
+       Expr::alt({Expr::seq({Expr::cls({{'0', '9'}, {'a', 'c'}, {'A', 'C'}, {'e', 'f'}, {'E', 'F'}}), hex, hex, hex}),
+                  Expr::seq({Expr::cls({{'d', 'd'}, {'D', 'D'}}), Expr::cls({{'0', '7'}}), hex, hex})})});
+  return Expr::alt({Expr::cls({{0x20, 0x21}, {0x23, 0x5B}, {0x5D, kMaxCodepoint}}),
+                    Expr::seq({Expr::literal("\\"), Expr::cls({{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 'b'}, {'f', 'f'},
+                                                               {'n', 'n'}, {'r', 'r'}, {'t', 't'}})}),
+                    u_escape});
+}
+
+const char* format_regex(const std::string& f) {
+  static const std::map<std::string, const char*> k{
+      {"date", "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$"},
+      {"time", "^([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]{1,9})?(Z|z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},
+      {"date-time",
+       "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt]([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]{1,9})?"
+       "(Z|z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},
+      {"email",
+       "^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]{1,64}(\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]{1,64}){0,8}@[A-Za-z0-9]([A-Za-z0-9-]{0,30}[A-Za-z0-9])?"
+       "(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,30}[A-Za-z0-9])?){1,6}$"},
+      {"uuid", "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"},
+      {"uri", "^[A-Za-z][A-Za-z0-9+.-]{0,31}:([A-Za-z0-9._~:/?#@!$&'()*+,;=\\[\\]-]|%[0-9A-Fa-f]{2}){0,512}$"},
+      {"ipv4", "^(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}$"},
+      {"ipv6",
+       "^(([0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,7}:|([0-9a-fA-F]{1,4}:){1,6}:[0-9a-fA-F]{1,4}|"
+       "([0-9a-fA-F]{1,4}:){1,5}(:[0-9a-fA-F]{1,4}){1,2}|([0-9a-fA-F]{1,4}:){1,4}(:[0-9a-fA-F]{1,4}){1,3}|"
+       "([0-9a-fA-F]{1,4}:){1,3}(:[0-9a-fA-F]{1,4}){1,4}|([0-9a-fA-F]{1,4}:){1,2}(:[0-9a-fA-F]{1,4}){1,5}|"
+       "[0-9a-fA-F]{1,4}:(:[0-9a-fA-F]{1,4}){1,6}|:((:[0-9a-fA-F]{1,4}){1,7}|:))$"},
+  };
+  auto it = k.find(f);
+  return it == k.end() ? nullptr : it->second;
+}
+
+}  // namespace
+
+struct JsonSchemaCompiler::Impl {
+  GrammarIR& ir;
+  const json& doc;
+  JsonSchemaOptions opt;
+  std::map<std::string, int> ref_rules;
+  int any_rule = -1;
+  int depth = 0;
+  int rules_made = 0;
+  std::vector<std::unique_ptr<json>> owned;  // merged schemas live as long as the compiler
+
+  [[noreturn]] void error(const std::string& kw, const std::string& ptr, const std::string& why) const {
+    throw SchemaError(kw, ptr, why);
+  }
+
+  // Strict: an error; otherwise the keyword is left unenforced.
+  void unsupported(const std::string& kw, const std::string& ptr, const std::string& why) const {
+    if (opt.strict) error(kw, ptr, why);
+  }
+
+  int new_rule(const std::string& hint) {
+    if (++rules_made > opt.max_rules) error("$ref", "", str("the schema needs more than ", opt.max_rules, " rules"));
+    return ir.fresh(hint);
+  }
+
+  Expr ws() const { return Expr::repeat(Expr::cls({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}, {'\r', '\r'}}), 0, opt.max_whitespace); }
+
+  const json& resolve(const std::string& ref, const std::string& ptr) const {
+    if (ref.empty() || ref[0] != '#') error("$ref", ptr, "only references inside the document ('#...') are supported, got '" + ref + "'");
+    if (ref.size() > 1 && ref[1] != '/') error("$ref", ptr, "anchors are not supported ('" + ref + "')");
+    std::string decoded;
+    for (size_t i = 1; i < ref.size(); ++i) {
+      if (ref[i] == '%' && i + 2 < ref.size() + 0 && std::isxdigit(uint8_t(ref[i + 1])) && std::isxdigit(uint8_t(ref[i + 2]))) {
+        decoded += char(std::stoi(ref.substr(i + 1, 2), nullptr, 16));
+        i += 2;
+      } else {
+        decoded += ref[i];
+      }
+    }
+    try {
+      const json::json_pointer jp(decoded);
+      if (!doc.contains(jp)) error("$ref", ptr, "'" + ref + "' points at nothing");
+      return doc.at(jp);
+    } catch (const json::exception&) {
+      error("$ref", ptr, "'" + ref + "' is not a JSON pointer");
+    }
+  }
+
+  int any_value() {
+    if (any_rule >= 0) return any_rule;
+    any_rule = new_rule("any-value");
+    const int obj = new_rule("any-object"), arr = new_rule("any-array");
+    const Expr str_e = Expr::seq({Expr::literal("\""), Expr::star(string_char()), Expr::literal("\"")});
+    ir.define(any_rule, Expr::alt({Expr::ref(obj), Expr::ref(arr), str_e, number_expr(), Expr::literal("true"),
+                                   Expr::literal("false"), Expr::literal("null")}));
+    const Expr member = Expr::seq({str_e, ws(), Expr::literal(":"), ws(), Expr::ref(any_rule), ws()});
+    ir.define(obj, Expr::seq({Expr::literal("{"), ws(),
+                              Expr::opt(Expr::seq({member, Expr::star(Expr::seq({Expr::literal(","), ws(), member}))})),
+                              Expr::literal("}")}));
+    const Expr item = Expr::seq({Expr::ref(any_rule), ws()});
+    ir.define(arr, Expr::seq({Expr::literal("["), ws(),
+                              Expr::opt(Expr::seq({item, Expr::star(Expr::seq({Expr::literal(","), ws(), item}))})),
+                              Expr::literal("]")}));
+    return any_rule;
+  }
+
+  // ---- allOf: one schema with the constraints of both ----
+  const json& keep(json j) {
+    owned.push_back(std::make_unique<json>(std::move(j)));
+    return *owned.back();
+  }
+
+  // `s` with a top-level $ref replaced by its target (siblings merged into it).
+  json expand_ref(const json& s, const std::string& ptr, int hops = 0) {
+    if (!s.is_object() || !s.contains("$ref")) return s;
+    if (hops > 32) error("$ref", ptr, "more than 32 references in a row");
+    if (!s["$ref"].is_string()) error("$ref", ptr, "must be a string");
+    json target = expand_ref(resolve(s["$ref"].get<std::string>(), ptr), ptr, hops + 1);
+    json rest = s;
+    rest.erase("$ref");
+    return merge(target, rest, ptr);
+  }
+
+  json merge(const json& a0, const json& b0, const std::string& ptr) {
+    if (a0.is_boolean()) return a0.get<bool>() ? b0 : json(false);
+    if (b0.is_boolean()) return b0.get<bool>() ? a0 : json(false);
+    json a = expand_ref(a0, ptr), b = expand_ref(b0, ptr);
+    if (a.is_boolean() || b.is_boolean()) return merge(a, b, ptr);
+    if (a.contains("allOf")) a = flatten_all_of(a, ptr);
+    if (b.contains("allOf")) b = flatten_all_of(b, ptr);
+    if (a.is_boolean() || b.is_boolean()) return merge(a, b, ptr);
+    json out = a;
+    for (auto it = b.begin(); it != b.end(); ++it) {
+      const std::string& k = it.key();
+      const json& v = it.value();
+      if (!out.contains(k)) {
+        out[k] = v;
+        continue;
+      }
+      json& cur = out[k];
+      if (cur == v || annotations().count(k)) continue;
+      if (k == "type") {
+        auto bits = [](const json& t) {
+          unsigned m = 0;
+          if (t.is_string()) m = type_bit(t.get<std::string>());
+          if (t.is_array())
+            for (const json& x : t)
+              if (x.is_string()) m |= type_bit(x.get<std::string>());
+          return m;
+        };
+        const unsigned m = bits(cur) & bits(v);
+        json types = json::array();
+        for (const char* n : {"null", "boolean", "object", "array", "string"})
+          if (m & type_bit(n)) types.push_back(n);
+        if ((m & kFraction) && (m & kInteger))
+          types.push_back("number");
+        else if (m & kInteger)
+          types.push_back("integer");
+        if (types.empty()) return json(false);
+        cur = types;
+      } else if (k == "required") {
+        for (const json& r : v)
+          if (std::find(cur.begin(), cur.end(), r) == cur.end()) cur.push_back(r);
+      } else if (k == "properties") {
+        for (auto p = v.begin(); p != v.end(); ++p)
+          cur[p.key()] = cur.contains(p.key()) ? json{{"allOf", {cur[p.key()], p.value()}}} : p.value();
+      } else if (k == "minLength" || k == "minItems" || k == "minProperties" || k == "minimum") {
+        if (!cur.is_number() || !v.is_number()) error(k, ptr, "must be a number");
+        if (v > cur) cur = v;
+      } else if (k == "maxLength" || k == "maxItems" || k == "maxProperties" || k == "maximum") {
+        if (!cur.is_number() || !v.is_number()) error(k, ptr, "must be a number");
+        if (v < cur) cur = v;
+      } else if (k == "enum") {
+        json both = json::array();
+        for (const json& x : cur)
+          if (std::find(v.begin(), v.end(), x) != v.end()) both.push_back(x);
+        cur = both;
+      } else if (k == "items" && cur.is_object() && v.is_object()) {
+        cur = json{{"allOf", {cur, v}}};
+      } else if (k == "additionalProperties") {
+        cur = json{{"allOf", {cur, v}}};
+      } else if (k == "nullable") {
+        cur = cur.get<bool>() && v.get<bool>();
+      } else if (k == "anyOf" || k == "oneOf") {
+        // (A1 | A2) & (B1 | B2) = (A1 & B1) | (A1 & B2) | ...: fine while it stays small.
+        if (cur.size() * v.size() > 64) error("allOf", ptr, "two " + k + " lists too large to combine");
+        if (k == "oneOf") unsupported("allOf", ptr, "two oneOf lists cannot be combined exactly");
+        json prod = json::array();
+        for (const json& x : cur)
+          for (const json& y : v) prod.push_back(json{{"allOf", {x, y}}});
+        cur = prod;
+        if (k == "oneOf") {
+          out["anyOf"] = cur;
+          out.erase("oneOf");
+        }
+      } else {
+        unsupported("allOf", ptr, "cannot merge two different values of '" + k + "'");
+      }
+    }
+    // additionalProperties of one side applies to the other side's extra properties.
+    for (const json* side : {&a, &b}) {
+      const json* other = side == &a ? &b : &a;
+      if (!side->contains("additionalProperties") || !other->contains("properties")) continue;
+      const json& addl = (*side)["additionalProperties"];
+      const json empty = json::object();
+      const json& mine = side->contains("properties") ? (*side)["properties"] : empty;
+      for (auto p = (*other)["properties"].begin(); p != (*other)["properties"].end(); ++p) {
+        if (mine.contains(p.key())) continue;
+        out["properties"][p.key()] = json{{"allOf", {out["properties"][p.key()], addl}}};
+      }
+    }
+    return out;
+  }
+
+  json flatten_all_of(const json& s, const std::string& ptr) {
+    const json& list = s["allOf"];
+    if (!list.is_array() || list.empty()) error("allOf", ptr, "must be a non-empty array");
+    json rest = s;
+    rest.erase("allOf");
+    json acc = rest;
+    for (size_t i = 0; i < list.size(); ++i) acc = merge(acc, list[i], ptr + "/allOf/" + std::to_string(i));
+    return acc;
+  }
+
+  // ---- values ----
+  Expr value(const json& s, const std::string& ptr) {
+    if (s.is_boolean()) return s.get<bool>() ? Expr::ref(any_value()) : Expr::cls({});
+    if (!s.is_object()) error("schema", ptr, "a schema must be an object or a boolean");
+    if (++depth > opt.max_depth) error("schema", ptr, str("nested deeper than ", opt.max_depth));
+    struct Leave {
+      int& d;
+      ~Leave() { --d; }
+    } leave{depth};
+
+    for (auto it = s.begin(); it != s.end(); ++it) {
+      const std::string& k = it.key();
+      if (enforced().count(k) || annotations().count(k) || k.rfind("x-", 0) == 0) continue;
+      unsupported(k, ptr, "this keyword cannot be enforced");
+    }
+    if (s.contains("$ref")) {
+      bool only_ref = true;
+      for (auto it = s.begin(); it != s.end(); ++it)
+        if (it.key() != "$ref" && !annotations().count(it.key())) only_ref = false;
+      if (!s["$ref"].is_string()) error("$ref", ptr, "must be a string");
+      if (only_ref) return Expr::ref(ref_rule(s["$ref"].get<std::string>(), ptr));
+      return value(keep(expand_ref(s, ptr)), ptr);
+    }
+    if (s.contains("allOf")) return value(keep(flatten_all_of(s, ptr)), ptr);
+    for (const char* kw : {"anyOf", "oneOf"}) {
+      if (!s.contains(kw)) continue;
+      const json& list = s[kw];
+      if (!list.is_array() || list.empty()) error(kw, ptr, "must be a non-empty array");
+      json rest = s;
+      rest.erase(kw);
+      std::vector<Expr> alts;
+      std::vector<unsigned> types;
+      for (size_t i = 0; i < list.size(); ++i) {
+        const std::string bp = ptr + "/" + kw + "/" + std::to_string(i);
+        const json& branch = rest.size() > 0 && has_constraints(rest) ? keep(merge(rest, list[i], bp)) : list[i];
+        alts.push_back(value(branch, bp));
+        types.push_back(possible_types(branch, bp));
+      }
+      if (std::string(kw) == "oneOf")
+        for (size_t i = 0; i < types.size(); ++i)
+          for (size_t j = i + 1; j < types.size(); ++j)
+            if (types[i] & types[j])
+              unsupported("oneOf", ptr, str("branches ", i, " and ", j, " may both match (only oneOf branches of different types are enforced)"));
+      return alts.size() == 1 ? std::move(alts[0]) : Expr::alt(std::move(alts));
+    }
+
+    unsigned allowed = kAllTypes;
+    if (s.contains("type")) {
+      const json& t = s["type"];
+      allowed = 0;
+      auto add = [&](const json& x) {
+        const unsigned b = x.is_string() ? type_bit(x.get<std::string>()) : 0;
+        if (!b) error("type", ptr, "unknown type " + x.dump());
+        allowed |= b;
+      };
+      if (t.is_array()) {
+        for (const json& x : t) add(x);
+      } else {
+        add(t);
+      }
+    }
+    if (s.contains("nullable") && s["nullable"].is_boolean() && s["nullable"].get<bool>()) allowed |= kNull;
+
+    if (s.contains("const") || s.contains("enum")) {
+      std::vector<json> values;
+      if (s.contains("const")) values.push_back(s["const"]);
+      if (s.contains("enum")) {
+        if (!s["enum"].is_array()) error("enum", ptr, "must be an array");
+        if (int(s["enum"].size()) > opt.max_enum) error("enum", ptr, str("more than ", opt.max_enum, " values"));
+        for (const json& v : s["enum"])
+          if (!s.contains("const") || v == s["const"]) values.push_back(v);
+        if (s.contains("const")) values.erase(values.begin());
+      }
+      std::vector<Expr> alts;
+      for (const json& v : values) {
+        if (!(value_type(v) & allowed)) continue;
+        check_enum_value(s, v, ptr);
+        alts.push_back(Expr::literal(v.dump()));
+      }
+      if (alts.empty()) return Expr::cls({});
+      return alts.size() == 1 ? std::move(alts[0]) : Expr::alt(std::move(alts));
+    }
+
+    std::vector<Expr> alts;
+    if (allowed & kNull) alts.push_back(Expr::literal("null"));
+    if (allowed & kBool) alts.push_back(Expr::alt({Expr::literal("true"), Expr::literal("false")}));
+    if (allowed & kString) alts.push_back(string_value(s, ptr));
+    if (allowed & (kInteger | kFraction)) alts.push_back(number_value(s, ptr, (allowed & kFraction) != 0));
+    if (allowed & kObject) alts.push_back(object_value(s, ptr));
+    if (allowed & kArray) alts.push_back(array_value(s, ptr));
+    if (alts.empty()) return Expr::cls({});
+    return alts.size() == 1 ? std::move(alts[0]) : Expr::alt(std::move(alts));
+  }
+
+  // Keywords other than annotations and combinators.
+  static bool has_constraints(const json& s) {
+    for (auto it = s.begin(); it != s.end(); ++it)
+      if (!annotations().count(it.key())) return true;
+    return false;
+  }
+
+  // enum/const values are checked against the schema's other keywords only for what the grammar
+  // would otherwise enforce; a listed value that breaks them is a contradiction we refuse.
+  void check_enum_value(const json& s, const json& v, const std::string& ptr) const {
+    for (const char* kw : {"pattern", "minLength", "maxLength", "minimum", "maximum", "properties", "items", "format"})
+      if (s.contains(kw)) unsupported(kw, ptr, "alongside enum/const it is not checked");
+    (void)v;
+  }
+
+  unsigned possible_types(const json& s0, const std::string& ptr) {
+    if (s0.is_boolean()) return s0.get<bool>() ? kAllTypes : 0;
+    const json s = expand_ref(s0, ptr);
+    if (s.is_boolean()) return s.get<bool>() ? kAllTypes : 0;
+    if (s.contains("const")) return value_type(s["const"]);
+    unsigned m = kAllTypes;
+    if (s.contains("type")) {
+      m = 0;
+      const json& t = s["type"];
+      if (t.is_string()) m = type_bit(t.get<std::string>());
+      if (t.is_array())
+        for (const json& x : t)
+          if (x.is_string()) m |= type_bit(x.get<std::string>());
+    }
+    if (s.contains("enum") && s["enum"].is_array()) {
+      unsigned e = 0;
+      for (const json& v : s["enum"]) e |= value_type(v);
+      m &= e;
+    }
+    if (s.contains("nullable") && s["nullable"] == true) m |= kNull;
+    return m;
+  }
+
+  int ref_rule(const std::string& ref, const std::string& ptr) {
+    if (auto it = ref_rules.find(ref); it != ref_rules.end()) return it->second;
+    const json& target = resolve(ref, ptr);
+    std::string hint = "ref";
+    for (char c : ref.substr(ref.rfind('/') == std::string::npos ? 0 : ref.rfind('/') + 1))
+      hint += std::isalnum(uint8_t(c)) ? c : '-';
+    const int id = new_rule(hint);
+    ref_rules.emplace(ref, id);
+    ir.define(id, value(target, ref.substr(1)));
+    return id;
+  }
+
+  int count(const json& s, const char* kw, const std::string& ptr, int dflt) const {
+    if (!s.contains(kw)) return dflt;
+    const json& v = s[kw];
+    if (!v.is_number() || v.get<double>() < 0 || v.get<double>() != std::floor(v.get<double>()))
+      error(kw, ptr, "must be a non-negative integer");
+    const double d = v.get<double>();
+    if (d > opt.max_count) {
+      if (std::string(kw).rfind("max", 0) == 0) return dflt;  // a bound past what we unroll: no bound
+      error(kw, ptr, str("over ", opt.max_count, " is not supported"));
+    }
+    return int(d);
+  }
+
+  Expr string_value(const json& s, const std::string& ptr) {
+    const int min_len = count(s, "minLength", ptr, 0);
+    const int max_len = count(s, "maxLength", ptr, kUnbounded);
+    if (max_len != kUnbounded && max_len < min_len) return Expr::cls({});
+    Expr body;
+    if (s.contains("format") && s["format"].is_string() && format_regex(s["format"].get<std::string>())) {
+      if (s.contains("pattern")) unsupported("pattern", ptr, "pattern together with format cannot be enforced");
+      if (s.contains("minLength") || s.contains("maxLength"))
+        unsupported(s.contains("minLength") ? "minLength" : "maxLength", ptr, "a length together with format cannot be enforced");
+      body = json_string_chars(regex_to_expr(format_regex(s["format"].get<std::string>())));
+    } else if (s.contains("format")) {
+      unsupported("format", ptr, "unknown format " + s["format"].dump());
+    }
+    if (body.kind == Expr::Kind::kSeq && body.kids.empty()) {
+      if (s.contains("pattern")) {
+        if (!s["pattern"].is_string()) error("pattern", ptr, "must be a string");
+        if (s.contains("minLength") || s.contains("maxLength"))
+          unsupported(s.contains("minLength") ? "minLength" : "maxLength", ptr, "a length together with pattern cannot be enforced");
+        try {
+          body = json_string_chars(regex_to_expr(s["pattern"].get<std::string>()));
+        } catch (const SchemaError&) {
+          throw;
+        } catch (const Error& e) {
+          error("pattern", ptr, e.what());
+        }
+      } else {
+        body = Expr::repeat(string_char(), min_len, max_len);
+      }
+    }
+    return Expr::seq({Expr::literal("\""), std::move(body), Expr::literal("\"")});
+  }
+
+  Expr number_value(const json& s, const std::string& ptr, bool fractions) {
+    const bool bounded = s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") || s.contains("exclusiveMaximum");
+    if (s.contains("multipleOf")) unsupported("multipleOf", ptr, "cannot be enforced");
+    if (!bounded) {
+      if (fractions) return number_expr();
+      return Expr::seq({Expr::opt(Expr::literal("-")), Expr::alt({Expr::literal("0"), Expr::seq({Expr::cls({{'1', '9'}}), digits(0, 15)})})});
+    }
+    if (fractions) {
+      unsupported(s.contains("minimum") ? "minimum" : s.contains("maximum") ? "maximum" : "exclusiveMinimum", ptr,
+                  "bounds are enforced on integers only");
+      return number_expr();
+    }
+    double lo = -double(kMaxIntMagnitude), hi = double(kMaxIntMagnitude);
+    auto num = [&](const char* kw) {
+      if (!s[kw].is_number()) error(kw, ptr, "must be a number");
+      return s[kw].get<double>();
+    };
+    if (s.contains("minimum")) lo = std::max(lo, std::ceil(num("minimum")));
+    if (s.contains("maximum")) hi = std::min(hi, std::floor(num("maximum")));
+    for (const char* kw : {"exclusiveMinimum", "exclusiveMaximum"}) {
+      if (!s.contains(kw)) continue;
+      const bool is_min = kw[9] == 'M' && kw[10] == 'i';
+      if (s[kw].is_boolean()) {  // draft-04: modifies minimum/maximum
+        if (!s[kw].get<bool>()) continue;
+        const char* base = is_min ? "minimum" : "maximum";
+        if (!s.contains(base)) continue;
+        const double b = num(base);
+        if (is_min && b == std::floor(b)) lo = std::max(lo, b + 1);
+        if (!is_min && b == std::floor(b)) hi = std::min(hi, b - 1);
+      } else {
+        const double b = num(kw);
+        if (is_min) lo = std::max(lo, std::floor(b) + 1);
+        if (!is_min) hi = std::min(hi, std::ceil(b) - 1);
+      }
+    }
+    if (lo > hi) return Expr::cls({});
+    return integer_range(int64_t(lo), int64_t(hi));
+  }
+
+  // Keys other than `taken`, written without escapes so that the text is the key.
+  Expr key_except(const std::vector<std::u32string>& taken) {
+    struct Node {
+      std::map<uint32_t, int> kids;
+      bool end = false;
+    };
+    std::vector<Node> trie(1);
+    for (const std::u32string& k : taken) {
+      int n = 0;
+      for (uint32_t c : k) {
+        auto it = trie[size_t(n)].kids.find(c);
+        if (it == trie[size_t(n)].kids.end()) {
+          trie.emplace_back();
+          it = trie[size_t(n)].kids.emplace(c, int(trie.size()) - 1).first;
+        }
+        n = it->second;
+      }
+      trie[size_t(n)].end = true;
+    }
+    const std::vector<std::pair<uint32_t, uint32_t>> raw{{0x20, 0x21}, {0x23, 0x5B}, {0x5D, kMaxCodepoint}};
+    std::function<Expr(int)> build = [&](int n) {
+      const Node& node = trie[size_t(n)];
+      std::vector<Expr> alts;
+      if (!node.end) alts.push_back(Expr::seq());
+      std::vector<std::pair<uint32_t, uint32_t>> others = raw;
+      for (auto [c, kid] : node.kids) {
+        std::vector<std::pair<uint32_t, uint32_t>> cut;
+        for (auto [lo, hi] : others) {
+          if (c < lo || c > hi) {
+            cut.emplace_back(lo, hi);
+            continue;
+          }
+          if (c > lo) cut.emplace_back(lo, c - 1);
+          if (c < hi) cut.emplace_back(c + 1, hi);
+        }
+        others = cut;
+        std::string lit;
+        append_utf8(lit, c);
+        alts.push_back(Expr::seq({Expr::literal(lit), build(kid)}));
+      }
+      alts.push_back(Expr::seq({Expr::cls(others), Expr::star(Expr::cls(raw))}));
+      return alts.size() == 1 ? std::move(alts[0]) : Expr::alt(std::move(alts));
+    };
+    return Expr::seq({Expr::literal("\""), build(0), Expr::literal("\"")});
+  }
+
+  Expr object_value(const json& s, const std::string& ptr) {
+    struct Prop {
+      std::string key;
+      const json* schema;
+      std::string ptr;
+      bool required;
+    };
+    static const json kTrue = true;
+    std::vector<Prop> props;
+    std::set<std::string> required;
+    if (s.contains("required")) {
+      if (!s["required"].is_array()) error("required", ptr, "must be an array");
+      for (const json& r : s["required"]) {
+        if (!r.is_string()) error("required", ptr, "must list strings");
+        required.insert(r.get<std::string>());
+      }
+    }
+    if (s.contains("properties")) {
+      if (!s["properties"].is_object()) error("properties", ptr, "must be an object");
+      for (auto it = s["properties"].begin(); it != s["properties"].end(); ++it)
+        props.push_back({it.key(), &it.value(), ptr + "/properties/" + pointer_escape(it.key()), required.count(it.key()) > 0});
+    }
+    const json* addl = s.contains("additionalProperties") ? &s["additionalProperties"] : &kTrue;
+    const bool addl_allowed = !(addl->is_boolean() && !addl->get<bool>());
+    for (const std::string& r : required) {
+      bool listed = false;
+      for (const Prop& p : props) listed = listed || p.key == r;
+      if (listed) continue;
+      if (!addl_allowed) return Expr::cls({});  // required but forbidden: nothing is valid
+      props.push_back({r, addl, ptr + "/additionalProperties", true});
+    }
+    if (s.contains("patternProperties")) unsupported("patternProperties", ptr, "cannot be enforced");
+    const int min_props = count(s, "minProperties", ptr, 0);
+    const int max_props = count(s, "maxProperties", ptr, kUnbounded);
+    size_t n_required = 0;
+    for (const Prop& p : props) n_required += p.required;
+    if (min_props > int(n_required)) unsupported("minProperties", ptr, "more than the required properties cannot be enforced");
+    if (max_props != kUnbounded && (addl_allowed || int(props.size()) > max_props))
+      unsupported("maxProperties", ptr, "cannot be enforced unless every allowed property fits");
+
+    auto kv = [&](const Prop& p) {
+      return Expr::seq({Expr::literal(json(p.key).dump()), ws(), Expr::literal(":"), ws(), value(*p.schema, p.ptr), ws()});
+    };
+    const Expr comma = Expr::seq({Expr::literal(","), ws()});
+    // Additional members after the listed ones.
+    Expr extra_first = Expr::seq(), extra_more = Expr::seq();
+    if (addl_allowed) {
+      std::vector<std::u32string> taken;
+      for (const Prop& p : props) {
+        std::u32string k;
+        const std::string& u = p.key;
+        for (size_t i = 0; i < u.size();) {  // the key's code points (already valid UTF-8: it came from JSON)
+          const unsigned char c = uint8_t(u[i]);
+          const int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : 4;
+          uint32_t cp = n == 1 ? c : n == 2 ? c & 0x1F : n == 3 ? c & 0x0F : c & 0x07;
+          for (int j = 1; j < n && i + size_t(j) < u.size(); ++j) cp = (cp << 6) | (uint8_t(u[i + size_t(j)]) & 0x3F);
+          k += char32_t(cp);
+          i += size_t(n);
+        }
+        taken.push_back(k);
+      }
+      const int member = new_rule("extra-member");
+      ir.define(member, Expr::seq({key_except(taken), ws(), Expr::literal(":"), ws(), value(*addl, ptr + "/additionalProperties"), ws()}));
+      extra_more = Expr::star(Expr::seq({comma, Expr::ref(member)}));
+      extra_first = Expr::opt(Expr::seq({Expr::ref(member), extra_more}));
+    }
+    // tail[i][first]: the members from property i on; `first`: nothing written yet (no comma).
+    std::vector<std::array<int, 2>> tail(props.size() + 1);
+    const size_t n = props.size();
+    tail[n][0] = new_rule("members");
+    ir.define(tail[n][0], extra_more);
+    tail[n][1] = new_rule("members");
+    ir.define(tail[n][1], extra_first);
+    for (size_t i = n; i-- > 0;) {
+      const Expr member = kv(props[i]);
+      for (int first = 0; first < 2; ++first) {
+        tail[i][size_t(first)] = new_rule("members");
+        Expr with = Expr::seq({first ? Expr::seq() : comma, member, Expr::ref(tail[i + 1][0])});
+        if (props[i].required)
+          ir.define(tail[i][size_t(first)], std::move(with));
+        else
+          ir.define(tail[i][size_t(first)], Expr::alt({std::move(with), Expr::ref(tail[i + 1][size_t(first)])}));
+      }
+    }
+    return Expr::seq({Expr::literal("{"), ws(), Expr::ref(tail[0][1]), Expr::literal("}")});
+  }
+
+  Expr array_value(const json& s, const std::string& ptr) {
+    if (s.contains("uniqueItems") && s["uniqueItems"] == true) unsupported("uniqueItems", ptr, "cannot be enforced");
+    if (s.contains("contains")) unsupported("contains", ptr, "cannot be enforced");
+    std::vector<std::pair<const json*, std::string>> prefix;
+    static const json kTrue = true;
+    const json* rest = &kTrue;
+    std::string rest_ptr = ptr;
+    if (s.contains("prefixItems")) {
+      if (!s["prefixItems"].is_array()) error("prefixItems", ptr, "must be an array");
+      for (size_t i = 0; i < s["prefixItems"].size(); ++i) prefix.emplace_back(&s["prefixItems"][i], ptr + "/prefixItems/" + std::to_string(i));
+      if (s.contains("items")) {
+        rest = &s["items"];
+        rest_ptr = ptr + "/items";
+      }
+    } else if (s.contains("items") && s["items"].is_array()) {  // draft-07 tuples
+      for (size_t i = 0; i < s["items"].size(); ++i) prefix.emplace_back(&s["items"][i], ptr + "/items/" + std::to_string(i));
+      if (s.contains("additionalItems")) {
+        rest = &s["additionalItems"];
+        rest_ptr = ptr + "/additionalItems";
+      }
+    } else if (s.contains("items")) {
+      rest = &s["items"];
+      rest_ptr = ptr + "/items";
+    }
+    const int min_items = count(s, "minItems", ptr, 0);
+    int max_items = count(s, "maxItems", ptr, kUnbounded);
+    const bool rest_allowed = !(rest->is_boolean() && !rest->get<bool>());
+    if (!rest_allowed) max_items = max_items == kUnbounded ? int(prefix.size()) : std::min(max_items, int(prefix.size()));
+    if (max_items != kUnbounded && max_items < min_items) return Expr::cls({});
+    const Expr comma = Expr::seq({Expr::literal(","), ws()});
+
+    // Items from position k on; k == 0 writes no comma first.
+    Expr tail;
+    const int p = int(prefix.size());
+    if (rest_allowed && (max_items == kUnbounded || max_items > p)) {
+      const int item = new_rule("item");
+      ir.define(item, Expr::seq({value(*rest, rest_ptr), ws()}));
+      const int need = std::max(min_items - p, 0);
+      const int more = max_items == kUnbounded ? kUnbounded : max_items - p;
+      if (p == 0) {
+        Expr list = Expr::seq({Expr::ref(item), Expr::repeat(Expr::seq({comma, Expr::ref(item)}), std::max(need - 1, 0),
+                                                             more == kUnbounded ? kUnbounded : more - 1)});
+        tail = need > 0 ? std::move(list) : Expr::opt(std::move(list));
+      } else {
+        tail = Expr::repeat(Expr::seq({comma, Expr::ref(item)}), need, more);
+      }
+    } else {
+      tail = Expr::seq();
+    }
+    for (int k = std::min(p, max_items == kUnbounded ? p : max_items); k-- > 0;) {
+      Expr with = Expr::seq({k == 0 ? Expr::seq() : comma, value(*prefix[size_t(k)].first, prefix[size_t(k)].second), ws(),
+                             std::move(tail)});
+      tail = k < min_items ? std::move(with) : Expr::opt(std::move(with));
+      const int r = new_rule("items");  // keeps each level's expression a rule of its own
+      ir.define(r, std::move(tail));
+      tail = Expr::ref(r);
+    }
+    return Expr::seq({Expr::literal("["), ws(), std::move(tail), Expr::literal("]")});
+  }
+};
+
+JsonSchemaCompiler::JsonSchemaCompiler(GrammarIR& ir, const json& document, JsonSchemaOptions options)
+    : impl_(std::make_shared<Impl>(Impl{ir, document, options, {}, -1, 0, 0, {}})) {}
+
+int JsonSchemaCompiler::value_rule(const std::string& pointer) {
+  const std::string ref = "#" + pointer;
+  return impl_->ref_rule(ref, pointer);
+}
+
+int JsonSchemaCompiler::any_value_rule() { return impl_->any_value(); }
+
+GrammarIR json_schema_to_grammar(const json& schema, const JsonSchemaOptions& options) {
+  GrammarIR ir;
+  JsonSchemaCompiler c(ir, schema, options);
+  const int value = c.value_rule("");
+  ir.root = ir.rule("root");
+  ir.define(ir.root, Expr::ref(value));
+  return ir;
+}
+
+GrammarIR json_schema_text_to_grammar(std::string_view text, const JsonSchemaOptions& options) {
+  return json_schema_to_grammar(parse_json_limited<json>(text), options);
+}
+
+}  // namespace qwen35::grammar

@@ -1,0 +1,236 @@
+#include "grammar/lexeme.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/error.h"
+
+namespace qwen35::grammar {
+namespace {
+
+struct Nfa {
+  struct Edge {
+    uint8_t lo, hi;
+    int to;
+  };
+  std::vector<std::vector<int>> eps;
+  std::vector<std::vector<Edge>> edges;
+  int limit = 0;
+
+  int add() {
+    if (int(eps.size()) >= limit) fail("grammar: a lexeme needs more than ", limit, " automaton states (pattern or repetition too large)");
+    eps.emplace_back();
+    edges.emplace_back();
+    return int(eps.size()) - 1;
+  }
+  void edge(int from, uint8_t lo, uint8_t hi, int to) { edges[size_t(from)].push_back({lo, hi, to}); }
+
+  // A path s -> e for every code point in [lo, hi] (same UTF-8 length classes split first).
+  void utf8_range(uint32_t lo, uint32_t hi, int s, int e) {
+    static const uint32_t kLimits[] = {0x7F, 0x7FF, 0xFFFF, 0x10FFFF};
+    for (uint32_t lim : kLimits) {
+      if (lo <= lim && hi > lim) {
+        utf8_range(lo, lim, s, e);
+        utf8_range(lim + 1, hi, s, e);
+        return;
+      }
+    }
+    const int n = lo <= 0x7F ? 1 : lo <= 0x7FF ? 2 : lo <= 0xFFFF ? 3 : 4;
+    for (int i = 1; i < n; ++i) {
+      const uint32_t m = (1u << (6 * i)) - 1;
+      if ((lo & ~m) != (hi & ~m)) {
+        if ((lo & m) != 0) {
+          utf8_range(lo, lo | m, s, e);
+          utf8_range((lo | m) + 1, hi, s, e);
+          return;
+        }
+        if ((hi & m) != m) {
+          utf8_range(lo, (hi & ~m) - 1, s, e);
+          utf8_range(hi & ~m, hi, s, e);
+          return;
+        }
+      }
+    }
+    std::string a, b;
+    append_utf8(a, lo);
+    append_utf8(b, hi);
+    int cur = s;
+    for (size_t i = 0; i < a.size(); ++i) {
+      const int to = i + 1 == a.size() ? e : add();
+      edge(cur, uint8_t(a[i]), uint8_t(b[i]), to);
+      cur = to;
+    }
+  }
+
+  // Builds `x` between fresh states; returns {start, end}.
+  std::pair<int, int> build(const Expr& x) {
+    const int s = add();
+    int e = -1;
+    switch (x.kind) {
+      case Expr::Kind::kLiteral: {
+        int cur = s;
+        for (char c : x.bytes) {
+          const int to = add();
+          edge(cur, uint8_t(c), uint8_t(c), to);
+          cur = to;
+        }
+        e = cur;
+        break;
+      }
+      case Expr::Kind::kClass:
+        e = add();
+        for (auto [lo, hi] : x.ranges) utf8_range(lo, hi, s, e);
+        break;
+      case Expr::Kind::kSeq: {
+        int cur = s;
+        for (const Expr& k : x.kids) {
+          auto [ks, ke] = build(k);
+          eps[size_t(cur)].push_back(ks);
+          cur = ke;
+        }
+        e = cur;
+        break;
+      }
+      case Expr::Kind::kAlt:
+        e = add();
+        for (const Expr& k : x.kids) {
+          auto [ks, ke] = build(k);
+          eps[size_t(s)].push_back(ks);
+          eps[size_t(ke)].push_back(e);
+        }
+        break;
+      case Expr::Kind::kRepeat: {
+        const Expr& k = x.kids[0];
+        int cur = s;
+        for (int i = 0; i < x.min; ++i) {
+          auto [ks, ke] = build(k);
+          eps[size_t(cur)].push_back(ks);
+          cur = ke;
+        }
+        e = add();
+        if (x.max == kUnbounded) {
+          auto [ks, ke] = build(k);
+          eps[size_t(cur)].push_back(ks);
+          eps[size_t(cur)].push_back(e);
+          eps[size_t(ke)].push_back(ks);
+          eps[size_t(ke)].push_back(e);
+        } else {
+          for (int i = x.min; i < x.max; ++i) {
+            eps[size_t(cur)].push_back(e);
+            auto [ks, ke] = build(k);
+            eps[size_t(cur)].push_back(ks);
+            cur = ke;
+          }
+          eps[size_t(cur)].push_back(e);
+        }
+        break;
+      }
+      case Expr::Kind::kRef:
+        fail("grammar: internal: a rule reference inside a lexeme");
+    }
+    return {s, e};
+  }
+};
+
+void closure(const Nfa& nfa, std::vector<int>& set, std::vector<uint8_t>& seen) {
+  std::vector<int> stack(set);
+  for (int s : set) seen[size_t(s)] = 1;
+  while (!stack.empty()) {
+    const int s = stack.back();
+    stack.pop_back();
+    for (int t : nfa.eps[size_t(s)])
+      if (!seen[size_t(t)]) {
+        seen[size_t(t)] = 1;
+        set.push_back(t);
+        stack.push_back(t);
+      }
+  }
+  for (int s : set) seen[size_t(s)] = 0;
+  std::sort(set.begin(), set.end());
+}
+
+}  // namespace
+
+Lexeme build_lexeme(const std::vector<const Expr*>& parts, const LexemeLimits& limits) {
+  Nfa nfa;
+  nfa.limit = limits.max_nfa_states;
+  const int start = nfa.add();
+  int cur = start;
+  for (const Expr* p : parts) {
+    auto [s, e] = nfa.build(*p);
+    nfa.eps[size_t(cur)].push_back(s);
+    cur = e;
+  }
+  const int final_state = cur;
+
+  std::vector<uint8_t> seen(nfa.eps.size(), 0);
+  std::map<std::vector<int>, int32_t> ids;
+  std::vector<std::vector<int>> sets;
+  Lexeme lx;
+  std::vector<int> first{start};
+  closure(nfa, first, seen);
+  ids.emplace(first, 0);
+  sets.push_back(first);
+  std::vector<std::vector<int>> targets(256);
+  for (size_t d = 0; d < sets.size(); ++d) {
+    for (auto& t : targets) t.clear();
+    bool acc = false;
+    for (int s : sets[d]) {
+      if (s == final_state) acc = true;
+      for (const Nfa::Edge& ed : nfa.edges[size_t(s)])
+        for (int b = ed.lo; b <= ed.hi; ++b) targets[size_t(b)].push_back(ed.to);
+    }
+    lx.accepting.push_back(acc);
+    for (int b = 0; b < 256; ++b) {
+      std::vector<int>& t = targets[size_t(b)];
+      if (t.empty()) {
+        lx.next.push_back(Lexeme::kDead);
+        continue;
+      }
+      std::sort(t.begin(), t.end());
+      t.erase(std::unique(t.begin(), t.end()), t.end());
+      closure(nfa, t, seen);
+      auto [it, fresh] = ids.emplace(t, int32_t(sets.size()));
+      if (fresh) {
+        if (int(sets.size()) >= limits.max_dfa_states)
+          fail("grammar: a lexeme needs more than ", limits.max_dfa_states, " automaton states (pattern or repetition too large)");
+        sets.push_back(t);
+      }
+      lx.next.push_back(it->second);
+    }
+  }
+  lx.states = int(sets.size());
+
+  // States that cannot reach an accepting one are dead: transitions into them become kDead.
+  std::vector<std::vector<int32_t>> rev(size_t(lx.states));
+  for (int s = 0; s < lx.states; ++s)
+    for (int b = 0; b < 256; ++b)
+      if (int32_t t = lx.next[size_t(s) * 256 + b]; t >= 0) rev[size_t(t)].push_back(s);
+  std::vector<uint8_t> alive(size_t(lx.states), 0);
+  std::vector<int32_t> stack;
+  for (int s = 0; s < lx.states; ++s)
+    if (lx.accepting[size_t(s)]) {
+      alive[size_t(s)] = 1;
+      stack.push_back(s);
+    }
+  while (!stack.empty()) {
+    const int32_t s = stack.back();
+    stack.pop_back();
+    for (int32_t p : rev[size_t(s)])
+      if (!alive[size_t(p)]) {
+        alive[size_t(p)] = 1;
+        stack.push_back(p);
+      }
+  }
+  if (!alive[0]) return Lexeme{};  // empty language
+  lx.live.assign(size_t(lx.states), 0);
+  for (int s = 0; s < lx.states; ++s)
+    for (int b = 0; b < 256; ++b) {
+      int32_t& t = lx.next[size_t(s) * 256 + b];
+      if (t >= 0 && !alive[size_t(t)]) t = Lexeme::kDead;
+      if (t >= 0) lx.live[size_t(s)] = 1;
+    }
+  return lx;
+}
+
+}  // namespace qwen35::grammar

@@ -1,0 +1,161 @@
+#include "grammar/token_mask.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <numeric>
+
+#include "core/error.h"
+#include "text/tokenizer.h"
+
+namespace qwen35::grammar {
+namespace {
+
+// Past this, precomputed entries are dropped and rebuilt on demand (a bounded cache).
+constexpr size_t kMaxEntryBytes = size_t(256) << 20;
+constexpr size_t kMaxStateMasks = 64;
+
+}  // namespace
+
+TokenVocab::TokenVocab(int32_t vocab_size, const std::vector<std::pair<int32_t, std::string>>& tokens)
+    : vocab_size_(vocab_size), sorted_index_(size_t(std::max(vocab_size, 0)), -1) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i].first < 0 || tokens[i].first >= vocab_size) fail("token mask: token id ", tokens[i].first, " out of range");
+    if (!tokens[i].second.empty()) order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return tokens[a].second != tokens[b].second ? tokens[a].second < tokens[b].second : tokens[a].first < tokens[b].first;
+  });
+  offsets_.push_back(0);
+  std::string_view prev;
+  for (size_t i : order) {
+    const std::string& b = tokens[i].second;
+    if (b.size() > 0xFFFF) fail("token mask: a token of ", b.size(), " bytes");
+    size_t l = 0;
+    while (l < prev.size() && l < b.size() && prev[l] == b[l]) ++l;
+    if (sorted_index_[size_t(tokens[i].first)] >= 0) fail("token mask: token id ", tokens[i].first, " given twice");
+    sorted_index_[size_t(tokens[i].first)] = int32_t(ids_.size());
+    ids_.push_back(tokens[i].first);
+    lcp_.push_back(uint16_t(l));
+    bytes_ += b;
+    offsets_.push_back(uint32_t(bytes_.size()));
+    prev = b;
+  }
+}
+
+std::shared_ptr<const TokenVocab> TokenVocab::from_tokenizer(const Tokenizer& tok, const std::vector<int32_t>& exclude) {
+  std::vector<std::pair<int32_t, std::string>> tokens;
+  for (int32_t id = 0; id < tok.vocab_size(); ++id) {
+    if (!tok.is_valid_id(id) || tok.is_special(id)) continue;
+    if (std::find(exclude.begin(), exclude.end(), id) != exclude.end()) continue;
+    tokens.emplace_back(id, std::string(tok.token_bytes(id)));
+  }
+  return std::make_shared<const TokenVocab>(tok.vocab_size(), tokens);
+}
+
+std::string_view TokenVocab::token_bytes(int32_t id) const {
+  if (id < 0 || id >= vocab_size_ || sorted_index_[size_t(id)] < 0) return {};
+  return bytes(size_t(sorted_index_[size_t(id)]));
+}
+
+TokenMasker::TokenMasker(std::shared_ptr<const Grammar> g, std::shared_ptr<const TokenVocab> vocab)
+    : g_(std::move(g)), vocab_(std::move(vocab)) {}
+
+TokenMasker::Entry TokenMasker::build(const Lexeme& lx, int32_t dstate) const {
+  const TokenVocab& v = *vocab_;
+  Entry e;
+  // st[k]: DFA state after k bytes of the current token; end[k]: the lexeme may end after some
+  // j in 1..k bytes (the rest of the token would then belong to the stack below).
+  std::vector<int32_t> st(1, dstate);
+  std::vector<uint8_t> end(1, 0);
+  size_t valid = 0;  // st[0..valid] hold for the current token's prefix
+  const size_t n = v.size();
+  for (size_t i = 0; i < n;) {
+    const std::string_view b = v.bytes(i);
+    valid = std::min<size_t>(valid, v.lcp(i));
+    if (st.size() < b.size() + 1) {
+      st.resize(b.size() + 1);
+      end.resize(b.size() + 1);
+    }
+    size_t k = valid;
+    while (k < b.size() && st[k] != Lexeme::kDead) {
+      const int32_t d = lx.step(st[k], uint8_t(b[k]));
+      st[k + 1] = d;
+      end[k + 1] = end[k] || (d != Lexeme::kDead && lx.accepting[size_t(d)]);
+      ++k;
+    }
+    if (st[k] != Lexeme::kDead) {  // the whole token fits the lexeme
+      e.accepted.push_back(v.id(i));
+      valid = k;
+      ++i;
+      continue;
+    }
+    // The first k bytes are dead: so is every following token that shares them.
+    const bool undecided = end[k - 1];
+    valid = k - 1;
+    size_t j = i;
+    do {
+      if (undecided) e.undecided.push_back(v.id(j));
+      ++j;
+    } while (j < n && v.lcp(j) >= k);
+    i = j;
+  }
+  if (e.accepted.size() * 32 > size_t(v.vocab_size())) {
+    e.bits.assign(v.words(), 0);
+    for (int32_t t : e.accepted) e.bits[size_t(t) >> 6] |= uint64_t(1) << (t & 63);
+    e.accepted.clear();
+    e.accepted.shrink_to_fit();
+  }
+  return e;
+}
+
+const TokenMasker::Entry& TokenMasker::entry(int32_t lexeme, int32_t dstate) {
+  const uint64_t key = (uint64_t(uint32_t(lexeme)) << 32) | uint32_t(dstate);
+  if (auto it = entries_.find(key); it != entries_.end()) return it->second;
+  if (entry_bytes_ > kMaxEntryBytes) {
+    entries_.clear();
+    entry_bytes_ = 0;
+  }
+  Entry e = build(g_->lexemes[size_t(lexeme)], dstate);
+  entry_bytes_ += (e.bits.size() * 8) + (e.accepted.size() + e.undecided.size()) * 4 + 64;
+  return entries_.emplace(key, std::move(e)).first->second;
+}
+
+void TokenMasker::fill(GrammarMatcher& m, uint64_t* bits) {
+  const size_t words = vocab_->words();
+  const std::vector<int32_t>& tops = m.tops();
+  const uint64_t serial = m.serial();
+  std::string key(reinterpret_cast<const char*>(&serial), sizeof serial);
+  key.append(reinterpret_cast<const char*>(tops.data()), tops.size() * sizeof(int32_t));
+  if (auto it = by_state_.find(key); it != by_state_.end()) {
+    std::memcpy(bits, it->second.data(), words * 8);
+    return;
+  }
+  std::fill(bits, bits + words, uint64_t(0));
+  std::vector<const Entry*> es;
+  for (int32_t id : tops) {
+    const GrammarMatcher::Node& n = m.node(id);
+    const Entry& e = entry(g_->elems[size_t(n.pos)].arg, n.dstate);
+    es.push_back(&e);
+    if (!e.bits.empty())
+      for (size_t w = 0; w < words; ++w) bits[w] |= e.bits[w];
+    for (int32_t t : e.accepted) bits[size_t(t) >> 6] |= uint64_t(1) << (t & 63);
+  }
+  for (size_t i = 0; i < tops.size(); ++i)
+    for (int32_t t : es[i]->undecided) {
+      uint64_t& w = bits[size_t(t) >> 6];
+      const uint64_t bit = uint64_t(1) << (t & 63);
+      if (!(w & bit) && m.accepts_from(tops[i], vocab_->token_bytes(t))) w |= bit;
+    }
+  if (by_state_.size() >= kMaxStateMasks) by_state_.clear();
+  by_state_.emplace(std::move(key), std::vector<uint64_t>(bits, bits + words));
+}
+
+void apply_token_mask(const uint64_t* bits, int32_t vocab_size, float* logits, int64_t n) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n; ++i)
+    if (i >= vocab_size || !((bits[size_t(i) >> 6] >> (i & 63)) & 1)) logits[i] = ninf;
+}
+
+}  // namespace qwen35::grammar

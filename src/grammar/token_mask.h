@@ -1,0 +1,95 @@
+// Token masks: which tokens of a vocabulary the grammar allows next, as a bit set.
+//
+// TokenVocab holds the tokens' bytes sorted, with each token's common prefix length with the one
+// before: walking that list is walking a trie over the vocabulary, and a dead prefix skips its
+// whole subtree.
+//
+// TokenMasker computes, once per (lexeme, DFA state) and lazily, which tokens that state accepts
+// on its own (the token's bytes stay inside the lexeme, or end exactly where it may end: since
+// every rule of a compiled grammar can finish, such a token is allowed whatever the stack below),
+// and which are undecided (the lexeme may end inside the token, so the rest depends on the
+// stack). A mask is then the OR of those sets over the state's nodes, plus the undecided tokens
+// checked one by one against the full stack (GrammarMatcher::accepts_from). Masks are also
+// cached by state (a matcher's serial and its sorted node ids are an exact key). This is the
+// split llguidance and XGrammar publish (context-independent tokens precomputed,
+// context-dependent ones checked at run time).
+//
+// Stop tokens are not in the vocabulary: the caller allows them when the matcher can_finish().
+//
+// Thread contract: TokenVocab is immutable and shared; a TokenMasker belongs to one generation.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "grammar/grammar.h"
+#include "grammar/matcher.h"
+
+namespace qwen35 {
+class Tokenizer;
+}
+
+namespace qwen35::grammar {
+
+class TokenVocab {
+ public:
+  // `tokens`: (id, bytes) for every token a grammar may produce; ids < vocab_size; empty byte
+  // strings are left out.
+  TokenVocab(int32_t vocab_size, const std::vector<std::pair<int32_t, std::string>>& tokens);
+  // Every token but the special ones and `exclude` (e.g. <think> and </think>, which the output
+  // stream reads as markers rather than text).
+  static std::shared_ptr<const TokenVocab> from_tokenizer(const Tokenizer& tok, const std::vector<int32_t>& exclude = {});
+
+  int32_t vocab_size() const { return vocab_size_; }
+  size_t words() const { return (size_t(vocab_size_) + 63) / 64; }
+  size_t size() const { return ids_.size(); }  // tokens in sorted order
+  int32_t id(size_t i) const { return ids_[i]; }
+  uint16_t lcp(size_t i) const { return lcp_[i]; }  // common prefix with sorted token i - 1
+  std::string_view bytes(size_t i) const { return {bytes_.data() + offsets_[i], offsets_[i + 1] - offsets_[i]}; }
+  // Bytes of token `id` ("" when it is not in the vocabulary).
+  std::string_view token_bytes(int32_t id) const;
+
+ private:
+  int32_t vocab_size_ = 0;
+  std::vector<int32_t> ids_;
+  std::vector<uint16_t> lcp_;
+  std::vector<uint32_t> offsets_;
+  std::string bytes_;
+  std::vector<int32_t> sorted_index_;  // id -> sorted position, -1 when absent
+};
+
+class TokenMasker {
+ public:
+  TokenMasker(std::shared_ptr<const Grammar> g, std::shared_ptr<const TokenVocab> vocab);
+
+  // bits[vocab.words()]: bit t set when token t may come next in `m`'s state. Does not set
+  // stop tokens.
+  void fill(GrammarMatcher& m, uint64_t* bits);
+
+  const TokenVocab& vocab() const { return *vocab_; }
+
+ private:
+  struct Entry {
+    std::vector<uint64_t> bits;      // accepted tokens, when many
+    std::vector<int32_t> accepted;   // ... or their ids, when few
+    std::vector<int32_t> undecided;  // token ids to check against the stack
+  };
+  const Entry& entry(int32_t lexeme, int32_t dstate);
+  Entry build(const Lexeme& lx, int32_t dstate) const;
+
+  std::shared_ptr<const Grammar> g_;
+  std::shared_ptr<const TokenVocab> vocab_;
+  std::unordered_map<uint64_t, Entry> entries_;
+  size_t entry_bytes_ = 0;
+  std::unordered_map<std::string, std::vector<uint64_t>> by_state_;
+};
+
+// logits[i] = -inf for every i < n whose bit is clear (ids past the vocabulary included).
+void apply_token_mask(const uint64_t* bits, int32_t vocab_size, float* logits, int64_t n);
+
+}  // namespace qwen35::grammar

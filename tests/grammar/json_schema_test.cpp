@@ -1,0 +1,286 @@
+// JSON Schema -> grammar: instances accepted or rejected byte by byte, keyword errors with their
+// pointers, and a sample of MaskBench's real-world schemas (tests/data/grammar/README.md).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "grammar/json_schema.h"
+#include "grammar/matcher.h"
+#include "grammar/token_mask.h"
+#include "support/test_data.h"
+#include "text/tokenizer.h"
+
+namespace qwen35::grammar {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::shared_ptr<const Grammar> schema_grammar(const std::string& schema, bool strict = true) {
+  JsonSchemaOptions o;
+  o.strict = strict;
+  return compile_grammar(json_schema_text_to_grammar(schema, o));
+}
+
+bool accepts(const std::shared_ptr<const Grammar>& g, const std::string& text) {
+  GrammarMatcher m(g);
+  for (char c : text)
+    if (!m.advance_byte(uint8_t(c))) return false;
+  return m.can_finish();
+}
+
+std::string schema_error(const std::string& schema) {
+  try {
+    schema_grammar(schema);
+  } catch (const SchemaError& e) {
+    return e.keyword() + " " + e.pointer();
+  } catch (const Error& e) {
+    return std::string("other: ") + e.what();
+  }
+  return "";
+}
+
+TEST(JsonSchema, TypesEnumConstNullable) {
+  auto g = schema_grammar(R"({"type": ["string", "null"]})");
+  EXPECT_TRUE(accepts(g, R"("a\"b\u00e9\n")"));
+  EXPECT_TRUE(accepts(g, "null"));
+  EXPECT_FALSE(accepts(g, "1"));
+  EXPECT_FALSE(accepts(g, R"("a\x")"));
+  EXPECT_FALSE(accepts(g, "\"a\nb\""));       // a raw control character
+  EXPECT_FALSE(accepts(g, R"("\ud800")"));  // a lone surrogate escape
+  auto e = schema_grammar(R"({"enum": ["red", 2, null, {"a": [1]}], "nullable": true})");
+  EXPECT_TRUE(accepts(e, R"("red")"));
+  EXPECT_TRUE(accepts(e, "2"));
+  EXPECT_TRUE(accepts(e, R"({"a":[1]})"));
+  EXPECT_FALSE(accepts(e, R"("blue")"));
+  EXPECT_FALSE(accepts(e, "2.0"));
+  auto c = schema_grammar(R"({"const": "x", "type": "string"})");
+  EXPECT_TRUE(accepts(c, R"("x")"));
+  EXPECT_FALSE(accepts(c, R"("y")"));
+  auto n = schema_grammar(R"({"type": "number"})");
+  for (const char* ok : {"0", "-1.5", "3e10", "2.5E-3", "-0.0"}) EXPECT_TRUE(accepts(n, ok)) << ok;
+  for (const char* bad : {"01", "1.", ".5", "+1", "1e", "NaN", "--1"}) EXPECT_FALSE(accepts(n, bad)) << bad;
+  auto b = schema_grammar("true");
+  EXPECT_TRUE(accepts(b, R"({"x": [1, "y", {"z": null}], "w": false})"));
+  EXPECT_NE(schema_error("false").find("other: grammar"), std::string::npos);  // nothing is valid
+}
+
+TEST(JsonSchema, IntegerBoundsAreExact) {
+  auto g = schema_grammar(R"({"type": "integer", "minimum": -17, "maximum": 1234})");
+  for (int v = -40; v <= 1300; ++v)
+    EXPECT_EQ(accepts(g, std::to_string(v)), v >= -17 && v <= 1234) << v;
+  EXPECT_FALSE(accepts(g, "-0"));
+  EXPECT_FALSE(accepts(g, "007"));
+  auto x = schema_grammar(R"({"type": "integer", "exclusiveMinimum": 9, "exclusiveMaximum": 101})");
+  for (int v = 0; v <= 120; ++v) EXPECT_EQ(accepts(x, std::to_string(v)), v > 9 && v < 101) << v;
+  auto d4 = schema_grammar(R"({"type": "integer", "minimum": 5, "exclusiveMinimum": true})");
+  EXPECT_FALSE(accepts(d4, "5"));
+  EXPECT_TRUE(accepts(d4, "6"));
+  EXPECT_TRUE(accepts(d4, "99999999"));
+  auto open = schema_grammar(R"({"type": "integer", "maximum": -3})");
+  EXPECT_TRUE(accepts(open, "-3"));
+  EXPECT_TRUE(accepts(open, "-123456"));
+  EXPECT_FALSE(accepts(open, "-2"));
+  EXPECT_FALSE(accepts(open, "0"));
+  // Bounds on non-integers are not enforced: an error naming the keyword, or ignored when lax.
+  EXPECT_EQ(schema_error(R"({"type": "number", "minimum": 0.5})"), "minimum ");
+  EXPECT_TRUE(accepts(schema_grammar(R"({"type": "number", "minimum": 0.5})", false), "-3"));
+}
+
+TEST(JsonSchema, ObjectsFollowPropertyOrder) {
+  auto g = schema_grammar(R"({"type": "object", "properties": {
+      "id": {"type": "integer"}, "name": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}},
+      "required": ["name"], "additionalProperties": false})");
+  EXPECT_TRUE(accepts(g, R"({"name": "a"})"));
+  EXPECT_TRUE(accepts(g, R"({"id": 1, "name": "a", "tags": ["x", "y"]})"));
+  EXPECT_TRUE(accepts(g, "{\n  \"id\" : 1 ,\n  \"name\":\"a\"\n}"));
+  EXPECT_FALSE(accepts(g, R"({"id": 1})"));                    // required missing
+  EXPECT_FALSE(accepts(g, R"({"name": "a", "id": 1})"));       // out of order
+  EXPECT_FALSE(accepts(g, R"({"name": "a", "other": 1})"));    // additional
+  EXPECT_FALSE(accepts(g, R"({"name": "a", "name": "b"})"));   // repeated
+  EXPECT_FALSE(accepts(g, R"({"name": "a",})"));
+  EXPECT_FALSE(accepts(g, "{\"name\": \"a\"" + std::string(17, ' ') + "}"));  // bounded whitespace
+  // additionalProperties defaults to true; extra keys never repeat a listed one.
+  auto open = schema_grammar(R"({"properties": {"a": {"type": "integer"}, "ab": {"type": "integer"}}})");
+  EXPECT_TRUE(accepts(open, R"({"a": 1, "b": "x", "abc": null, "": 2})"));
+  EXPECT_TRUE(accepts(open, "{}"));
+  EXPECT_TRUE(accepts(open, "[1]"));  // no type: any other value is valid too
+  EXPECT_FALSE(accepts(open, R"({"x": 1, "a": 2})"));
+  EXPECT_FALSE(accepts(open, R"({"a": "no"})"));
+  auto typed = schema_grammar(R"({"type": "object", "additionalProperties": {"type": "boolean"}})");
+  EXPECT_TRUE(accepts(typed, R"({"x": true, "y": false})"));
+  EXPECT_FALSE(accepts(typed, R"({"x": 1})"));
+}
+
+TEST(JsonSchema, ArraysAndStrings) {
+  auto g = schema_grammar(R"({"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
+                              "items": {"type": "boolean"}, "minItems": 1, "maxItems": 4})");
+  EXPECT_TRUE(accepts(g, "[1]"));
+  EXPECT_TRUE(accepts(g, R"([1, "a", true, false])"));
+  EXPECT_FALSE(accepts(g, "[]"));
+  EXPECT_FALSE(accepts(g, R"([1, "a", true, false, true])"));
+  EXPECT_FALSE(accepts(g, R"(["a"])"));
+  EXPECT_FALSE(accepts(g, R"([1, "a", 3])"));
+  auto d7 = schema_grammar(R"({"items": [{"const": 1}], "additionalItems": false})");
+  EXPECT_TRUE(accepts(d7, "[1]"));
+  EXPECT_TRUE(accepts(d7, "[]"));
+  EXPECT_FALSE(accepts(d7, "[1, 1]"));
+  auto bounded = schema_grammar(R"({"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 3})");
+  EXPECT_FALSE(accepts(bounded, "[1]"));
+  EXPECT_TRUE(accepts(bounded, "[1,2]"));
+  EXPECT_TRUE(accepts(bounded, "[1,2,3]"));
+  EXPECT_FALSE(accepts(bounded, "[1,2,3,4]"));
+  auto s = schema_grammar(R"({"type": "string", "minLength": 2, "maxLength": 3})");
+  EXPECT_FALSE(accepts(s, R"("é")"));
+  EXPECT_TRUE(accepts(s, R"("é\n")"));   // two code points, one escaped
+  EXPECT_TRUE(accepts(s, R"("東京都")"));
+  EXPECT_FALSE(accepts(s, R"("東京都市")"));
+  auto p = schema_grammar(R"({"type": "string", "pattern": "^[A-Z]{2}-\\d{3}(x|yz)?$"})");
+  EXPECT_TRUE(accepts(p, R"("AB-123")"));
+  EXPECT_TRUE(accepts(p, R"("AB-123yz")"));
+  EXPECT_FALSE(accepts(p, R"("AB-12")"));
+  EXPECT_FALSE(accepts(p, R"("ab-123")"));
+  auto search = schema_grammar(R"({"type": "string", "pattern": "a\"b"})");  // unanchored: a search
+  EXPECT_TRUE(accepts(search, R"("xx a\"b yy")"));
+  EXPECT_FALSE(accepts(search, R"("ab")"));
+  EXPECT_EQ(schema_error(R"({"type": "string", "pattern": "(a)\\1"})"), "pattern ");
+  EXPECT_EQ(schema_error(R"j({"type": "string", "pattern": "(?=a)"})j"), "pattern ");
+}
+
+TEST(JsonSchema, Formats) {
+  struct F {
+    const char* format;
+    std::vector<const char*> ok, bad;
+  };
+  const F cases[] = {
+      {"date", {"2024-02-29"}, {"2024-13-01", "2024-1-01", "24-01-01"}},
+      {"time", {"23:59:60Z", "08:30:00.123+05:30"}, {"24:00:00Z", "08:30:00"}},
+      {"date-time", {"2024-05-01T12:00:00Z", "2024-05-01t12:00:00.5-01:00"}, {"2024-05-01 12:00:00Z"}},
+      {"email", {"a.b+c@example.co.uk"}, {"a@b", "@example.com", "a..b@example.com"}},
+      {"uuid", {"123e4567-e89b-12d3-a456-426614174000"}, {"123e4567e89b12d3a456426614174000"}},
+      {"uri", {"https://example.com/a?b=c#d", "urn:isbn:0451450523"}, {"example.com", "http://a b"}},
+      {"ipv4", {"192.168.0.1", "0.0.0.0"}, {"256.1.1.1", "1.2.3", "01.2.3.4"}},
+      {"ipv6", {"::1", "2001:db8::8a2e:370:7334", "fe80:0:0:0:0:0:0:1"}, {"2001:db8:::1", "12345::1"}},
+  };
+  for (const F& f : cases) {
+    auto g = schema_grammar(std::string(R"({"type": "string", "format": ")") + f.format + "\"}");
+    for (const char* v : f.ok) EXPECT_TRUE(accepts(g, json(v).dump())) << f.format << " " << v;
+    for (const char* v : f.bad) EXPECT_FALSE(accepts(g, json(v).dump())) << f.format << " " << v;
+  }
+  EXPECT_EQ(schema_error(R"({"type": "string", "format": "hostname-ish"})"), "format ");
+}
+
+TEST(JsonSchema, CombinatorsAndReferences) {
+  auto any = schema_grammar(R"({"anyOf": [{"type": "integer"}, {"type": "string", "maxLength": 1}]})");
+  EXPECT_TRUE(accepts(any, "5"));
+  EXPECT_TRUE(accepts(any, R"("a")"));
+  EXPECT_FALSE(accepts(any, R"("ab")"));
+  auto one = schema_grammar(R"({"oneOf": [{"type": "integer"}, {"type": "null"}]})");
+  EXPECT_TRUE(accepts(one, "null"));
+  EXPECT_EQ(schema_error(R"({"oneOf": [{"type": "integer"}, {"type": "number"}]})"), "oneOf ");
+  // (additionalProperties applies to the properties its own schema lists: here both are listed.)
+  auto all = schema_grammar(R"({"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                                          {"properties": {"b": {"type": "string"}}, "required": ["b"]}],
+                                "properties": {"a": true, "b": true}, "additionalProperties": false})");
+  EXPECT_TRUE(accepts(all, R"({"a": 1, "b": "x"})"));
+  EXPECT_FALSE(accepts(all, R"({"a": 1})"));
+  EXPECT_FALSE(accepts(all, R"({"a": 1, "b": "x", "c": 2})"));
+  EXPECT_EQ(schema_error(R"({"allOf": [{"pattern": "a"}, {"pattern": "b"}]})"), "allOf /allOf/1");
+  auto rec = schema_grammar(R"({"$ref": "#/$defs/node", "$defs": {"node": {"type": "object",
+      "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+      "required": ["v"], "additionalProperties": false}}})");
+  EXPECT_TRUE(accepts(rec, R"({"v": 1, "kids": [{"v": 2}, {"v": 3, "kids": [{"v": 4, "kids": []}]}]})"));
+  EXPECT_FALSE(accepts(rec, R"({"v": 1, "kids": [{"kids": []}]})"));
+  auto d7 = schema_grammar(R"({"definitions": {"pos": {"type": "integer", "minimum": 1}},
+      "type": "array", "items": {"$ref": "#/definitions/pos"}})");
+  EXPECT_TRUE(accepts(d7, "[1, 22]"));
+  EXPECT_FALSE(accepts(d7, "[0]"));
+  auto self = schema_grammar(R"({"type": "array", "items": {"$ref": "#"}, "maxItems": 2})");
+  EXPECT_TRUE(accepts(self, "[[], [[]]]"));
+  EXPECT_FALSE(accepts(self, "[1]"));
+  // A recursion without a base case: no finite instance exists.
+  EXPECT_NE(schema_error(R"({"type": "object", "properties": {"x": {"$ref": "#"}}, "required": ["x"]})").find("never finish"),
+            std::string::npos);
+  EXPECT_EQ(schema_error(R"({"$ref": "other.json#/a"})"), "$ref ");
+  EXPECT_EQ(schema_error(R"({"$ref": "#/$defs/missing"})"), "$ref ");
+}
+
+TEST(JsonSchema, UnenforceableKeywordsNameThemselves) {
+  EXPECT_EQ(schema_error(R"({"type": "object", "properties": {"a": {"type": "array", "uniqueItems": true}}})"),
+            "uniqueItems /properties/a");
+  EXPECT_EQ(schema_error(R"({"type": "object", "patternProperties": {"^x": {}}})"), "patternProperties ");
+  EXPECT_EQ(schema_error(R"({"type": "integer", "multipleOf": 3})"), "multipleOf ");
+  EXPECT_EQ(schema_error(R"({"if": {"type": "string"}})"), "if ");
+  EXPECT_EQ(schema_error(R"({"anyOf": [{"not": {"type": "string"}}]})"), "not /anyOf/0");
+  EXPECT_EQ(schema_error(R"({"type": "object", "minProperties": 2})"), "minProperties ");
+  // strict: false ignores them (documented: the output may then not validate).
+  auto lax = schema_grammar(R"({"type": "integer", "multipleOf": 3})", false);
+  EXPECT_TRUE(accepts(lax, "4"));
+  // Annotations are fine.
+  EXPECT_EQ(schema_error(R"({"title": "t", "description": "d", "default": 1, "examples": [1], "$comment": "c",
+                              "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "integer"})"),
+            "");
+}
+
+TEST(JsonSchema, HostileSchemasAreRefusedQuickly) {
+  std::string deep = "true";
+  for (int i = 0; i < 200; ++i) deep = R"({"type": "array", "items": )" + deep + "}";
+  EXPECT_NE(schema_error(deep).find("nested deeper"), std::string::npos);  // the JSON reader's bound
+  json nested = true;
+  for (int i = 0; i < 200; ++i) nested = json{{"type", "array"}, {"items", nested}};
+  try {
+    json_schema_to_grammar(nested);
+    ADD_FAILURE() << "a 200-level schema compiled";
+  } catch (const SchemaError& e) {
+    EXPECT_EQ(e.keyword(), "schema");  // the compiler's own bound
+  }
+  EXPECT_NE(schema_error(R"({"type": "string", "pattern": "^(a|b)*a(a|b){40}$"})").find("automaton"), std::string::npos);
+  std::string wide = R"({"anyOf": [)";
+  for (int i = 0; i < 30000; ++i) wide += std::string(i ? "," : "") + R"({"type": "object", "properties": {"k)" + std::to_string(i) + R"(": {"const": 1}}, "required": ["k)" + std::to_string(i) + R"("]})";
+  wide += "]}";
+  EXPECT_FALSE(schema_error(wide).empty());
+}
+
+// MaskBench sample: every schema compiles or is refused with a keyword error; for the compiled
+// ones no invalid instance is accepted, and the valid instances (as written, keys in the file's
+// order) are accepted but for those whose key order differs from `properties`.
+TEST(JsonSchema, MaskBenchSample) {
+  std::ifstream in(test::data_path("grammar/maskbench_sample.jsonl"));
+  ASSERT_TRUE(in);
+  std::string line;
+  int schemas = 0, compiled = 0, refused = 0, valid = 0, valid_ok = 0, invalid = 0;
+  while (std::getline(in, line)) {
+    const json rec = json::parse(line);
+    ++schemas;
+    std::shared_ptr<const Grammar> g;
+    try {
+      g = compile_grammar(json_schema_to_grammar(rec["schema"]));
+    } catch (const SchemaError& e) {
+      ++refused;
+      continue;
+    } catch (const Error& e) {
+      ADD_FAILURE() << rec["file"] << ": not a keyword error: " << e.what();
+      continue;
+    }
+    ++compiled;
+    for (const json& t : rec["tests"]) {
+      const std::string text = t["data"].dump();
+      if (t["valid"].get<bool>()) {
+        ++valid;
+        valid_ok += accepts(g, text);
+      } else {
+        ++invalid;
+        EXPECT_FALSE(accepts(g, text)) << rec["file"] << " accepts an invalid instance: " << text;
+      }
+    }
+  }
+  std::printf("maskbench sample: %d schemas, %d compiled, %d refused with a keyword error; valid instances accepted %d/%d; "
+              "invalid instances %d, all rejected\n",
+              schemas, compiled, refused, valid_ok, valid, invalid);
+  EXPECT_EQ(schemas, compiled + refused);
+  EXPECT_GE(compiled * 100, schemas * 60);
+  EXPECT_GE(valid_ok * 100, valid * 80);
+}
+
+}  // namespace
+}  // namespace qwen35::grammar

@@ -1,0 +1,140 @@
+// Token masks against the brute-force oracle (each token's bytes fed to the matcher): on the
+// stand-in Qwen tokenizer's vocabulary and on synthetic vocabularies, in many grammar states.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "grammar/gbnf.h"
+#include "grammar/token_mask.h"
+#include "support/test_data.h"
+#include "text/tokenizer.h"
+
+namespace qwen35::grammar {
+namespace {
+
+std::vector<uint64_t> brute_force(GrammarMatcher& m, const TokenVocab& v) {
+  std::vector<uint64_t> bits(v.words(), 0);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (m.advance(v.bytes(i))) {
+      bits[size_t(v.id(i)) >> 6] |= uint64_t(1) << (v.id(i) & 63);
+      m.rollback(1);
+    }
+  }
+  return bits;
+}
+
+bool allowed(const std::vector<uint64_t>& bits, int32_t t) { return (bits[size_t(t) >> 6] >> (t & 63)) & 1; }
+
+const char* kJsonGbnf = R"(root   ::= object
+value  ::= object | array | string | number | ("true" | "false" | "null") ws
+object ::= "{" ws ( string ":" ws value ("," ws string ":" ws value)* )? "}" ws
+array  ::= "[" ws ( value ("," ws value)* )? "]" ws
+string ::= "\"" ( [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4}) )* "\"" ws
+number ::= "-"? ("0" | [1-9] [0-9]*) ("." [0-9]+)? ([eE] [-+]? [0-9]+)? ws
+ws     ::= [ \t\n]{0,4}
+)";
+
+TEST(TokenMask, QwenVocabularyMatchesBruteForceAlongAJsonText) {
+  const Tokenizer tok = Tokenizer::from_file(test::tiny_model_dir());
+  auto vocab = TokenVocab::from_tokenizer(tok);
+  ASSERT_GT(vocab->size(), 100000u);
+  auto g = compile_grammar(parse_gbnf(kJsonGbnf));
+  GrammarMatcher m(g);
+  TokenMasker masker(g, vocab);
+  const std::string text = R"({"name": "Zoë \"Q\" 東京", "n": [1, -2.5e3, true, null], "o": {"k": {}}})";
+  const std::vector<int32_t> ids = tok.encode(text);
+  std::vector<uint64_t> bits(vocab->words());
+  size_t checked = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    masker.fill(m, bits.data());
+    if (i % 3 == 0 || i + 1 == ids.size()) {  // the oracle is slow: every third state
+      const std::vector<uint64_t> want = brute_force(m, *vocab);
+      ASSERT_EQ(bits, want) << "after " << i << " tokens";
+      ++checked;
+    }
+    ASSERT_TRUE(allowed(bits, ids[i])) << "token " << i << " '" << tok.decode({&ids[i], 1}) << "'";
+    ASSERT_TRUE(m.advance(vocab->token_bytes(ids[i])));
+  }
+  EXPECT_TRUE(m.can_finish());
+  EXPECT_GE(checked, 8u);
+  // Special tokens are never in a mask; the caller adds the stop token when can_finish().
+  masker.fill(m, bits.data());
+  for (const AddedToken& a : tok.added_tokens()) {
+    if (a.special) {
+      EXPECT_FALSE(allowed(bits, a.id)) << a.content;
+    }
+  }
+}
+
+TEST(TokenMask, MaskAfterRollbackIsTheMaskBefore) {
+  const Tokenizer tok = Tokenizer::from_file(test::tiny_model_dir());
+  auto vocab = TokenVocab::from_tokenizer(tok);
+  auto g = compile_grammar(parse_gbnf(kJsonGbnf));
+  GrammarMatcher m(g);
+  TokenMasker masker(g, vocab);
+  ASSERT_TRUE(m.advance("{\"a\": [1"));
+  std::vector<uint64_t> before(vocab->words()), after(vocab->words());
+  masker.fill(m, before.data());
+  ASSERT_TRUE(m.advance(", 2"));
+  ASSERT_TRUE(m.advance("]}"));
+  masker.fill(m, after.data());
+  EXPECT_NE(before, after);
+  m.rollback(2);
+  masker.fill(m, after.data());
+  EXPECT_EQ(before, after);
+  EXPECT_EQ(after, brute_force(m, *vocab));
+}
+
+// Random byte-string vocabularies over a small alphabet (so that tokens cross rule boundaries
+// often) and random walks through several grammars: every mask equals the oracle's.
+TEST(TokenMask, SyntheticVocabulariesMatchBruteForce) {
+  const char* grammars[] = {
+      kJsonGbnf,
+      R"g(root ::= item ("," item){0,3}
+item ::= "a" [bc]* "d" | "(" root ")" | "é"+)g",
+      R"(root ::= ("ab" | "a" | "b")* "c" [0-9]{1,3})",
+  };
+  std::mt19937 rng(7);
+  const std::string alphabet = "{}[]\":, 0123456789abcdetrunlfs\\\xc3\xa9()";
+  for (const char* text : grammars) {
+    auto g = compile_grammar(parse_gbnf(text));
+    std::vector<std::pair<int32_t, std::string>> tokens;
+    for (int32_t id = 0; id < 3000; ++id) {
+      if (id % 97 == 5) continue;  // holes in the id space
+      std::string s;
+      const int len = 1 + int(rng() % 5);
+      for (int k = 0; k < len; ++k) s += alphabet[rng() % alphabet.size()];
+      tokens.emplace_back(id, s);
+    }
+    auto vocab = std::make_shared<const TokenVocab>(3100, tokens);
+    TokenMasker masker(g, vocab);
+    for (int walk = 0; walk < 20; ++walk) {
+      GrammarMatcher m(g);
+      std::vector<uint64_t> bits(vocab->words());
+      for (int step = 0; step < 30; ++step) {
+        masker.fill(m, bits.data());
+        const std::vector<uint64_t> want = brute_force(m, *vocab);
+        for (int32_t t = 0; t < vocab->vocab_size(); ++t)
+          ASSERT_EQ(allowed(bits, t), allowed(want, t)) << "token " << t << " '" << vocab->token_bytes(t) << "' walk " << walk << " step " << step << " in " << text;
+        std::vector<int32_t> ok;
+        for (int32_t t = 0; t < vocab->vocab_size(); ++t)
+          if (allowed(bits, t)) ok.push_back(t);
+        if (ok.empty()) break;
+        ASSERT_TRUE(m.advance(vocab->token_bytes(ok[rng() % ok.size()])));
+      }
+    }
+  }
+}
+
+TEST(TokenMask, AppliedToLogits) {
+  std::vector<uint64_t> bits(2, 0);
+  bits[0] = 0b1010;
+  bits[1] = uint64_t(1) << 3;  // token 67
+  std::vector<float> logits(80, 1.0f);
+  apply_token_mask(bits.data(), 70, logits.data(), int64_t(logits.size()));
+  for (int i = 0; i < 80; ++i) EXPECT_EQ(std::isinf(logits[size_t(i)]), !(i == 1 || i == 3 || i == 67)) << i;
+}
+
+}  // namespace
+}  // namespace qwen35::grammar
