@@ -214,6 +214,8 @@ std::function<DType(const std::string&, int64_t, int64_t)> uniform_matrix_type(D
 void export_text_gguf(const Model& model, const GgufExportOptions& o, GgufWriter& w) {
   const TextConfig& c = model.config().text;
   const TextWeights& tw = model.text_weights();
+  if (c.is_moe())
+    fail("writing a mixture-of-experts model (", c.num_experts, " experts) to GGUF is not supported yet");
   // The MTP block: HF's mtp.* tensors, or the GGUF one the model was loaded with.
   const Checkpoint* ck = model.is_gguf() ? nullptr : &model.checkpoint();
   const bool hf_mtp = ck && ck->find("mtp.fc.weight");

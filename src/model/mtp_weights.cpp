@@ -23,6 +23,7 @@ MtpWeights bind_mtp_weights(const Checkpoint& ck, const TextConfig& c, const Tex
 }
 
 MtpWeights bind_mtp_weights(const NextnTensors& n, const TextConfig& c, const TextWeights& text) {
+  if (c.is_moe()) fail(n.source, ": the MTP block of a mixture-of-experts GGUF cannot be loaded yet");
   const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size, hd = c.head_dim;
   auto view = [&](const char* name) -> const TensorView& {
     const TensorView* t = n.find(name);
@@ -61,12 +62,9 @@ MtpWeights bind_mtp_weights(const NextnTensors& n, const TextConfig& c, const Te
 
 std::vector<NamedMatrix> mtp_named_matrices(MtpWeights& w, int layer, const TextWeights& text) {
   const std::string b = "blk." + std::to_string(layer) + ".";
-  AttentionWeights& a = w.layer.attention;
-  MlpWeights& f = w.layer.mlp;
-  std::vector<NamedMatrix> out = {{b + "attn_q.weight", &a.q},      {b + "attn_k.weight", &a.k},
-                                  {b + "attn_v.weight", &a.v},      {b + "attn_output.weight", &a.o},
-                                  {b + "ffn_gate.weight", &f.gate}, {b + "ffn_up.weight", &f.up},
-                                  {b + "ffn_down.weight", &f.down}, {b + "nextn.eh_proj.weight", &w.fc}};
+  std::vector<NamedMatrix> out;
+  for_each_layer_matrix(w.layer, [&](const char* name, WeightMatrix& m) { out.push_back({b + name, &m}); });
+  out.push_back({b + "nextn.eh_proj.weight", &w.fc});
   if (w.embed.data != text.embed.data) out.push_back({b + "nextn.embed_tokens.weight", &w.embed, /*row_lookup=*/true});
   if (w.lm_head.data != text.lm_head.data) out.push_back({b + "nextn.shared_head_head.weight", &w.lm_head});
   return out;
