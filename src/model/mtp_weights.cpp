@@ -23,7 +23,6 @@ MtpWeights bind_mtp_weights(const Checkpoint& ck, const TextConfig& c, const Tex
 }
 
 MtpWeights bind_mtp_weights(const NextnTensors& n, const TextConfig& c, const TextWeights& text) {
-  if (c.is_moe()) fail(n.source, ": the MTP block of a mixture-of-experts GGUF cannot be loaded yet");
   const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size, hd = c.head_dim;
   auto view = [&](const char* name) -> const TensorView& {
     const TensorView* t = n.find(name);
@@ -52,9 +51,14 @@ MtpWeights bind_mtp_weights(const NextnTensors& n, const TextConfig& c, const Te
   L.attention.o = matrix("attn_output.weight", H, int64_t(c.num_heads) * hd);
   L.attention.q_norm = norm("attn_q_norm.weight", hd);
   L.attention.k_norm = norm("attn_k_norm.weight", hd);
-  L.mlp.gate = matrix("ffn_gate.weight", I, H);
-  L.mlp.up = matrix("ffn_up.weight", I, H);
-  L.mlp.down = matrix("ffn_down.weight", H, I);
+  if (c.is_moe()) {
+    L.moe = bind_moe_gguf([&](const std::string& name) { return n.find(name); }, c,
+                          n.source + ": blk." + std::to_string(n.layer) + ".");
+  } else {
+    L.mlp.gate = matrix("ffn_gate.weight", I, H);
+    L.mlp.up = matrix("ffn_up.weight", I, H);
+    L.mlp.down = matrix("ffn_down.weight", H, I);
+  }
   w.embed = n.find("nextn.embed_tokens.weight") ? matrix("nextn.embed_tokens.weight", V, H) : text.embed;
   w.lm_head = n.find("nextn.shared_head_head.weight") ? matrix("nextn.shared_head_head.weight", V, H) : text.lm_head;
   return w;

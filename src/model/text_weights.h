@@ -2,6 +2,7 @@
 // storage dtype the kernel table handles), f32 copies for the small vectors.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -156,6 +157,13 @@ WeightMatrix row_slice(const WeightMatrix& m, int64_t r0, int64_t n);
 // experts fused (experts.gate_up_proj, experts.down_proj: Qwen3.5 decoder layers, Qwen3.6 MTP) or
 // one by one (experts.J.{gate,up,down}_proj.weight: the Qwen3.5 MTP layer).
 MoeWeights bind_moe(const Checkpoint& ck, const TextConfig& c, const std::string& mp);
+// The same from GGUF tensors (llama.cpp's qwen35moe names without the "blk.N." prefix, looked up
+// by `find`; nullptr: absent): ffn_gate_inp [E, H], ffn_gate_inp_shexp [H], ffn_{gate,up,down}_shexp,
+// and the experts as ffn_gate_up_exps [E, 2I, H] (gate rows first) or ffn_gate_exps and
+// ffn_up_exps [E, I, H], and ffn_down_exps [E, H, I]. Any weight block format. `where` names the
+// block in errors.
+MoeWeights bind_moe_gguf(const std::function<const TensorView*(const std::string&)>& find, const TextConfig& c,
+                         const std::string& where);
 std::vector<float> vector_f32(const std::string& name, const TensorView& t, const Shape& shape);
 // A GGUF tensor as a matrix or f32 vector (types the engine lacks are an error naming the tensor).
 WeightMatrix gguf_matrix(const GgufFile& f, const std::string& name, int64_t rows, int64_t cols);
