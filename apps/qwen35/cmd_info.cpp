@@ -78,8 +78,6 @@ int cmd_info(int argc, char** argv) {
   if (c.is_moe()) {
     std::printf("architecture:  qwen35moe, %d layers (%d Gated DeltaNet, %d attention), hidden %lld\n", c.num_layers,
                 c.num_deltanet_layers(), c.num_attention_layers(), (long long)c.hidden_size);
-    std::printf("experts:       %d routed, %d per token, width %lld; shared expert width %lld\n", c.num_experts,
-                c.num_experts_per_tok, (long long)c.moe_intermediate_size, (long long)c.shared_expert_intermediate_size);
   } else {
     std::printf("architecture:  qwen35, %d layers (%d Gated DeltaNet, %d attention), hidden %lld, MLP %lld\n",
                 c.num_layers, c.num_deltanet_layers(), c.num_attention_layers(), (long long)c.hidden_size,
@@ -88,6 +86,9 @@ int cmd_info(int argc, char** argv) {
   std::printf("               attention %d heads / %d KV, head %d; DeltaNet %d key / %d value heads of %d%s\n",
               c.num_heads, c.num_kv_heads, c.head_dim, c.linear_key_heads, c.linear_value_heads, c.linear_value_dim,
               model->is_gguf() ? " (tiled value heads)" : "");
+  if (c.is_moe())
+    std::printf("experts:       %d routed, %d per token, width %lld; shared expert width %lld\n", c.num_experts,
+                c.num_experts_per_tok, (long long)c.moe_intermediate_size, (long long)c.shared_expert_intermediate_size);
   std::printf("file type:     %s\n", model->file_type().c_str());
   std::printf("weights:       %llu bytes (%s)%s\n", (unsigned long long)model->weight_bytes(),
               mib(model->weight_bytes()).c_str(),
