@@ -3,6 +3,7 @@
 // the thread count, and experts no row chose never read.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -11,6 +12,8 @@
 #include "core/error.h"
 #include "decoder_harness.h"
 #include "model/moe.h"
+#include "moe_checks.h"
+#include "support/logit_checks.h"
 #include "support/test_data.h"
 
 namespace qwen35::test {
@@ -126,6 +129,80 @@ TEST(Moe, ReadsOnlyTheChosenExperts) {
   EXPECT_EQ(unread, w.num_experts() - k);
   const MoeRun got = run_moe(test_compute(), cfg, poisoned, row);
   EXPECT_EQ(0, std::memcmp(got.out.data(), want.out.data(), size_t(H) * 4));
+}
+
+// image_native: the official processor's patches through the vision tower, the image rows put in
+// place of the image pads, MRoPE positions from the golden; prompt hidden states, logits and
+// routes, then 16 greedy tokens fed back one at a time with their routes.
+TEST(Moe, ImagePromptMatchesOfficialImplementation) {
+  const Golden g("tiny-qwen35-moe/golden/image_native.safetensors");
+  const Model& m = tiny_moe_model();
+  const TextConfig& cfg = m.config().text;
+  const int64_t H = cfg.hidden_size, V = cfg.vocab_size;
+  ASSERT_NE(m.vision(), nullptr);
+  const auto thw = g.i64("image_grid_thw");
+  const std::vector<ImageGrid> grids = {ImageGrid{thw[0], thw[1], thw[2]}};
+  const std::vector<float> embeds = m.vision()->encode(test_compute(), g.f32("pixel_values"), grids);
+  EXPECT_LE(max_rel_error(embeds, g.f32("image_embeds")), 1e-4) << "image_embeds";
+
+  const auto ids = g.i64("input_ids");
+  const auto pos64 = g.i64("position_ids");
+  const int64_t P = int64_t(ids.size());
+  std::vector<int32_t> ids32(ids.begin(), ids.end()), pos(pos64.begin(), pos64.end());
+  std::vector<float> x(size_t(P * H));
+  int64_t next = 0;
+  for (int64_t t = 0; t < P; ++t) {
+    if (ids[size_t(t)] == m.config().image_token_id) {
+      std::copy_n(embeds.begin() + next++ * H, H, x.begin() + t * H);
+    } else {
+      m.decoder().embed(&ids32[size_t(t)], 1, x.data() + t * H);
+    }
+  }
+  ASSERT_EQ(next * H, int64_t(embeds.size()));
+
+  struct Routes : DecoderObserver {
+    std::vector<LayerRoutes> layers;
+    std::vector<std::vector<float>> hidden;
+    int64_t H = 0;
+    void on_layer_output(int layer, const float* y, int64_t T) override {
+      if (hidden.size() <= size_t(layer)) hidden.resize(size_t(layer) + 1);
+      hidden[size_t(layer)].insert(hidden[size_t(layer)].end(), y, y + T * H);
+    }
+    void on_moe_routing(int layer, const MoeRouting& r) override {
+      if (layers.size() <= size_t(layer)) layers.resize(size_t(layer) + 1);
+      layers[size_t(layer)].append(r);
+    }
+  } obs;
+  obs.H = H;
+  const kernels::Compute c = test_compute();
+  DecoderState state = DecoderState::create(cfg);
+  DecoderWorkspace ws;
+  std::vector<float> out(size_t(P * H)), logits(size_t(P * V));
+  m.decoder().forward(c, x.data(), pos.data(), P, state, ws, out.data(), DeltaRuleMode::kAuto, &obs);
+  m.decoder().logits(c, out.data(), P, logits.data());
+  for (int i = 0; i < cfg.num_layers; ++i)
+    EXPECT_LE(max_rel_error(obs.hidden[size_t(i)], g.f32("hidden." + std::to_string(i))), 1e-4) << "hidden." << i;
+  EXPECT_LE(max_rel_error(out, g.f32("final_norm")), 1e-4);
+  expect_logits_match(g, "logits", logits, P, V);
+
+  // Greedy: each generated token is fed back at its golden position (decode_position_ids lists all
+  // but the last's, which follows), and routed: the golden's routes have P + 16 rows.
+  const auto want = g.i64("generated_ids");
+  const auto dpos = g.i64("decode_position_ids");
+  std::vector<float> row(logits.end() - V, logits.end());
+  std::vector<float> e(static_cast<size_t>(H)), h(static_cast<size_t>(H));
+  for (size_t step = 0; step < want.size(); ++step) {
+    expect_step_logits_match(g, "", int64_t(step), row.data(), V);
+    ASSERT_EQ(argmax(row.data(), V), want[step]) << "step " << step;  // golden gaps >= 1.3e-3 (README)
+    const int32_t id = int32_t(want[step]);
+    const int32_t p = int32_t(step < dpos.size() ? dpos[step] : dpos.back() + 1), p3[3] = {p, p, p};
+    m.decoder().embed(&id, 1, e.data());
+    m.decoder().forward(c, e.data(), p3, 1, state, ws, h.data(), DeltaRuleMode::kAuto, &obs);
+    m.decoder().logits(c, h.data(), 1, row.data());
+  }
+  const int64_t rows = P + int64_t(want.size());
+  EXPECT_EQ(int64_t(obs.layers[0].shared_gate.size()), rows);
+  EXPECT_EQ(expect_layer_routes_match(g, "", obs.layers, cfg.num_layers, rows), rows);
 }
 
 // --weights on an MoE folder: float types convert every expert (the router keeps its stored
