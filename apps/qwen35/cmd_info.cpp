@@ -25,9 +25,9 @@ const char* kUsage =
     "--devices lists the Vulkan devices instead: memory, features, and the one chosen first.\n";
 
 // "blk.7.ffn_down.weight" / "model.language_model.layers.7.mlp.down_proj.weight" -> the name without
-// its layer index, so every layer's tensor of one kind counts together.
+// its layer (and expert) index, so every layer's tensor of one kind counts together.
 std::string kind_of(const std::string& name) {
-  static const std::regex layer_index(R"((^|\.)(blk|layers|blocks)\.[0-9]+\.)");
+  static const std::regex layer_index(R"((^|\.)(blk|layers|blocks|experts)\.[0-9]+\.)");
   return std::regex_replace(name, layer_index, "$1$2.N.");
 }
 
@@ -105,12 +105,20 @@ int cmd_info(int argc, char** argv) {
                                        : std::string()))
                                      .c_str()
                                : "Hugging Face folder");
-  std::printf("architecture:  qwen35, %d layers (%d Gated DeltaNet, %d attention), hidden %lld, MLP %lld\n",
-              c.num_layers, c.num_deltanet_layers(), c.num_attention_layers(), (long long)c.hidden_size,
-              (long long)c.intermediate_size);
+  if (c.is_moe()) {
+    std::printf("architecture:  qwen35moe, %d layers (%d Gated DeltaNet, %d attention), hidden %lld\n", c.num_layers,
+                c.num_deltanet_layers(), c.num_attention_layers(), (long long)c.hidden_size);
+  } else {
+    std::printf("architecture:  qwen35, %d layers (%d Gated DeltaNet, %d attention), hidden %lld, MLP %lld\n",
+                c.num_layers, c.num_deltanet_layers(), c.num_attention_layers(), (long long)c.hidden_size,
+                (long long)c.intermediate_size);
+  }
   std::printf("               attention %d heads / %d KV, head %d; DeltaNet %d key / %d value heads of %d%s\n",
               c.num_heads, c.num_kv_heads, c.head_dim, c.linear_key_heads, c.linear_value_heads, c.linear_value_dim,
               model->is_gguf() ? " (tiled value heads)" : "");
+  if (c.is_moe())
+    std::printf("experts:       %d routed, %d per token, width %lld; shared expert width %lld\n", c.num_experts,
+                c.num_experts_per_tok, (long long)c.moe_intermediate_size, (long long)c.shared_expert_intermediate_size);
   std::printf("file type:     %s\n", model->file_type().c_str());
   std::printf("weights:       %llu bytes (%s)%s\n", (unsigned long long)model->weight_bytes(),
               mib(model->weight_bytes()).c_str(),

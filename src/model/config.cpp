@@ -74,11 +74,31 @@ class Reader {
   std::string where_;
 };
 
-void parse_text(const Reader& r, TextConfig& t) {
+// The experts of qwen3_5_moe (configuration_qwen3_5_moe.py). Its code renormalises the chosen
+// weights unconditionally and makes every layer sparse, so the keys other MoE families use to say
+// otherwise are refused rather than ignored.
+void parse_moe(const Reader& r, TextConfig& t) {
+  const std::string& w = r.where();
+  t.num_experts = r.count("num_experts");
+  t.num_experts_per_tok = r.count("num_experts_per_tok");
+  if (t.num_experts_per_tok > t.num_experts)
+    fail(w, ".num_experts_per_tok (", t.num_experts_per_tok, ") exceeds num_experts (", t.num_experts, ")");
+  t.moe_intermediate_size = r.positive("moe_intermediate_size");
+  t.shared_expert_intermediate_size = r.positive("shared_expert_intermediate_size");
+  if (r.has("norm_topk_prob") && !r.get<bool>("norm_topk_prob"))
+    fail(w, ".norm_topk_prob = false is not supported (Qwen3.5 MoE renormalises the chosen experts' weights)");
+  if (r.has("decoder_sparse_step") && r.get<int64_t>("decoder_sparse_step") != 1)
+    fail(w, ".decoder_sparse_step must be 1 (every Qwen3.5 MoE layer is sparse)");
+  if (r.has("mlp_only_layers") && !r.raw("mlp_only_layers").empty())
+    fail(w, ".mlp_only_layers is not empty: every Qwen3.5 MoE layer is sparse");
+}
+
+void parse_text(const Reader& r, TextConfig& t, bool moe) {
   const std::string& w = r.where();
   t.vocab_size = r.positive("vocab_size");
   t.hidden_size = r.positive("hidden_size");
-  t.intermediate_size = r.positive("intermediate_size");
+  if (moe) parse_moe(r, t);
+  else t.intermediate_size = r.positive("intermediate_size");
   t.num_layers = r.count("num_hidden_layers");
   t.rms_norm_eps = float(r.positive_real("rms_norm_eps", 1e-6));
   t.max_position_embeddings = r.positive("max_position_embeddings", 262144);
@@ -214,19 +234,21 @@ ModelConfig ModelConfig::parse(const std::string& text, const std::string& origi
   ModelConfig c;
   std::string model_type = top.get<std::string>("model_type", "");
   bool has_text = j.contains("text_config") && j["text_config"].is_object();
-  if (model_type == "qwen3_5" && !has_text) fail(origin, ": text_config is missing or not an object");
+  if ((model_type == "qwen3_5" || model_type == "qwen3_5_moe") && !has_text)
+    fail(origin, ": text_config is missing or not an object");
   if (has_text) {
-    if (model_type != "qwen3_5")
-      fail(origin, ": model_type '", model_type, "' is not supported (expected 'qwen3_5')");
+    if (model_type != "qwen3_5" && model_type != "qwen3_5_moe")
+      fail(origin, ": model_type '", model_type, "' is not supported (expected 'qwen3_5' or 'qwen3_5_moe')");
     Reader text(j["text_config"], origin + ": text_config");
-    parse_text(text, c.text);
+    parse_text(text, c.text, model_type == "qwen3_5_moe");
     c.text.tie_word_embeddings =
         top.has("tie_word_embeddings") ? top.get<bool>("tie_word_embeddings") : text.get<bool>("tie_word_embeddings", false);
     if (text.has("eos_token_id")) read_eos(j["text_config"]["eos_token_id"], c.eos_token_ids);
   } else {
-    if (model_type != "qwen3_5_text")
-      fail(origin, ": model_type '", model_type, "' is not supported (expected 'qwen3_5' or 'qwen3_5_text')");
-    parse_text(top, c.text);
+    if (model_type != "qwen3_5_text" && model_type != "qwen3_5_moe_text")
+      fail(origin, ": model_type '", model_type,
+           "' is not supported (expected 'qwen3_5', 'qwen3_5_moe', 'qwen3_5_text' or 'qwen3_5_moe_text')");
+    parse_text(top, c.text, model_type == "qwen3_5_moe_text");
     c.text.tie_word_embeddings = top.get<bool>("tie_word_embeddings", false);
   }
   if (top.has("eos_token_id")) read_eos(j["eos_token_id"], c.eos_token_ids);

@@ -15,7 +15,7 @@ enum class LayerKind { kDeltaNet, kAttention };
 struct TextConfig {
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;        // H
-  int64_t intermediate_size = 0;  // SwiGLU inner size
+  int64_t intermediate_size = 0;  // SwiGLU inner size (dense models; 0 in a mixture of experts)
   int num_layers = 0;
   std::vector<LayerKind> layer_kinds;
   float rms_norm_eps = 1e-6f;
@@ -42,6 +42,16 @@ struct TextConfig {
   int mtp_num_hidden_layers = 0;
   bool mtp_use_dedicated_embeddings = false;  // true is not supported (no released checkpoint has it)
 
+  // Mixture of experts (qwen3_5_moe; GGUF qwen35moe): every layer's FFN, the MTP layer's too, is a
+  // router over num_experts SwiGLU experts of moe_intermediate_size, num_experts_per_tok of them
+  // per token (weights renormalised to sum 1), plus one shared expert scaled by a sigmoid gate.
+  // num_experts 0: the dense SwiGLU MLP of intermediate_size.
+  int num_experts = 0;           // E
+  int num_experts_per_tok = 0;   // k
+  int64_t moe_intermediate_size = 0;
+  int64_t shared_expert_intermediate_size = 0;
+
+  bool is_moe() const { return num_experts > 0; }
   int64_t conv_dim() const { return 2 * int64_t(linear_key_heads) * linear_key_dim + int64_t(linear_value_heads) * linear_value_dim; }
   int64_t deltanet_value_size() const { return int64_t(linear_value_heads) * linear_value_dim; }
   int num_deltanet_layers() const;

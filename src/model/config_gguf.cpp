@@ -63,8 +63,9 @@ void layer_kinds(const GgufFile& f, const std::string& a, int block_count, TextC
 
 ModelConfig ModelConfig::from_gguf(const GgufFile& f, const GgufFile* mmproj) {
   const std::string arch(f.get_string("general.architecture"));
-  if (arch != "qwen35")
-    fail(f.path(), ": architecture '", arch, "' is not supported (expected qwen35, the dense Qwen3.5 text model)");
+  if (arch != "qwen35" && arch != "qwen35moe")
+    fail(f.path(), ": architecture '", arch,
+         "' is not supported (expected qwen35 or qwen35moe, the dense and mixture-of-experts Qwen3.5 text models)");
   const std::string a = arch;
   ModelConfig c;
   TextConfig& t = c.text;
@@ -74,7 +75,20 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f, const GgufFile* mmproj) {
     fail(f.path(), ": ", a, ".nextn_predict_layers = ", nextn, " must be in [0, block_count = ", block_count, ")");
   t.num_layers = block_count - int(nextn);
   t.hidden_size = count_key(f, a + ".embedding_length");
-  t.intermediate_size = count_key(f, a + ".feed_forward_length");
+  if (arch == "qwen35moe") {
+    t.num_experts = int(count_key(f, a + ".expert_count"));
+    t.num_experts_per_tok = int(count_key(f, a + ".expert_used_count"));
+    if (t.num_experts_per_tok > t.num_experts)
+      fail(f.path(), ": ", a, ".expert_used_count (", t.num_experts_per_tok, ") exceeds expert_count (", t.num_experts, ")");
+    t.moe_intermediate_size = count_key(f, a + ".expert_feed_forward_length");
+    t.shared_expert_intermediate_size = count_key(f, a + ".expert_shared_feed_forward_length");
+    // The qwen35moe graph renormalises the chosen weights and scales them by this key when it is
+    // neither 0 nor 1; the official model does not scale.
+    if (auto s = f.get_float_opt(a + ".expert_weights_scale"); s && *s != 0.0 && *s != 1.0)
+      fail(f.path(), ": ", a, ".expert_weights_scale = ", *s, " is not supported (Qwen3.5 MoE does not scale)");
+  } else {
+    t.intermediate_size = count_key(f, a + ".feed_forward_length");
+  }
   t.max_position_embeddings = count_key(f, a + ".context_length", std::nullopt, int64_t(1) << 26);
   t.num_heads = int(count_key(f, a + ".attention.head_count"));
   t.num_kv_heads = int(count_key(f, a + ".attention.head_count_kv", t.num_heads));

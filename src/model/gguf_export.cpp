@@ -188,16 +188,48 @@ std::string blk(int i, const std::string& name) { return "blk." + std::to_string
 
 // The layer schedule as llama.cpp keys it: full_attention_interval when the layers follow one,
 // else the per-layer recurrent flags (which llama.cpp reads first, gguf.md D1).
-void write_schedule(const TextConfig& c, int block_count, GgufWriter& w) {
+void write_schedule(const TextConfig& c, const std::string& a, int block_count, GgufWriter& w) {
   for (int interval = 1; interval <= c.num_layers; ++interval) {
     bool match = true;
     for (int i = 0; i < c.num_layers && match; ++i)
       match = (c.layer_kinds[size_t(i)] == LayerKind::kAttention) == ((i + 1) % interval == 0);
-    if (match) return w.set_u32("qwen35.full_attention_interval", uint32_t(interval));
+    if (match) return w.set_u32(a + ".full_attention_interval", uint32_t(interval));
   }
   std::vector<bool> recurrent(size_t(block_count), false);
   for (int i = 0; i < c.num_layers; ++i) recurrent[size_t(i)] = c.layer_kinds[size_t(i)] == LayerKind::kDeltaNet;
-  w.set_array_bool("qwen35.attention.recurrent_layers", recurrent);
+  w.set_array_bool(a + ".attention.recurrent_layers", recurrent);
+}
+
+// E expert matrices of one shape as one stacked tensor [E, rows, cols] (llama.cpp's *_exps).
+Rows expert_rows(const std::vector<WeightMatrix>& experts) {
+  const WeightMatrix& m0 = experts.front();
+  Rows r;
+  r.rows = int64_t(experts.size()) * m0.rows;
+  r.cols = m0.cols;
+  const int64_t per = m0.rows;
+  r.f32 = [experts, per](int64_t row, float* out) { kernels::weight_row_to_f32(experts[size_t(row / per)], row % per, out); };
+  bool plain = true;
+  for (const WeightMatrix& e : experts) plain &= e.layout == 0 && e.dtype == m0.dtype;
+  if (plain) {
+    r.raw_dtype = m0.dtype;
+    r.raw = [experts, per](int64_t row) { return experts[size_t(row / per)].row(row % per); };
+  }
+  return r;
+}
+
+// An MoE FFN under llama.cpp's qwen35moe names, `b` = "blk.N.": the router and the shared
+// expert's gate stay f32 (as llama.cpp's converter keeps them), the experts stacked with gate and
+// up apart (ffn_gate_exps, ffn_up_exps: what every llama.cpp build reads).
+void add_moe(Exporter& ex, const std::string& b, const MoeWeights& m) {
+  const int64_t E = m.num_experts(), H = m.router.cols, I = m.gate[0].rows, Is = m.shared.gate.rows;
+  ex.add(b + "ffn_gate_inp.weight", Shape{E, H}, matrix_rows(m.router), true, DType::F32);
+  ex.add(b + "ffn_gate_inp_shexp.weight", Shape{H}, matrix_rows(m.shared_gate), false, DType::F32);
+  ex.add(b + "ffn_gate_exps.weight", Shape{E, I, H}, expert_rows(m.gate), true);
+  ex.add(b + "ffn_up_exps.weight", Shape{E, I, H}, expert_rows(m.up), true);
+  ex.add(b + "ffn_down_exps.weight", Shape{E, H, I}, expert_rows(m.down), true);
+  ex.add(b + "ffn_gate_shexp.weight", Shape{Is, H}, matrix_rows(m.shared.gate), true);
+  ex.add(b + "ffn_up_shexp.weight", Shape{Is, H}, matrix_rows(m.shared.up), true);
+  ex.add(b + "ffn_down_shexp.weight", Shape{H, Is}, matrix_rows(m.shared.down), true);
 }
 
 // The MTP block as blk.<n>.*: from HF's mtp.* (norms get + 1) or the GGUF one loaded.
@@ -220,7 +252,9 @@ void export_text_gguf(const Model& model, const GgufExportOptions& o, GgufWriter
   const bool mtp = o.mtp && (hf_mtp || !model.nextn().empty());
   const int block_count = c.num_layers + (mtp ? 1 : 0);
 
-  w.set_string("general.architecture", "qwen35");
+  // llama.cpp's architecture: qwen35 (dense) or qwen35moe, which prefixes every model key.
+  const std::string a = c.is_moe() ? "qwen35moe" : "qwen35";
+  w.set_string("general.architecture", a);
   w.set_string("general.type", "model");
   if (!o.name.empty()) w.set_string("general.name", o.name);
   if (const GgufFile* src = model.gguf())  // provenance keys of a GGUF being requantized
@@ -229,26 +263,34 @@ void export_text_gguf(const Model& model, const GgufExportOptions& o, GgufWriter
           key != "general.name" && key != "general.file_type" && key != "general.quantization_version" &&
           key != "general.alignment")
         w.set_value(key, value);
-  w.set_u32("qwen35.block_count", uint32_t(block_count));
-  w.set_u32("qwen35.context_length", uint32_t(c.max_position_embeddings));
-  w.set_u32("qwen35.embedding_length", uint32_t(c.hidden_size));
-  w.set_u32("qwen35.feed_forward_length", uint32_t(c.intermediate_size));
-  w.set_u32("qwen35.attention.head_count", uint32_t(c.num_heads));
-  w.set_u32("qwen35.attention.head_count_kv", uint32_t(c.num_kv_heads));
-  w.set_f32("qwen35.rope.freq_base", float(c.rope_theta));
-  w.set_f32("qwen35.attention.layer_norm_rms_epsilon", c.rms_norm_eps);
-  w.set_u32("qwen35.attention.key_length", uint32_t(c.head_dim));
-  w.set_u32("qwen35.attention.value_length", uint32_t(c.head_dim));
+  w.set_u32(a + ".block_count", uint32_t(block_count));
+  w.set_u32(a + ".context_length", uint32_t(c.max_position_embeddings));
+  w.set_u32(a + ".embedding_length", uint32_t(c.hidden_size));
+  if (c.is_moe()) {
+    // As llama.cpp's converter writes a Qwen3.5 MoE config (no feed_forward_length: it has no dense MLP).
+    w.set_u32(a + ".expert_count", uint32_t(c.num_experts));
+    w.set_u32(a + ".expert_used_count", uint32_t(c.num_experts_per_tok));
+    w.set_u32(a + ".expert_feed_forward_length", uint32_t(c.moe_intermediate_size));
+    w.set_u32(a + ".expert_shared_feed_forward_length", uint32_t(c.shared_expert_intermediate_size));
+  } else {
+    w.set_u32(a + ".feed_forward_length", uint32_t(c.intermediate_size));
+  }
+  w.set_u32(a + ".attention.head_count", uint32_t(c.num_heads));
+  w.set_u32(a + ".attention.head_count_kv", uint32_t(c.num_kv_heads));
+  w.set_f32(a + ".rope.freq_base", float(c.rope_theta));
+  w.set_f32(a + ".attention.layer_norm_rms_epsilon", c.rms_norm_eps);
+  w.set_u32(a + ".attention.key_length", uint32_t(c.head_dim));
+  w.set_u32(a + ".attention.value_length", uint32_t(c.head_dim));
   w.set_u32("general.file_type", uint32_t(o.file_type));
-  w.set_array_i32("qwen35.rope.dimension_sections", {c.mrope_section[0], c.mrope_section[1], c.mrope_section[2], 0});
-  w.set_u32("qwen35.ssm.conv_kernel", uint32_t(c.conv_kernel));
-  w.set_u32("qwen35.ssm.state_size", uint32_t(c.linear_key_dim));
-  w.set_u32("qwen35.ssm.group_count", uint32_t(c.linear_key_heads));
-  w.set_u32("qwen35.ssm.time_step_rank", uint32_t(c.linear_value_heads));
-  w.set_u32("qwen35.ssm.inner_size", uint32_t(c.deltanet_value_size()));
-  write_schedule(c, block_count, w);
-  w.set_u32("qwen35.rope.dimension_count", uint32_t(c.rotary_dim));
-  if (mtp) w.set_u32("qwen35.nextn_predict_layers", 1);
+  w.set_array_i32(a + ".rope.dimension_sections", {c.mrope_section[0], c.mrope_section[1], c.mrope_section[2], 0});
+  w.set_u32(a + ".ssm.conv_kernel", uint32_t(c.conv_kernel));
+  w.set_u32(a + ".ssm.state_size", uint32_t(c.linear_key_dim));
+  w.set_u32(a + ".ssm.group_count", uint32_t(c.linear_key_heads));
+  w.set_u32(a + ".ssm.time_step_rank", uint32_t(c.linear_value_heads));
+  w.set_u32(a + ".ssm.inner_size", uint32_t(c.deltanet_value_size()));
+  write_schedule(c, a, block_count, w);
+  w.set_u32(a + ".rope.dimension_count", uint32_t(c.rotary_dim));
+  if (mtp) w.set_u32(a + ".nextn_predict_layers", 1);
   w.set_u32("general.quantization_version", 2);
   if (!c.attn_output_gate)
     fail("llama.cpp's qwen35 graph always splits attn_q into query and gate; this model has no output gate");
@@ -292,9 +334,13 @@ void export_text_gguf(const Model& model, const GgufExportOptions& o, GgufWriter
       ex.add(gguf_layer_tensor_name(i, "self_attn.q_norm.weight"), Shape{hd}, vector_rows(a.q_norm, hd), false);
       ex.add(gguf_layer_tensor_name(i, "self_attn.k_norm.weight"), Shape{hd}, vector_rows(a.k_norm, hd), false);
     }
-    ex.add(gguf_layer_tensor_name(i, "mlp.gate_proj.weight"), Shape{I, H}, matrix_rows(L.mlp.gate), true);
-    ex.add(gguf_layer_tensor_name(i, "mlp.up_proj.weight"), Shape{I, H}, matrix_rows(L.mlp.up), true);
-    ex.add(gguf_layer_tensor_name(i, "mlp.down_proj.weight"), Shape{H, I}, matrix_rows(L.mlp.down), true);
+    if (L.is_moe()) {
+      add_moe(ex, blk(i, ""), L.moe);
+    } else {
+      ex.add(gguf_layer_tensor_name(i, "mlp.gate_proj.weight"), Shape{I, H}, matrix_rows(L.mlp.gate), true);
+      ex.add(gguf_layer_tensor_name(i, "mlp.up_proj.weight"), Shape{I, H}, matrix_rows(L.mlp.up), true);
+      ex.add(gguf_layer_tensor_name(i, "mlp.down_proj.weight"), Shape{H, I}, matrix_rows(L.mlp.down), true);
+    }
   }
   if (mtp) export_mtp(model, ck, hf_mtp, c.num_layers, ex);
   ex.finish();
@@ -318,7 +364,10 @@ void export_mtp(const Model& model, const Checkpoint* ck, bool hf_mtp, int n, Ex
         "layers.0.self_attn.q_proj.weight", "layers.0.self_attn.k_proj.weight", "layers.0.self_attn.v_proj.weight",
         "layers.0.self_attn.o_proj.weight", "layers.0.self_attn.q_norm.weight", "layers.0.self_attn.k_norm.weight",
         "layers.0.mlp.gate_proj.weight", "layers.0.mlp.up_proj.weight", "layers.0.mlp.down_proj.weight"};
+    const bool moe = model.config().text.is_moe();
     for (const char* suffix : kOrder) {
+      // An MoE block's FFN (experts one by one or fused) is written from its bound weights below.
+      if (moe && std::string_view(suffix).starts_with("layers.0.mlp.")) continue;
       const std::string hf = std::string("mtp.") + suffix;
       const TensorView* t = ck->find(hf);
       if (!t) fail("checkpoint has mtp.fc.weight but no ", hf);
@@ -337,6 +386,7 @@ void export_mtp(const Model& model, const Checkpoint* ck, bool hf_mtp, int n, Ex
     const int64_t cols = v.shape[v.shape.ndim - 1];
     ex.add(it.name, v.shape, view_rows(v, cols, it.plus_one), v.shape.ndim >= 2);
   }
+  if (hf_mtp && model.config().text.is_moe()) add_moe(ex, blk(n, ""), model.mtp()->weights().layer.moe);
 }
 
 }  // namespace

@@ -116,8 +116,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
     if (!options.mtp.empty()) {
       if (!m->nextn_.empty()) fail(path, " already holds an MTP block; --mtp ", options.mtp, " is not needed");
       m->mtp_file_ = GgufFile::open(options.mtp);
-      if (m->mtp_file_->get_string_opt("general.architecture") != "qwen35")
-        fail(options.mtp, ": an MTP sidecar must have architecture qwen35");
+      if (m->mtp_file_->get_string_opt("general.architecture") != f.get_string_opt("general.architecture"))
+        fail(options.mtp, ": an MTP sidecar must have the model's architecture (", f.get_string("general.architecture"), ")");
       m->nextn_ = bind_nextn(*m->mtp_file_, m->config_.text);
       if (m->nextn_.empty()) fail(options.mtp, ": has no MTP block (no blk.N.nextn.eh_proj.weight)");
     }

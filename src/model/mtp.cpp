@@ -14,7 +14,8 @@ void MtpWorkspace::reserve(const TextConfig& cfg, int64_t tokens) {
     mixed.resize(n);
   }
   attention.reserve(cfg, tokens);
-  mlp.reserve(cfg.intermediate_size, tokens);
+  if (cfg.is_moe()) moe.reserve(cfg, tokens);
+  else mlp.reserve(cfg.intermediate_size, tokens);
 }
 
 MtpHead::MtpHead(const TextConfig& cfg, const MtpWeights& weights) : cfg_(cfg), w_(weights), rope_(cfg) {}
@@ -54,7 +55,12 @@ void MtpHead::forward(const kernels::Compute& c, const float* embeddings, const 
   k.add(ws.mixed.data(), x, T * H);
   norm_rows(x, L.post_norm, ws.normed.data());
   ws.normed_in.bind(ws.normed.data(), T, H);
-  mlp_forward(c, L.mlp, ws.normed_in, ws.mlp, ws.mixed.data());
+  if (L.is_moe()) {
+    moe_forward(c, L.moe, ws.normed_in, ws.moe, ws.mixed.data());
+    if (observer) observer->on_moe_routing(ws.moe.routing(T, L.moe.num_experts(), L.moe.top_k));
+  } else {
+    mlp_forward(c, L.mlp, ws.normed_in, ws.mlp, ws.mixed.data());
+  }
   k.add(ws.mixed.data(), x, T * H);
   if (observer) observer->on_layer_out(x, T);
 

@@ -21,6 +21,7 @@
 #include "model/config.h"
 #include "model/decoder_state.h"
 #include "model/mlp.h"
+#include "model/moe.h"
 #include "model/mtp_weights.h"
 #include "model/rope.h"
 
@@ -32,6 +33,7 @@ class MtpObserver {
   virtual ~MtpObserver() = default;
   virtual void on_fc_out(const float* z, int64_t T) {}     // [T, H] input of the decoder layer
   virtual void on_layer_out(const float* x, int64_t T) {}  // [T, H] residual stream before mtp.norm
+  virtual void on_moe_routing(const MoeRouting& r) {}       // the layer's expert choices (MoE heads)
 };
 
 // Buffers of one call; grown on demand (reserve once to keep the decode loop allocation-free).
@@ -45,6 +47,7 @@ struct MtpWorkspace {
   kernels::Activations cat_in;  // cat, input of fc
   AttentionScratch attention;
   MlpScratch mlp;
+  MoeScratch moe;
   void reserve(const TextConfig& cfg, int64_t tokens);
 };
 

@@ -51,9 +51,14 @@ MtpWeights bind_mtp_weights(const NextnTensors& n, const TextConfig& c, const Te
   L.attention.o = matrix("attn_output.weight", H, int64_t(c.num_heads) * hd);
   L.attention.q_norm = norm("attn_q_norm.weight", hd);
   L.attention.k_norm = norm("attn_k_norm.weight", hd);
-  L.mlp.gate = matrix("ffn_gate.weight", I, H);
-  L.mlp.up = matrix("ffn_up.weight", I, H);
-  L.mlp.down = matrix("ffn_down.weight", H, I);
+  if (c.is_moe()) {
+    L.moe = bind_moe_gguf([&](const std::string& name) { return n.find(name); }, c,
+                          n.source + ": blk." + std::to_string(n.layer) + ".");
+  } else {
+    L.mlp.gate = matrix("ffn_gate.weight", I, H);
+    L.mlp.up = matrix("ffn_up.weight", I, H);
+    L.mlp.down = matrix("ffn_down.weight", H, I);
+  }
   w.embed = n.find("nextn.embed_tokens.weight") ? matrix("nextn.embed_tokens.weight", V, H) : text.embed;
   w.lm_head = n.find("nextn.shared_head_head.weight") ? matrix("nextn.shared_head_head.weight", V, H) : text.lm_head;
   return w;
@@ -61,12 +66,9 @@ MtpWeights bind_mtp_weights(const NextnTensors& n, const TextConfig& c, const Te
 
 std::vector<NamedMatrix> mtp_named_matrices(MtpWeights& w, int layer, const TextWeights& text) {
   const std::string b = "blk." + std::to_string(layer) + ".";
-  AttentionWeights& a = w.layer.attention;
-  MlpWeights& f = w.layer.mlp;
-  std::vector<NamedMatrix> out = {{b + "attn_q.weight", &a.q},      {b + "attn_k.weight", &a.k},
-                                  {b + "attn_v.weight", &a.v},      {b + "attn_output.weight", &a.o},
-                                  {b + "ffn_gate.weight", &f.gate}, {b + "ffn_up.weight", &f.up},
-                                  {b + "ffn_down.weight", &f.down}, {b + "nextn.eh_proj.weight", &w.fc}};
+  std::vector<NamedMatrix> out;
+  for_each_layer_matrix(w.layer, [&](const char* name, WeightMatrix& m) { out.push_back({b + name, &m}); });
+  out.push_back({b + "nextn.eh_proj.weight", &w.fc});
   if (w.embed.data != text.embed.data) out.push_back({b + "nextn.embed_tokens.weight", &w.embed, /*row_lookup=*/true});
   if (w.lm_head.data != text.lm_head.data) out.push_back({b + "nextn.shared_head_head.weight", &w.lm_head});
   return out;

@@ -47,7 +47,8 @@ MtpWeights bind_mtp_weights(const Checkpoint& ck, const TextConfig& cfg, const T
 MtpWeights bind_mtp_weights(const NextnTensors& nextn, const TextConfig& cfg, const TextWeights& text);
 
 // The head's matrices under their GGUF names as block `layer` of a file that bundles it
-// (block_count - 1: 32 for 9B): blk.N.attn_q/k/v/output, blk.N.ffn_gate/up/down and
+// (block_count - 1: 32 for 9B): blk.N.attn_q/k/v/output, blk.N.ffn_gate/up/down (or the MoE
+// FFN's, as for_each_layer_matrix names them) and
 // blk.N.nextn.eh_proj, then nextn.embed_tokens / nextn.shared_head_head when they are the
 // head's own (not `text`'s).
 std::vector<NamedMatrix> mtp_named_matrices(MtpWeights& w, int layer, const TextWeights& text);

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "core/error.h"
+
 namespace qwen35 {
 namespace {
 
@@ -201,6 +203,7 @@ void sort_like_llama_quantize(std::vector<GgufTensorShape>& tensors) {
 }
 
 std::vector<GgufTensorShape> gguf_text_tensors(const TextConfig& c, int mtp_layers) {
+  if (c.is_moe()) fail("the GGUF tensor inventory of a mixture-of-experts model is not supported yet");
   const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
   std::vector<GgufTensorShape> out;
   const auto add = [&](std::string name, std::vector<int64_t> ne) { out.push_back({std::move(name), std::move(ne)}); };

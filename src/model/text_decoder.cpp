@@ -17,7 +17,8 @@ void DecoderWorkspace::reserve(const TextConfig& cfg, int64_t tokens) {
   }
   deltanet.reserve(cfg, tokens);
   attention.reserve(cfg, tokens);
-  mlp.reserve(cfg.intermediate_size, tokens);
+  if (cfg.is_moe()) moe.reserve(cfg, tokens);
+  else mlp.reserve(cfg.intermediate_size, tokens);
 }
 
 TextDecoder::TextDecoder(const TextConfig& cfg, const TextWeights& weights) : cfg_(cfg), w_(weights), rope_(cfg) {}
@@ -196,7 +197,12 @@ void TextDecoder::forward_batch(const kernels::Compute& c, const float* inputs, 
       norm_rows(c, x, Lw.post_norm, eps, t0, t1, H, normed);
     });
     ws.normed_in.bind(normed, T, H);
-    mlp_forward(c, Lw.mlp, ws.normed_in, ws.mlp, mixed);
+    if (Lw.is_moe()) {
+      moe_forward(c, Lw.moe, ws.normed_in, ws.moe, mixed);
+      if (observer) observer->on_moe_routing(i, ws.moe.routing(T, Lw.moe.num_experts(), Lw.moe.top_k));
+    } else {
+      mlp_forward(c, Lw.mlp, ws.normed_in, ws.mlp, mixed);
+    }
     over_rows(c, T, [&](int64_t t0, int64_t t1) { c.k->add(mixed + t0 * H, x + t0 * H, (t1 - t0) * H); });
     if (observer) observer->on_layer_output(i, x, T);
   }

@@ -12,6 +12,7 @@
 #include "model/decoder_state.h"
 #include "model/deltanet.h"
 #include "model/mlp.h"
+#include "model/moe.h"
 #include "model/rope.h"
 #include "model/text_weights.h"
 
@@ -22,6 +23,7 @@ class DecoderObserver {
  public:
   virtual ~DecoderObserver() = default;
   virtual void on_layer_output(int layer, const float* x, int64_t T) {}  // residual stream [T, H]
+  virtual void on_moe_routing(int layer, const MoeRouting& r) {}         // an MoE layer's choices
 };
 
 // Buffers of one forward call; grown on demand, so a session that reserves its block size once
@@ -43,6 +45,7 @@ struct DecoderWorkspace {
   DeltaNetScratch deltanet;
   AttentionScratch attention;
   MlpScratch mlp;
+  MoeScratch moe;
   // With `trace` on, forward() keeps each DeltaNet layer's block inputs in traces[i], for
   // replay_deltanet (one per DeltaNet layer, in layer order).
   bool trace = false;

@@ -1,6 +1,7 @@
 #include "model/text_weights.h"
 
 #include <cmath>
+#include <string_view>
 
 #include "core/error.h"
 
@@ -45,6 +46,56 @@ WeightMatrix matrix_view(const std::string& name, const TensorView& t, int64_t r
   return m;
 }
 
+std::vector<WeightMatrix> expert_views(const std::string& name, const TensorView& t, int64_t n, int64_t rows,
+                                       int64_t cols, bool allow_blocks) {
+  check_view(name, t, Shape{n, rows, cols}, allow_blocks);
+  std::vector<WeightMatrix> out;
+  const size_t row_bytes = dtype_bytes(t.dtype, size_t(cols));
+  for (int64_t e = 0; e < n; ++e)
+    out.push_back(WeightMatrix{t.dtype, static_cast<const uint8_t*>(t.data) + size_t(e * rows) * row_bytes, rows, cols,
+                               row_bytes});
+  return out;
+}
+
+WeightMatrix row_slice(const WeightMatrix& m, int64_t r0, int64_t n) {
+  if (m.layout != 0 || r0 < 0 || n < 0 || r0 + n > m.rows) fail("row_slice: rows [", r0, ", ", r0 + n, ") of ", m.rows);
+  WeightMatrix s = m;
+  s.data = m.row(r0);
+  s.rows = n;
+  return s;
+}
+
+MoeWeights bind_moe(const Checkpoint& ck, const TextConfig& c, const std::string& mp) {
+  const int64_t H = c.hidden_size, E = c.num_experts, I = c.moe_intermediate_size,
+                Is = c.shared_expert_intermediate_size;
+  MoeWeights m;
+  m.top_k = c.num_experts_per_tok;
+  m.router = bind_matrix(ck, mp + "gate.weight", E, H);
+  m.shared_gate = bind_matrix(ck, mp + "shared_expert_gate.weight", 1, H);
+  m.shared.gate = bind_matrix(ck, mp + "shared_expert.gate_proj.weight", Is, H);
+  m.shared.up = bind_matrix(ck, mp + "shared_expert.up_proj.weight", Is, H);
+  m.shared.down = bind_matrix(ck, mp + "shared_expert.down_proj.weight", H, Is);
+  const std::string fused = mp + "experts.gate_up_proj";
+  if (ck.find(fused)) {
+    // Per expert, rows [0, I) of gate_up_proj are gate_proj and rows [I, 2I) up_proj.
+    for (const WeightMatrix& gu : expert_views(fused, ck.get(fused), E, 2 * I, H, false)) {
+      m.gate.push_back(row_slice(gu, 0, I));
+      m.up.push_back(row_slice(gu, I, I));
+    }
+    m.down = expert_views(mp + "experts.down_proj", ck.get(mp + "experts.down_proj"), E, H, I, false);
+  } else {
+    if (!ck.find(mp + "experts.0.gate_proj.weight"))
+      fail("checkpoint has neither ", fused, " (fused experts) nor ", mp, "experts.0.gate_proj.weight (one by one)");
+    for (int64_t e = 0; e < E; ++e) {
+      const std::string ep = mp + "experts." + std::to_string(e) + ".";
+      m.gate.push_back(bind_matrix(ck, ep + "gate_proj.weight", I, H));
+      m.up.push_back(bind_matrix(ck, ep + "up_proj.weight", I, H));
+      m.down.push_back(bind_matrix(ck, ep + "down_proj.weight", H, I));
+    }
+  }
+  return m;
+}
+
 std::vector<float> vector_f32(const std::string& name, const TensorView& t, const Shape& shape) {
   check_view(name, t, shape, false);
   return to_f32(t);
@@ -72,9 +123,13 @@ LayerWeights bind_layer(const Checkpoint& ck, const TextConfig& c, const std::st
   L.kind = kind;
   L.input_norm = one_plus(bind_vector(ck, lp + "input_layernorm.weight", Shape{H}));
   L.post_norm = one_plus(bind_vector(ck, lp + "post_attention_layernorm.weight", Shape{H}));
-  L.mlp.gate = bind_matrix(ck, lp + "mlp.gate_proj.weight", I, H);
-  L.mlp.up = bind_matrix(ck, lp + "mlp.up_proj.weight", I, H);
-  L.mlp.down = bind_matrix(ck, lp + "mlp.down_proj.weight", H, I);
+  if (c.is_moe()) {
+    L.moe = bind_moe(ck, c, lp + "mlp.");
+  } else {
+    L.mlp.gate = bind_matrix(ck, lp + "mlp.gate_proj.weight", I, H);
+    L.mlp.up = bind_matrix(ck, lp + "mlp.up_proj.weight", I, H);
+    L.mlp.down = bind_matrix(ck, lp + "mlp.down_proj.weight", H, I);
+  }
   if (L.kind == LayerKind::kDeltaNet) {
     const std::string dp = lp + "linear_attn.";
     const int64_t C = c.conv_dim(), Hv = c.linear_value_heads, VS = c.deltanet_value_size();
@@ -125,8 +180,16 @@ TextWeights TextWeights::bind(const Checkpoint& ck, const TextConfig& c) {
 
 std::vector<const WeightMatrix*> decode_matrices(const TextWeights& w) {
   std::vector<const WeightMatrix*> out;
-  for (const LayerWeights& L : w.layers)
-    for_each_layer_matrix(L, [&](const char*, const WeightMatrix& m) { out.push_back(&m); });
+  for (const LayerWeights& L : w.layers) {
+    std::string_view last;
+    int nth = 0;  // the matrix's index among those of its name (an expert's id)
+    for_each_layer_matrix(L, [&](const char* name, const WeightMatrix& m) {
+      nth = name == last ? nth + 1 : 0;
+      last = name;
+      if (last.ends_with("_exps.weight") && nth >= L.moe.top_k) return;
+      out.push_back(&m);
+    });
+  }
   out.push_back(&w.lm_head);
   return out;
 }

@@ -1,5 +1,8 @@
 // TextWeights and the MTP tensors from a qwen35 GGUF file (gguf.md sections 2-3, spec 11.2).
+#include <deque>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/error.h"
 #include "io/gguf.h"
@@ -12,6 +15,43 @@ namespace {
 
 std::string blk(int i, const char* name) { return "blk." + std::to_string(i) + "." + name; }
 
+}  // namespace
+
+MoeWeights bind_moe_gguf(const std::function<const TensorView*(const std::string&)>& find, const TextConfig& c,
+                         const std::string& where) {
+  const int64_t H = c.hidden_size, E = c.num_experts, I = c.moe_intermediate_size, Is = c.shared_expert_intermediate_size;
+  auto get = [&](const std::string& name) -> const TensorView& {
+    const TensorView* t = find(name);
+    if (!t) fail(where, ": missing tensor '", name, "'");
+    return *t;
+  };
+  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
+    return matrix_view(where + name, get(name), rows, cols, true);
+  };
+  MoeWeights m;
+  m.top_k = c.num_experts_per_tok;
+  m.router = matrix("ffn_gate_inp.weight", E, H);
+  // llama.cpp stores the shared expert's gate as a vector [H]; it is one row of the matrix [1, H].
+  TensorView sg = get("ffn_gate_inp_shexp.weight");
+  if (sg.shape == Shape{H}) sg.shape = Shape{1, H};
+  m.shared_gate = matrix_view(where + "ffn_gate_inp_shexp.weight", sg, 1, H, true);
+  m.shared.gate = matrix("ffn_gate_shexp.weight", Is, H);
+  m.shared.up = matrix("ffn_up_shexp.weight", Is, H);
+  m.shared.down = matrix("ffn_down_shexp.weight", H, Is);
+  if (const TensorView* gu = find("ffn_gate_up_exps.weight")) {
+    for (const WeightMatrix& e : expert_views(where + "ffn_gate_up_exps.weight", *gu, E, 2 * I, H, true)) {
+      m.gate.push_back(row_slice(e, 0, I));
+      m.up.push_back(row_slice(e, I, I));
+    }
+  } else {
+    m.gate = expert_views(where + "ffn_gate_exps.weight", get("ffn_gate_exps.weight"), E, I, H, true);
+    m.up = expert_views(where + "ffn_up_exps.weight", get("ffn_up_exps.weight"), E, I, H, true);
+  }
+  m.down = expert_views(where + "ffn_down_exps.weight", get("ffn_down_exps.weight"), E, H, I, true);
+  return m;
+}
+
+namespace {
 
 }  // namespace
 
@@ -28,9 +68,20 @@ TextWeights TextWeights::bind_gguf(const GgufFile& f, const TextConfig& c) {
     L.kind = c.layer_kinds[size_t(i)];
     L.input_norm = gguf_vector(f, gguf_layer_tensor_name(i, "input_layernorm.weight"), Shape{H});
     L.post_norm = gguf_vector(f, gguf_layer_tensor_name(i, "post_attention_layernorm.weight"), Shape{H});
-    L.mlp.gate = gguf_matrix(f, gguf_layer_tensor_name(i, "mlp.gate_proj.weight"), I, H);
-    L.mlp.up = gguf_matrix(f, gguf_layer_tensor_name(i, "mlp.up_proj.weight"), I, H);
-    L.mlp.down = gguf_matrix(f, gguf_layer_tensor_name(i, "mlp.down_proj.weight"), H, I);
+    if (c.is_moe()) {
+      const std::string b = "blk." + std::to_string(i) + ".";
+      std::deque<TensorView> views;  // find's answers, alive until bind_moe_gguf returns
+      L.moe = bind_moe_gguf(
+          [&](const std::string& name) -> const TensorView* {
+            const GgufTensor* t = f.find_tensor(b + name);
+            return t ? &views.emplace_back(t->view()) : nullptr;
+          },
+          c, f.path() + ": " + b);
+    } else {
+      L.mlp.gate = gguf_matrix(f, gguf_layer_tensor_name(i, "mlp.gate_proj.weight"), I, H);
+      L.mlp.up = gguf_matrix(f, gguf_layer_tensor_name(i, "mlp.up_proj.weight"), I, H);
+      L.mlp.down = gguf_matrix(f, gguf_layer_tensor_name(i, "mlp.down_proj.weight"), H, I);
+    }
     if (L.kind == LayerKind::kDeltaNet) {
       if (f.find_tensor(gguf_layer_tensor_name(i, "self_attn.q_proj.weight")))
         fail(f.path(), ": layer ", i, " has attention tensors but the layer schedule makes it a DeltaNet layer");
@@ -73,7 +124,7 @@ NextnTensors bind_nextn(const GgufFile& f, const TextConfig& c) {
   NextnTensors out;
   // The MTP layer is the last block, in a bundled file and in a sidecar alike; llama.cpp looks for
   // its eh_proj to decide that a file can draft (gguf.md section 3).
-  const int layer = int(f.get_int_opt("qwen35.block_count").value_or(0)) - 1;
+  const int layer = int(f.get_int_opt(std::string(f.get_string("general.architecture")) + ".block_count").value_or(0)) - 1;
   if (layer < 0 || !f.find_tensor(blk(layer, "nextn.eh_proj.weight"))) return out;
   if (layer != c.num_layers)
     fail(f.path(), ": the MTP layer is block ", layer, " but the model has ", c.num_layers, " decoder layers");
@@ -106,6 +157,8 @@ NextnTensors bind_nextn(const GgufFile& f, const TextConfig& c) {
       {"ffn_down.weight", Shape{H, I}, true, true},
   };
   for (const Want& want : wants) {
+    // An MoE block's FFN tensors are checked by bind_moe_gguf when the head binds them.
+    if (c.is_moe() && std::string_view(want.name).starts_with("ffn_")) continue;
     const std::string name = blk(out.layer, want.name);
     const GgufTensor* t = f.find_tensor(name);
     if (!t) {
@@ -116,6 +169,11 @@ NextnTensors bind_nextn(const GgufFile& f, const TextConfig& c) {
     if (want.matrix) matrix_view(name, v, want.shape[0], want.shape[1], true);
     else vector_f32(name, v, want.shape);
     out.tensors.emplace(want.name, v);
+  }
+  if (c.is_moe()) {
+    const std::string prefix = blk(out.layer, "ffn_");
+    for (const GgufTensor& t : f.tensors())
+      if (t.name.starts_with(prefix)) out.tensors.emplace(t.name.substr(prefix.size() - 4), t.view());
   }
   return out;
 }

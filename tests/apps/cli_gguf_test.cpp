@@ -107,5 +107,35 @@ TEST(CliGguf, BadOptionsAreClearErrors) {
   std::filesystem::remove_all(dir);
 }
 
+// The mixture-of-experts model: convert writes a qwen35moe file, info shows the experts, and
+// generating from the file gives the folder's tokens; quantizing presets are refused for now.
+TEST(CliGguf, MoeConvertInfoGenerate) {
+  const std::string dir = temp_dir("cli_gguf_moe");
+  const std::string model = dir + "/tiny-moe.gguf";
+  RunOutput r = run("convert -m " + tiny_moe_model_dir() + " --out " + model);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(GgufFile::open(model)->get_string("general.architecture"), "qwen35moe");
+  for (const std::string& m : {model, tiny_moe_model_dir()}) {
+    r = run("info -m " + m);
+    ASSERT_EQ(r.status, 0) << r.out;
+    for (const char* line : {"architecture:  qwen35moe, 8 layers (6 Gated DeltaNet, 2 attention)",
+                             "experts:       16 routed, 4 per token, width 32; shared expert width 48"})
+      EXPECT_TRUE(has(r.out, line)) << line << "\n" << r.out;
+  }
+  const RunOutput a = run("generate -m " + model + " --ids 248045,846,198 -n 6 --json"),
+                  b = run("generate -m " + tiny_moe_model_dir() + " --ids 248045,846,198 -n 6 --json");
+  EXPECT_EQ(a.status, 0) << a.out;
+  EXPECT_EQ(b.status, 0) << b.out;
+  const auto ids = [](const std::string& out) { return out.substr(out.find("\"ids\"")); };
+  if (has(a.out, "\"ids\"") && has(b.out, "\"ids\"")) {
+    EXPECT_EQ(ids(a.out).substr(0, ids(a.out).find(']')), ids(b.out).substr(0, ids(b.out).find(']')));
+  } else {
+    ADD_FAILURE() << a.out << "\n" << b.out;
+  }
+  r = run("convert -m " + tiny_moe_model_dir() + " --out " + dir + "/q.gguf --type q4_k_m");
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(has(r.out, "quantizing a mixture-of-experts model is not supported yet")) << r.out;
+}
+
 }  // namespace
 }  // namespace qwen35::test

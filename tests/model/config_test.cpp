@@ -77,6 +77,60 @@ TEST(ConfigTest, TinyModel) {
   EXPECT_EQ(c.eos_token_ids, (std::vector<int64_t>{248044}));
 }
 
+json config_moe() { return json::parse(test::read_text_file(test::data_path("tiny-qwen35-moe/config.json"))); }
+
+std::string error_moe(const std::function<void(json&)>& edit) {
+  json j = config_moe();
+  edit(j);
+  return parse_error(j.dump());
+}
+
+TEST(ConfigTest, TinyMoeModel) {
+  const ModelConfig c = ModelConfig::load(test::tiny_moe_model_dir());
+  const TextConfig& t = c.text;
+  EXPECT_TRUE(t.is_moe());
+  EXPECT_EQ(t.num_experts, 16);
+  EXPECT_EQ(t.num_experts_per_tok, 4);
+  EXPECT_EQ(t.moe_intermediate_size, 32);
+  EXPECT_EQ(t.shared_expert_intermediate_size, 48);
+  EXPECT_EQ(t.intermediate_size, 0);
+  EXPECT_EQ(t.hidden_size, 64);
+  EXPECT_EQ(t.num_layers, 8);
+  EXPECT_EQ(attention_layers(t), (std::vector<int>{3, 7}));
+  EXPECT_EQ(t.mtp_num_hidden_layers, 1);
+  EXPECT_TRUE(c.vision.present);
+  EXPECT_FALSE(ModelConfig::load(test::tiny_model_dir()).text.is_moe());
+
+  // The text-only schema of the same model.
+  json text = config_moe()["text_config"];
+  const ModelConfig tc = parse(text);
+  EXPECT_EQ(tc.text.num_experts, 16);
+  EXPECT_FALSE(tc.vision.present);
+}
+
+TEST(ConfigTest, MoeKeysAreChecked) {
+  EXPECT_THAT(error_moe([](json& j) { j["text_config"].erase("num_experts"); }),
+              HasSubstr("text_config.num_experts is missing"));
+  EXPECT_THAT(error_moe([](json& j) { j["text_config"]["num_experts_per_tok"] = 17; }),
+              HasSubstr("num_experts_per_tok (17) exceeds num_experts (16)"));
+  EXPECT_THAT(error_moe([](json& j) { j["text_config"]["moe_intermediate_size"] = 0; }),
+              HasSubstr("text_config.moe_intermediate_size must be positive"));
+  EXPECT_THAT(error_moe([](json& j) { j["text_config"].erase("shared_expert_intermediate_size"); }),
+              HasSubstr("shared_expert_intermediate_size is missing"));
+  EXPECT_THAT(error_moe([](json& j) { j["text_config"]["norm_topk_prob"] = false; }),
+              HasSubstr("norm_topk_prob = false is not supported"));
+  EXPECT_THAT(error_moe([](json& j) { j["text_config"]["decoder_sparse_step"] = 2; }),
+              HasSubstr("decoder_sparse_step must be 1"));
+  EXPECT_THAT(error_moe([](json& j) { j["text_config"]["mlp_only_layers"] = json::array({0}); }),
+              HasSubstr("mlp_only_layers is not empty"));
+  // A dense config needs its intermediate_size; an MoE one ignores a stray one.
+  EXPECT_THAT(error_9b([](json& j) { j["text_config"].erase("intermediate_size"); }),
+              HasSubstr("text_config.intermediate_size is missing"));
+  json j = config_moe();
+  j["text_config"]["norm_topk_prob"] = true;
+  EXPECT_EQ(parse(j).text.num_experts_per_tok, 4);
+}
+
 TEST(ConfigTest, Real9B) {
   const std::string path = test::data_path("configs/qwen3.5-9b.json");
   const ModelConfig c = ModelConfig::parse(test::read_text_file(path), path);
@@ -152,7 +206,7 @@ TEST(ConfigTest, TextOnlySchema) {
   EXPECT_EQ(c.eos_token_ids, (std::vector<int64_t>{248044}));
   j["model_type"] = "qwen3_next";
   EXPECT_THAT(parse_error(j.dump()),
-              HasSubstr("model_type 'qwen3_next' is not supported (expected 'qwen3_5' or 'qwen3_5_text')"));
+              HasSubstr("model_type 'qwen3_next' is not supported (expected 'qwen3_5', 'qwen3_5_moe', 'qwen3_5_text'"));
 }
 
 TEST(ConfigTest, NotJsonOrNotAnObject) {
@@ -171,7 +225,7 @@ TEST(ConfigTest, NotJsonOrNotAnObject) {
 
 TEST(ConfigTest, UnsupportedModelType) {
   EXPECT_THAT(error_9b([](json& j) { j["model_type"] = "qwen3_vl"; }),
-              HasSubstr("model_type 'qwen3_vl' is not supported (expected 'qwen3_5')"));
+              HasSubstr("model_type 'qwen3_vl' is not supported (expected 'qwen3_5' or 'qwen3_5_moe')"));
   EXPECT_THAT(error_9b([](json& j) { j.erase("model_type"); }), HasSubstr("model_type '' is not supported"));
   EXPECT_THAT(error_9b([](json& j) { j["model_type"] = 35; }), HasSubstr("cfg.json.model_type has the wrong type (35)"));
   EXPECT_THAT(error_9b([](json& j) { j.erase("text_config"); }), HasSubstr("cfg.json: text_config is missing or not an object"));

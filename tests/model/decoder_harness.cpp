@@ -1,6 +1,7 @@
 #include "decoder_harness.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "support/test_data.h"
 
@@ -11,9 +12,40 @@ const Model& tiny_model() {
   return *m;
 }
 
+const Model& tiny_moe_model() {
+  static std::unique_ptr<Model> m = Model::load(tiny_moe_model_dir());
+  return *m;
+}
+
+const Model& bundled_model(const std::string& folder) {
+  if (folder == "tiny-qwen35") return tiny_model();
+  if (folder == "tiny-qwen35-moe") return tiny_moe_model();
+  throw std::invalid_argument("no bundled model " + folder);
+}
+
+void LayerRoutes::append(const MoeRouting& r) {
+  const size_t E = size_t(r.num_experts), k = size_t(r.top_k), T = size_t(r.T);
+  logits.insert(logits.end(), r.logits, r.logits + T * E);
+  ids.insert(ids.end(), r.ids, r.ids + T * k);
+  weights.insert(weights.end(), r.weights, r.weights + T * k);
+  shared_gate.insert(shared_gate.end(), r.shared_gate, r.shared_gate + T);
+}
+
 kernels::Compute test_compute() {
   static ThreadPool pool(2);
   return kernels::Compute{&kernels::active_table(), &pool};
+}
+
+void append_routes(std::vector<LayerRoutes>& all, const RunResult& r) {
+  if (all.size() < r.routes.size()) all.resize(r.routes.size());
+  for (size_t i = 0; i < r.routes.size(); ++i) {
+    LayerRoutes& a = all[i];
+    const LayerRoutes& b = r.routes[i];
+    a.logits.insert(a.logits.end(), b.logits.begin(), b.logits.end());
+    a.ids.insert(a.ids.end(), b.ids.begin(), b.ids.end());
+    a.weights.insert(a.weights.end(), b.weights.begin(), b.weights.end());
+    a.shared_gate.insert(a.shared_gate.end(), b.shared_gate.begin(), b.shared_gate.end());
+  }
 }
 
 namespace {
@@ -23,6 +55,10 @@ class Collector : public DecoderObserver {
   void on_layer_output(int layer, const float* x, int64_t T) override {
     if (r_.hidden.size() <= size_t(layer)) r_.hidden.resize(size_t(layer) + 1);
     r_.hidden[size_t(layer)].insert(r_.hidden[size_t(layer)].end(), x, x + T * h_);
+  }
+  void on_moe_routing(int layer, const MoeRouting& r) override {
+    if (r_.routes.size() <= size_t(layer)) r_.routes.resize(size_t(layer) + 1);
+    r_.routes[size_t(layer)].append(r);
   }
   int64_t h_ = 0;
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -11,13 +12,30 @@ namespace qwen35::test {
 
 // The tiny model, loaded once per test binary.
 const Model& tiny_model();
+// The tiny mixture-of-experts model (tests/data/tiny-qwen35-moe), loaded once per test binary.
+const Model& tiny_moe_model();
+// A bundled model by its folder under tests/data ("tiny-qwen35", "tiny-qwen35-moe").
+const Model& bundled_model(const std::string& folder);
 kernels::Compute test_compute();
+
+// One MoE layer's routing decisions over the rows of a run, in the order they were fed.
+struct LayerRoutes {
+  std::vector<float> logits;       // [T, E] router logits
+  std::vector<int32_t> ids;        // [T, k] best first
+  std::vector<float> weights;      // [T, k]
+  std::vector<float> shared_gate;  // [T] sigmoid values
+  void append(const MoeRouting& r);
+};
 
 struct RunResult {
   std::vector<float> logits;                 // [T, V]
   std::vector<float> final_norm;             // [T, H]
   std::vector<std::vector<float>> hidden;    // per layer [T, H]
+  std::vector<LayerRoutes> routes;           // per layer (MoE models)
 };
+
+// Appends a run's routes (per layer) to those of earlier runs of the same sequence.
+void append_routes(std::vector<LayerRoutes>& all, const RunResult& r);
 
 // Feeds `ids` in blocks of `block` tokens (text positions continue from state.n_past) and
 // records everything. `state` may already hold earlier tokens.

@@ -1,5 +1,5 @@
 // What prompt lookup decoding, prefix reuse and batching stand on, for every
-// kernel table on the tiny model (float weights): a block run with the
+// kernel table on the tiny dense and MoE models (float weights): a block run with the
 // recurrent delta rule gives the bits of token-by-token decoding (attention
 // rows and delta rule steps computed as for one token), and no result depends
 // on the number of threads.
@@ -44,6 +44,9 @@ void text_inputs(const Model& m, const std::vector<int64_t>& ids, int64_t from, 
     for (int64_t t = 0; t < n; ++t) pos[size_t(a * n + t)] = int32_t(from + t);
 }
 
+// Every test runs on the dense and on the mixture-of-experts tiny model.
+class DecoderInvariance : public ::testing::TestWithParam<std::string> {};
+
 RunResult run(const Model &m, const std::vector<int64_t> &ids, int64_t block,
               DeltaRuleMode mode, const kernels::KernelTable &table,
               ThreadPool &pool, DType kv = DType::F32) {
@@ -52,9 +55,9 @@ RunResult run(const Model &m, const std::vector<int64_t> &ids, int64_t block,
   return run_tokens(m, ids, state, block, mode, &c);
 }
 
-TEST(DecoderInvariance,
+TEST_P(DecoderInvariance,
      RecurrentBlocksGiveTheBitsOfSingleTokensOnAnyThreadCount) {
-  const Model &m = tiny_model();
+  const Model &m = bundled_model(GetParam());
   const std::vector<int64_t> ids = random_ids(m, 40, 1);
   ThreadPool one(1), two(2), three(3);
   for (const kernels::KernelTable *table : kernels::supported_tables())
@@ -77,8 +80,8 @@ TEST(DecoderInvariance,
 
 // The f16 cache rounds every key and value once; the logits move by about that
 // rounding, far less than the distance between two different prompts' logits.
-TEST(DecoderInvariance, HalfPrecisionCacheStaysCloseToTheF32Cache) {
-  const Model &m = tiny_model();
+TEST_P(DecoderInvariance, HalfPrecisionCacheStaysCloseToTheF32Cache) {
+  const Model &m = bundled_model(GetParam());
   const std::vector<int64_t> ids = random_ids(m, 40, 3);
   ThreadPool two(2);
   const kernels::KernelTable &table = *kernels::supported_tables().back();
@@ -101,8 +104,8 @@ TEST(DecoderInvariance, HalfPrecisionCacheStaysCloseToTheF32Cache) {
 // Continuous batching stands on this: several sequences' rows in one forward (prefill chunks,
 // single decode tokens and verify blocks side by side) give every sequence the bits it gets
 // alone, for every table and thread count, step after step.
-TEST(DecoderInvariance, BatchedSequencesGiveTheBitsOfSoloRuns) {
-  const Model& m = tiny_model();
+TEST_P(DecoderInvariance, BatchedSequencesGiveTheBitsOfSoloRuns) {
+  const Model& m = bundled_model(GetParam());
   const TextConfig& cfg = m.config().text;
   const int64_t H = cfg.hidden_size;
   // Per step, per sequence: tokens fed and the delta rule's form (a sequence may sit a step out).
@@ -207,8 +210,8 @@ TEST(DecoderInvariance, BatchedSequencesGiveTheBitsOfSoloRuns) {
 // A block may go through the decoder a few layers per call (the server spreads a prompt block
 // over several decode steps of the others): the pieces, in any row order and batched with other
 // sequences' rows, give the bits and states of one pass.
-TEST(DecoderInvariance, BlocksSplitOverLayersGiveTheBitsOfOnePass) {
-  const Model& m = tiny_model();
+TEST_P(DecoderInvariance, BlocksSplitOverLayersGiveTheBitsOfOnePass) {
+  const Model& m = bundled_model(GetParam());
   const TextConfig& cfg = m.config().text;
   const int64_t H = cfg.hidden_size;
   const int L = cfg.num_layers;
@@ -309,8 +312,8 @@ TEST(DecoderInvariance, BlocksSplitOverLayersGiveTheBitsOfOnePass) {
   }
 }
 
-TEST(DecoderInvariance, ALayerRangeOutsideTheDecoderIsAnError) {
-  const Model& m = tiny_model();
+TEST_P(DecoderInvariance, ALayerRangeOutsideTheDecoderIsAnError) {
+  const Model& m = bundled_model(GetParam());
   const TextConfig& cfg = m.config().text;
   DecoderState state = DecoderState::create(cfg);
   DecoderWorkspace ws;
@@ -328,8 +331,8 @@ TEST(DecoderInvariance, ALayerRangeOutsideTheDecoderIsAnError) {
   EXPECT_EQ(state.n_past, 0);
 }
 
-TEST(DecoderInvariance, ChunkedPrefillDoesNotDependOnThreadCount) {
-  const Model &m = tiny_model();
+TEST_P(DecoderInvariance, ChunkedPrefillDoesNotDependOnThreadCount) {
+  const Model &m = bundled_model(GetParam());
   const std::vector<int64_t> ids =
       random_ids(m, 150, 2); // chunks of 64 and a partial one
   ThreadPool one(1), three(3);
@@ -343,6 +346,9 @@ TEST(DecoderInvariance, ChunkedPrefillDoesNotDependOnThreadCount) {
           << table->name << " block " << block;
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, DecoderInvariance, ::testing::Values("tiny-qwen35", "tiny-qwen35-moe"),
+                         [](const auto& info) { return info.param == "tiny-qwen35" ? "dense" : "moe"; });
 
 } // namespace
 } // namespace qwen35::test

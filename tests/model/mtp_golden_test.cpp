@@ -6,8 +6,10 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <tuple>
 
 #include "decoder_harness.h"
+#include "moe_checks.h"
 #include "model/mtp.h"
 #include "support/logit_checks.h"
 #include "support/test_data.h"
@@ -23,7 +25,9 @@ class Collector : public MtpObserver {
   explicit Collector(int64_t H) : H_(H) {}
   void on_fc_out(const float* z, int64_t T) override { fc.insert(fc.end(), z, z + T * H_); }
   void on_layer_out(const float* x, int64_t T) override { layer.insert(layer.end(), x, x + T * H_); }
+  void on_moe_routing(const MoeRouting& r) override { routes.append(r); }
   std::vector<float> fc, layer;
+  LayerRoutes routes;
 
  private:
   int64_t H_;
@@ -73,8 +77,7 @@ struct PromptPass {
 };
 
 // Main model over the prompt, then the MTP prompt pass over its T pairs in calls of `block` pairs.
-PromptPass prompt_pass(const Golden& g, const std::string& p, int64_t block) {
-  const Model& m = tiny_model();
+PromptPass prompt_pass(const Model& m, const Golden& g, const std::string& p, int64_t block) {
   const TextConfig& cfg = m.config().text;
   const MtpHead& head = *m.mtp();
   const kernels::Compute c = test_compute();
@@ -103,12 +106,13 @@ PromptPass prompt_pass(const Golden& g, const std::string& p, int64_t block) {
   return r;
 }
 
-class MtpGolden : public ::testing::TestWithParam<int> {};
+class MtpGolden : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
 
 TEST_P(MtpGolden, TeacherForcedLogitsCacheAndDraftMatchOfficialBlocks) {
-  const Golden g("tiny-qwen35/golden/mtp.safetensors");
-  const std::string p = std::string("p") + std::to_string(GetParam()) + ".";
-  const Model& m = tiny_model();
+  const auto& [folder, prompt_index] = GetParam();
+  const Golden g(folder + "/golden/mtp.safetensors");
+  const std::string p = std::string("p") + std::to_string(prompt_index) + ".";
+  const Model& m = bundled_model(folder);
   ASSERT_NE(m.mtp(), nullptr) << "the tiny model has mtp.* tensors";
   const TextConfig& cfg = m.config().text;
   const MtpHead& head = *m.mtp();
@@ -116,7 +120,7 @@ TEST_P(MtpGolden, TeacherForcedLogitsCacheAndDraftMatchOfficialBlocks) {
   const int64_t H = cfg.hidden_size, V = cfg.vocab_size;
   const int64_t T = int64_t(g.i64(p + "prompt_ids").size());
 
-  PromptPass r = prompt_pass(g, p, 512);
+  PromptPass r = prompt_pass(m, g, p, 512);
   EXPECT_LE(max_rel_error(r.main_hidden, g.f32(p + "main_hidden")), kStateRelTol) << "main_hidden";
   EXPECT_EQ(r.greedy, g.i64(p + "main_greedy_ids")[0]);
   const auto prompt = g.i64(p + "prompt_ids");
@@ -133,12 +137,16 @@ TEST_P(MtpGolden, TeacherForcedLogitsCacheAndDraftMatchOfficialBlocks) {
   head.logits(c, r.out.data(), T, logits.data());
   double worst = 0;
   for (int64_t t = 0; t + 1 < T; ++t) expect_row(g, p, "mtp_logits_lse", "mtp_top", t, logits.data() + t * V, V, &worst);
-  const auto last2 = g.f32(p + "mtp_logits_last2");
+  // The full rows kept: the last two teacher-forced rows (dense golden) or the last one (MoE).
+  const bool two = g.has(p + "mtp_logits_last2");
+  const auto last = g.f32(p + (two ? "mtp_logits_last2" : "mtp_logits_last"));
+  const int64_t n_full = two ? 2 : 1;
   double full_err = 0;
-  for (int64_t j = 0; j < 2; ++j)
+  for (int64_t j = 0; j < n_full; ++j)
     for (int64_t v = 0; v < V; ++v)
-      full_err = std::max(full_err, std::fabs(double(logits[size_t((T - 3 + j) * V + v)]) - last2[size_t(j * V + v)]));
-  EXPECT_LE(full_err, kLogitTol) << "mtp_logits_last2";
+      full_err =
+          std::max(full_err, std::fabs(double(logits[size_t((T - 1 - n_full + j) * V + v)]) - last[size_t(j * V + v)]));
+  EXPECT_LE(full_err, kLogitTol) << "mtp_logits_last";
 
   // The cache after the prompt pass: T rows, positions 0 .. T-1.
   ASSERT_EQ(r.kv.length(), T);
@@ -160,7 +168,8 @@ TEST_P(MtpGolden, TeacherForcedLogitsCacheAndDraftMatchOfficialBlocks) {
       const int32_t prev = int32_t(draft.back());
       head.embed(&prev, 1, emb.data());
       const auto pos = text_positions(T - 1 + k, 1);
-      head.forward(c, emb.data(), fed_back.data() + (k - 1) * H, pos.data(), 1, r.kv, ws, fed_back.data() + k * H);
+      head.forward(c, emb.data(), fed_back.data() + (k - 1) * H, pos.data(), 1, r.kv, ws, fed_back.data() + k * H,
+                   &r.collector);
     }
     head.logits(c, fed_back.data() + k * H, 1, row.data());
     draft.push_back(expect_row(g, p, "draft_lse", "draft_top", k, row.data(), V, &worst));
@@ -178,25 +187,42 @@ TEST_P(MtpGolden, TeacherForcedLogitsCacheAndDraftMatchOfficialBlocks) {
   }
   EXPECT_LE(max_rel_error(k_draft, g.f32(p + "draft_k")), kStateRelTol) << "draft_k";
   EXPECT_LE(max_rel_error(v_draft, g.f32(p + "draft_v")), kStateRelTol) << "draft_v";
+  // The MoE head's routing: the T pairs of the prompt pass, then draft steps 2 and 3.
+  if (cfg.is_moe()) {
+    EXPECT_EQ(expect_routes_match(g, p + "route.mtp.", r.collector.routes, T + 2), T + 2);
+  } else {
+    EXPECT_TRUE(r.collector.routes.ids.empty());
+  }
   std::printf("%smax |logit - golden| teacher-forced %.2e, full rows %.2e\n", p.c_str(), worst, full_err);
 }
 
-INSTANTIATE_TEST_SUITE_P(Prompts, MtpGolden, ::testing::Values(0, 1, 2));
+INSTANTIATE_TEST_SUITE_P(Prompts, MtpGolden,
+                         ::testing::Combine(::testing::Values("tiny-qwen35", "tiny-qwen35-moe"), ::testing::Values(0, 1, 2)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) == "tiny-qwen35" ? "dense" : "moe") + "_p" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
 
 // Every row of the head is computed the same way whatever the number of pairs per call: one call
 // over the prompt, one pair per call and odd-sized calls agree bit for bit (drafting and the
 // teacher-forced catch-up after verification rely on it).
-TEST(Mtp, RowsDoNotDependOnTheCallSize) {
-  const Golden g("tiny-qwen35/golden/mtp.safetensors");
-  const PromptPass one = prompt_pass(g, "p1.", 512);
+class MtpModels : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MtpModels, RowsDoNotDependOnTheCallSize) {
+  const Golden g(GetParam() + "/golden/mtp.safetensors");
+  const Model& m = bundled_model(GetParam());
+  const PromptPass one = prompt_pass(m, g, "p1.", 512);
   for (int64_t block : {1, 3, 7}) {
-    const PromptPass other = prompt_pass(g, "p1.", block);
+    const PromptPass other = prompt_pass(m, g, "p1.", block);
     ASSERT_EQ(one.out.size(), other.out.size());
     EXPECT_EQ(0, std::memcmp(one.out.data(), other.out.data(), one.out.size() * sizeof(float))) << block;
     const auto k1 = kv_as_heads_major(one.kv, 2, 64, true), k2 = kv_as_heads_major(other.kv, 2, 64, true);
     EXPECT_EQ(0, std::memcmp(k1.data(), k2.data(), k1.size() * sizeof(float))) << block;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, MtpModels, ::testing::Values("tiny-qwen35", "tiny-qwen35-moe"),
+                         [](const auto& info) { return info.param == "tiny-qwen35" ? "dense" : "moe"; });
 
 }  // namespace
 }  // namespace qwen35::test

@@ -26,10 +26,11 @@ std::vector<int32_t> random_prompt(uint32_t seed, int n) {
   return ids;
 }
 
-// The tiny model on 2 threads and a 2048-token context, with `tune` applied to the options.
-std::unique_ptr<Engine> load_tiny(void (*tune)(EngineOptions&)) {
+// The tiny model (or another bundled folder) on 2 threads and a 2048-token context, with `tune`
+// applied to the options.
+std::unique_ptr<Engine> load_tiny(void (*tune)(EngineOptions&), const std::string& dir = tiny_model_dir()) {
   EngineOptions o;
-  o.model_dir = tiny_model_dir();
+  o.model_dir = dir;
   o.threads = 2;
   o.context_size = 2048;
   tune(o);
@@ -204,6 +205,12 @@ void expect_batched_equal_solo(const Engine& engine, const std::vector<Request>&
 
 TEST(Batching, GenerationsSteppedTogetherGiveTheirSoloOutputs) {
   expect_batched_equal_solo(small_block_engine(), requests());
+}
+
+// The same for the mixture of experts: rows of several sequences share the expert passes.
+TEST(Batching, MixtureOfExpertsGenerationsSteppedTogetherGiveTheirSoloOutputs) {
+  static std::unique_ptr<Engine> moe = load_tiny([](EngineOptions& o) { o.prefill_block = 16; }, tiny_moe_model_dir());
+  expect_batched_equal_solo(*moe, requests());
 }
 
 // Prompts of up to 385 tokens, prefilled 64 tokens a round while others decode and 128 alone.

@@ -23,6 +23,22 @@ const Engine& tiny_engine(int image_size) {
   return *e;
 }
 
+const Engine& tiny_moe_engine() {
+  static std::unique_ptr<Engine> e = [] {
+    EngineOptions o;
+    o.model_dir = tiny_moe_model_dir();
+    o.threads = 2;
+    o.context_size = 4096;
+    Status st;
+    auto engine = Engine::load(o, &st);
+    if (!engine) throw std::runtime_error("cannot load the tiny MoE model: " + st.message);
+    return engine;
+  }();
+  return *e;
+}
+
+std::vector<const Engine*> tiny_engines() { return {&tiny_engine(), &tiny_moe_engine()}; }
+
 SamplingParams greedy(int64_t max_tokens, SpecMode spec) {
   SamplingParams p;
   p.temperature = 0;

@@ -137,7 +137,9 @@ TEST(Snapshot, RewindIntoATracedBlockEqualsFeedingAgain) {
 // Prompt lookup decoding returns exactly the plain greedy tokens, including on repetitive
 // prompts where drafts get accepted.
 TEST(PromptLookup, EqualsPlainGreedyTokenForToken) {
-  const Engine& engine = tiny_engine();
+  for (const Engine* e : tiny_engines()) {
+  const Engine& engine = *e;
+  SCOPED_TRACE(engine.info().name);
   std::mt19937 rng(4);
   std::vector<std::vector<int32_t>> prompts;
   for (int i = 0; i < 3; ++i) prompts.push_back(random_ids(rng, 5 + 7 * i));
@@ -162,6 +164,7 @@ TEST(PromptLookup, EqualsPlainGreedyTokenForToken) {
   }
   std::printf("prompt lookup on random-weight text: %lld drafted, %lld accepted\n", (long long)drafted,
               (long long)accepted);
+  }
 }
 
 // The random tiny model almost never repeats itself, so its own drafts are rarely right. Here
@@ -169,7 +172,9 @@ TEST(PromptLookup, EqualsPlainGreedyTokenForToken) {
 // drafts accepted, partial matches (rewind + re-feed) and misses must all leave the output equal
 // to plain greedy decoding.
 TEST(PromptLookup, VerifiedDraftsOfEveryQualityKeepGreedyOutput) {
-  const Engine& engine = tiny_engine();
+  for (const Engine* e : tiny_engines()) {
+  const Engine& engine = *e;
+  SCOPED_TRACE(engine.info().name);
   std::mt19937 rng(6);
   for (int trial = 0; trial < 4; ++trial) {
     const auto prompt = random_ids(rng, 6 + trial * 9);
@@ -196,6 +201,7 @@ TEST(PromptLookup, VerifiedDraftsOfEveryQualityKeepGreedyOutput) {
     EXPECT_LT(r.pld_accepted, r.pld_drafted);
     // Fewer forward passes than tokens: accepted drafts really skip decode steps.
     EXPECT_EQ(session->tokens().size(), prompt.size() + plain.tokens.size() - 1);
+  }
   }
 }
 

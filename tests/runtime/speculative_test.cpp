@@ -203,7 +203,9 @@ TEST(MtpSpeculation, GgufModelsDraftWithTheirMtpBlock) {
 // The head's own drafts (which the random tiny model rarely gets right) for several lengths:
 // plain greedy tokens, and the head's cache equal bit for bit to a plain teacher-forced pass.
 TEST(MtpSpeculation, GreedyEqualsPlainTokenForToken) {
-  const Engine& engine = tiny_engine();
+  for (const Engine* e : tiny_engines()) {
+  const Engine& engine = *e;
+  SCOPED_TRACE(engine.info().name);
   std::mt19937 rng(11);
   std::vector<std::vector<int32_t>> prompts = {random_ids(rng, 1), random_ids(rng, 9), random_ids(rng, 40)};
   auto phrase = random_ids(rng, 4);
@@ -226,6 +228,7 @@ TEST(MtpSpeculation, GreedyEqualsPlainTokenForToken) {
       expect_same_head_state(head_state(impl_of(*session).seq), reference_head_state(impl_of(engine), prompt, timeline),
                              "draft_max " + std::to_string(k));
     }
+  }
   }
 }
 
@@ -338,7 +341,9 @@ TEST(MtpSpeculation, AReducedDraftVocabularyChangesTheDraftsNotTheOutput) {
 // The head drafts as usual, then the test rewrites the draft from the plain answer with mistakes:
 // whole drafts accepted, partial matches and misses keep the greedy output and the head's cache.
 TEST(MtpSpeculation, AcceptedAndRejectedDraftsKeepGreedyOutputAndTheHeadsCache) {
-  const Engine& engine = tiny_engine();
+  for (const Engine* e : tiny_engines()) {
+  const Engine& engine = *e;
+  SCOPED_TRACE(engine.info().name);
   std::mt19937 rng(12);
   for (int trial = 0; trial < 3; ++trial) {
     const auto prompt = random_ids(rng, 5 + 11 * trial);
@@ -366,6 +371,7 @@ TEST(MtpSpeculation, AcceptedAndRejectedDraftsKeepGreedyOutputAndTheHeadsCache) 
     expect_same_head_state(head_state(impl_of(*session).seq),
                            reference_head_state(impl_of(engine), prompt, session->tokens()),
                            "trial " + std::to_string(trial));
+  }
   }
 }
 

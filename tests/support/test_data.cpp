@@ -17,6 +17,7 @@ namespace qwen35::test {
 std::string data_path(const std::string& relative) { return std::string(QWEN35_TEST_DATA) + "/" + relative; }
 
 std::string tiny_model_dir() { return data_path("tiny-qwen35"); }
+std::string tiny_moe_model_dir() { return data_path("tiny-qwen35-moe"); }
 
 std::string cli_binary() { return QWEN35_BINARY; }
 

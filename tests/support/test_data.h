@@ -13,6 +13,8 @@ namespace qwen35::test {
 std::string data_path(const std::string& relative);
 // The bundled tiny model folder.
 std::string tiny_model_dir();
+// The bundled tiny mixture-of-experts model folder (tests/data/tiny-qwen35-moe).
+std::string tiny_moe_model_dir();
 // The qwen35 command-line binary built with the tests.
 std::string cli_binary();
 // A fresh empty directory for one test's files; removed when the test binary exits.
