@@ -20,9 +20,9 @@ struct CpuTuning {
   const char* uarch = "";          // "Zen 3", "Zen 4", "Zen 5", "Intel" or "AMD, not measured"
   size_t prefetch_distance = 1024;  // bytes ahead of the block being read
   std::array<Prefetch, size_t(DType::kCount)> prefetch{};  // per weight format
-  // Blocks a step of the one-token kernels of the 32-element formats (8 or 2): one step's loads
-  // are distinct instructions, each striding by the step's bytes, and a core's stride prefetcher
-  // follows short strides only on some microarchitectures.
+  // Blocks a step of the one-token kernels of the 32-element formats (8 or 2): Zen 5 streams
+  // eight a step fastest, Zen 4 a pair (why is not known: a plain loop reading the same lines in
+  // the same order streams either way).
   int legacy_step = 8;
   const char* source = "";  // where the figures behind the choice are (or the override)
 };
@@ -40,7 +40,8 @@ const CpuTuning& cpu_tuning();
 // LEVEL for a class or format ("legacy=none", "kquants=l1", "q6_k=l2") and "step=2|8"; a level is
 // l1, l2 or none.
 CpuTuning prefetch_override(const char* value, CpuTuning base);
-// "8192 bytes ahead; Q8_0 none, Q4_K l2, ...; legacy step 2": what the block kernels do.
+// "8192 bytes ahead; Q8_0 none, ..., Q6_K l2, ...; one token of the 32-element formats 2 blocks a
+// step": what the block kernels do.
 std::string describe(const CpuTuning& t);
 // The microarchitecture cpu_tuning() is for, without reading QWEN35_PREFETCH.
 const char* cpu_uarch();

@@ -33,14 +33,13 @@ namespace {
 // level are the CPU's (kernels/cpu_tuning.h). A prefetch past the matrix end does not fault.
 size_t prefetch_distance = 1024;
 
-// Where a prefetched line goes (kNone: no request at all): a template argument of every kernel,
-// since a branch per prefetch (the hint chosen per call) cost Zen 5 half of the kernels' speed.
-enum class Hint { kNone, kL1, kL2 };
-template <Hint P>
+// Where a prefetched line goes (cpu_tuning.h's Prefetch) is a template argument of every kernel,
+// since a branch per prefetch (the level chosen per call) cost Zen 5 half of the kernels' speed.
+template <Prefetch P>
 inline void prefetch_line(const uint8_t* p) {
-  if constexpr (P != Hint::kNone) _mm_prefetch(reinterpret_cast<const char*>(p), P == Hint::kL1 ? _MM_HINT_T0 : _MM_HINT_T1);
+  if constexpr (P != Prefetch::kNone) _mm_prefetch(reinterpret_cast<const char*>(p), P == Prefetch::kL1 ? _MM_HINT_T0 : _MM_HINT_T1);
 }
-template <Hint P>
+template <Prefetch P>
 inline void prefetch_ahead(const uint8_t* block, size_t bytes) {
   const uint8_t* ahead = block + prefetch_distance;
   for (size_t i = 0; i < bytes; i += 64) prefetch_line<P>(ahead + i);
@@ -52,7 +51,7 @@ inline void prefetch_ahead(const uint8_t* block, size_t bytes) {
 // Q4_K 16.9 -> 21.1 GB/s, Q6_K 15.6 -> 19.6, Q5_K 18.9 -> 20.4, Q3_K 8.0 -> 14.4, IQ4_XS 17.3 ->
 // 19.7. Q2_K measured slower spread (15.7 -> 10-14) and keeps the one burst, as do the legacy
 // blocks (one burst per step of eight blocks, see legacy_group).
-template <int parts, Hint P>
+template <int parts, Prefetch P>
 inline void prefetch_part(const uint8_t* block, size_t bytes, int part) {
   const size_t lines = (bytes + 63) / 64, l0 = lines * size_t(part) / parts, l1 = lines * size_t(part + 1) / parts;
   const uint8_t* ahead = block + prefetch_distance;
@@ -320,7 +319,7 @@ template <Legacy L, int TT, class Acts>
   legacy_block<L, TT>(x, b, W, dw, mw, acc);
 }
 
-template <Legacy L, int Step, int TT, Hint P, class Acts>
+template <Legacy L, int Step, int TT, Prefetch P, class Acts>
 void legacy_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   using Lay = LegacyLayout<L>;
   __m512 acc[TT];
@@ -414,7 +413,7 @@ constexpr bool k4_high_in_place() {
 // Each sub-block's 8 weight vectors are unpacked right before use (the low nibbles of the 8 vectors
 // of pair s / 2 for even s, the high ones for odd s), so a token tile of 4 fits the registers. I1 may
 // be the odd accumulator of k4_high_in_place.
-template <bool kFive, int TT, Hint P, int s, class Acts>
+template <bool kFive, int TT, Prefetch P, int s, class Acts>
 inline void k4_sub_block(const Acts& x, int64_t b, const uint8_t* pb, __m512i u0, __m512i u2, __m512i I1[TT]) {
   using Lay = K4Layout<kFive>;
   constexpr int c = s / 2;
@@ -463,7 +462,7 @@ inline void k4_sub_block(const Acts& x, int64_t b, const uint8_t* pb, __m512i u0
   }
 }
 
-template <bool kFive, int TT, Hint P, class Acts>
+template <bool kFive, int TT, Prefetch P, class Acts>
 void k4_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   using Lay = K4Layout<kFive>;
   __m512 acc[TT];
@@ -512,7 +511,7 @@ using interleave16::q6k_ql, interleave16::q6k_qh;
 // pairs per token, not a broadcast per sub-block. Every loop is unrolled so that shifts and
 // offsets are immediates: the rolled version spent as many scalar instructions on addresses as
 // vector ones on the math.
-template <int TT, Hint P, class Acts>
+template <int TT, Prefetch P, class Acts>
 void q6k_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   __m512 acc[TT];
   for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
@@ -614,7 +613,7 @@ inline void q3k_scales(const uint8_t* p, __m512i sc[16]) {
   }
 }
 
-template <bool kQ3, int TT, Hint P, class Acts>
+template <bool kQ3, int TT, Prefetch P, class Acts>
 void k2_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   __m512 acc[TT];
   for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
@@ -700,7 +699,7 @@ void k2_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int64_t
 
 constexpr size_t kXsScalesH = 32, kXsScalesL = 64, kXsQs = 128, kXsBlock = 2176;
 
-template <int TT, Hint P, class Acts>
+template <int TT, Prefetch P, class Acts>
 void iq4xs_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   __m512 acc[TT];
   for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
@@ -746,7 +745,7 @@ void iq4xs_group(const Acts& x, const uint8_t* group, int64_t nb, float* y, int6
 template <Legacy L, int Step>
 struct LegacyK {
   static constexpr ActFormat F = ActFormat::kQ8x32;
-  template <int TT, Hint P, class Acts>
+  template <int TT, Prefetch P, class Acts>
   static void run(const Acts& x, const uint8_t* g, int64_t nb, float* y, int64_t ys, int64_t o, int64_t oe) {
     legacy_group<L, Step, TT, P>(x, g, nb, y, ys, o, oe);
   }
@@ -754,14 +753,14 @@ struct LegacyK {
 template <bool kFive>
 struct K4K {
   static constexpr ActFormat F = ActFormat::kQ8x256;
-  template <int TT, Hint P, class Acts>
+  template <int TT, Prefetch P, class Acts>
   static void run(const Acts& x, const uint8_t* g, int64_t nb, float* y, int64_t ys, int64_t o, int64_t oe) {
     k4_group<kFive, TT, P>(x, g, nb, y, ys, o, oe);
   }
 };
 struct Q6K {
   static constexpr ActFormat F = ActFormat::kQ8x256;
-  template <int TT, Hint P, class Acts>
+  template <int TT, Prefetch P, class Acts>
   static void run(const Acts& x, const uint8_t* g, int64_t nb, float* y, int64_t ys, int64_t o, int64_t oe) {
     q6k_group<TT, P>(x, g, nb, y, ys, o, oe);
   }
@@ -769,21 +768,21 @@ struct Q6K {
 template <bool kQ3>
 struct K2K {
   static constexpr ActFormat F = ActFormat::kQ8x256;
-  template <int TT, Hint P, class Acts>
+  template <int TT, Prefetch P, class Acts>
   static void run(const Acts& x, const uint8_t* g, int64_t nb, float* y, int64_t ys, int64_t o, int64_t oe) {
     k2_group<kQ3, TT, P>(x, g, nb, y, ys, o, oe);
   }
 };
 struct XsK {
   static constexpr ActFormat F = ActFormat::kQ8x256;
-  template <int TT, Hint P, class Acts>
+  template <int TT, Prefetch P, class Acts>
   static void run(const Acts& x, const uint8_t* g, int64_t nb, float* y, int64_t ys, int64_t o, int64_t oe) {
     iq4xs_group<TT, P>(x, g, nb, y, ys, o, oe);
   }
 };
 
 // The last a.T - t0 <= kTile tokens as one tile (none when t0 == a.T).
-template <class K, Hint P, int kTile>
+template <class K, Prefetch P, int kTile>
 void remainder_tile(const ActRows& a, int64_t t0, const uint8_t* group, int64_t nb, float* y, int64_t ys, int64_t o,
                     int64_t o_end) {
   if constexpr (kTile > 0) {
@@ -793,7 +792,7 @@ void remainder_tile(const ActRows& a, int64_t t0, const uint8_t* group, int64_t 
   }
 }
 
-template <class K, Hint P>
+template <class K, Prefetch P>
 void run_groups(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
   const int64_t nb = w.cols / act_block(K::F);
   o_end = imin(o_end, w.rows);
@@ -817,7 +816,7 @@ void run_groups(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_
 // A format's kernel with the prefetch the CPU's tuning names for it.
 template <class K>
 QMatmulFn with_prefetch(Prefetch p) {
-  return p == Prefetch::kNone ? run_groups<K, Hint::kNone> : p == Prefetch::kL1 ? run_groups<K, Hint::kL1> : run_groups<K, Hint::kL2>;
+  return p == Prefetch::kNone ? run_groups<K, Prefetch::kNone> : p == Prefetch::kL1 ? run_groups<K, Prefetch::kL1> : run_groups<K, Prefetch::kL2>;
 }
 template <Legacy L>
 QMatmulFn legacy_kernel(const CpuTuning& t, DType f) {
