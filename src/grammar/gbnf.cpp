@@ -1,6 +1,7 @@
 #include "grammar/gbnf.h"
 
 #include "core/error.h"
+#include "text/utf8.h"
 
 namespace qwen35::grammar {
 namespace {
@@ -115,7 +116,7 @@ struct Parser {
         if (at_end() || peek() == '\n') error("unterminated literal");
         const uint32_t cp = character();
         if (cp > kMaxCodepoint || (cp >= 0xD800 && cp <= 0xDFFF)) error("not a Unicode scalar value");
-        append_utf8(bytes, cp);
+        utf8::append(bytes, cp);
       }
       ++p;
       return Expr::literal(std::move(bytes));

@@ -66,7 +66,4 @@ struct GrammarIR {
 std::vector<std::pair<uint32_t, uint32_t>> normalize_ranges(std::vector<std::pair<uint32_t, uint32_t>> ranges,
                                                             bool negated);
 
-// Appends the UTF-8 encoding of `cp` (must be a scalar value).
-void append_utf8(std::string& out, uint32_t cp);
-
 }  // namespace qwen35::grammar

@@ -7,6 +7,7 @@
 
 #include "core/json_parse.h"
 #include "grammar/regex.h"
+#include "text/utf8.h"
 
 namespace qwen35::grammar {
 
@@ -618,7 +619,7 @@ struct JsonSchemaCompiler::Impl {
         }
         others = cut;
         std::string lit;
-        append_utf8(lit, c);
+        utf8::append(lit, c);
         alts.push_back(Expr::seq({Expr::literal(lit), build(kid)}));
       }
       alts.push_back(Expr::seq({Expr::cls(others), Expr::star(Expr::cls(raw))}));

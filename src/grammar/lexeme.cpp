@@ -4,6 +4,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "text/utf8.h"
 
 namespace qwen35::grammar {
 namespace {
@@ -52,8 +53,8 @@ struct Nfa {
       }
     }
     std::string a, b;
-    append_utf8(a, lo);
-    append_utf8(b, hi);
+    utf8::append(a, lo);
+    utf8::append(b, hi);
     int cur = s;
     for (size_t i = 0; i < a.size(); ++i) {
       const int to = i + 1 == a.size() ? e : add();

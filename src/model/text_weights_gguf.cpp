@@ -51,9 +51,6 @@ MoeWeights bind_moe_gguf(const std::function<const TensorView*(const std::string
   return m;
 }
 
-namespace {
-
-}  // namespace
 
 TextWeights TextWeights::bind_gguf(const GgufFile& f, const TextConfig& c) {
   const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;

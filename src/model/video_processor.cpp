@@ -270,12 +270,14 @@ ProcessedVideo preprocess_video(const VideoFrameSource& source, const VideoProce
   std::vector<RgbImage> resized;
   resized.reserve(indices.size());
   for (int64_t index : indices) {
-    const RgbImage frame = source.frame(index);
+    RgbImage frame = source.frame(index);
     if (frame.width != source.width || frame.height != source.height ||
         frame.pixels.size() != size_t(frame.width) * size_t(frame.height) * 3)
       fail("video frame ", index, " is ", frame.width, "x", frame.height, ", not the clip's ", source.width, "x",
            source.height);
-    resized.push_back(resize_bicubic_torch(frame, int(size.width), int(size.height)));
+    // At the clip's own size the resize is a copy: keep the frame instead.
+    if (size.width == frame.width && size.height == frame.height) resized.push_back(std::move(frame));
+    else resized.push_back(resize_bicubic_torch(frame, int(size.width), int(size.height)));
   }
   ProcessedVideo out = patchify_video(resized, config);
   out.frame_indices = indices;

@@ -44,7 +44,6 @@ class OutputConstraint {
   // Inactive when format.kind is kNone. The format must be compiled.
   OutputConstraint(const EngineImpl& engine, const OutputFormat& format, bool starts_in_thought, bool split_reasoning);
 
-  bool enabled() const { return compiled_ != nullptr; }
   // logits[n]: removes what may not come next.
   void mask(float* logits, int64_t n);
   // Every emitted token, in order, sampled or forced.

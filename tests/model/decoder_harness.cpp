@@ -31,6 +31,13 @@ void LayerRoutes::append(const MoeRouting& r) {
   shared_gate.insert(shared_gate.end(), r.shared_gate, r.shared_gate + T);
 }
 
+GgufExportOptions uniform_gguf_options(DType type) {
+  GgufExportOptions o;
+  o.matrix_type = uniform_matrix_type(type);
+  o.file_type = type == DType::F32 ? 0 : type == DType::F16 ? 1 : type == DType::BF16 ? 32 : 7;
+  return o;
+}
+
 kernels::Compute test_compute() {
   static ThreadPool pool(2);
   return kernels::Compute{&kernels::active_table(), &pool};

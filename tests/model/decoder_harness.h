@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "model/gguf_export.h"
 #include "model/model.h"
 
 namespace qwen35::test {
@@ -17,6 +18,9 @@ const Model& tiny_moe_model();
 // A bundled model by its folder under tests/data ("tiny-qwen35", "tiny-qwen35-moe").
 const Model& bundled_model(const std::string& folder);
 kernels::Compute test_compute();
+// Export options that write every matrix as `type` and label the file with llama.cpp's file type
+// for it (F32 0, F16 1, BF16 32, else Q8_0's 7).
+GgufExportOptions uniform_gguf_options(DType type);
 
 // One MoE layer's routing decisions over the rows of a run, in the order they were fed.
 struct LayerRoutes {

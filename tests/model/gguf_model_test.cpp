@@ -47,9 +47,7 @@ const Converted& converted(DType type) {
   c.dir = temp_dir(std::string("gguf_model_") + std::string(dtype_name(type)));
   c.text = c.dir + "/tiny.gguf";
   c.mmproj = c.dir + "/mmproj-tiny.gguf";
-  GgufExportOptions o;
-  o.matrix_type = uniform_matrix_type(type);
-  o.file_type = type == DType::F32 ? 0 : type == DType::F16 ? 1 : type == DType::BF16 ? 32 : 7;
+  const GgufExportOptions o = uniform_gguf_options(type);
   GgufWriter w;
   export_text_gguf(tiny_model(), o, w);
   w.write(c.text);

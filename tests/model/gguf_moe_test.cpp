@@ -38,9 +38,7 @@ const ConvertedMoe& converted_moe(DType type) {
   if (it != cache.end()) return it->second;
   ConvertedMoe c;
   c.path = temp_dir(std::string("gguf_moe_") + std::string(dtype_name(type))) + "/tiny-moe.gguf";
-  GgufExportOptions o;
-  o.matrix_type = uniform_matrix_type(type);
-  o.file_type = type == DType::F32 ? 0 : type == DType::BF16 ? 32 : 7;
+  const GgufExportOptions o = uniform_gguf_options(type);
   GgufWriter w;
   export_text_gguf(tiny_moe_model(), o, w);
   w.write(c.path);
