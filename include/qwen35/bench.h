@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "qwen35/engine.h"
 
@@ -13,6 +14,9 @@ struct BenchRun {
   int64_t tokens = 0;       // tokens processed in it
   uint64_t sync_points = 0; // parallel loops that used more than one thread
   uint64_t steps = 0;       // model passes (batched ones count once)
+  // One stream's decode: the wall time of each step. On a shared host a few steps run at half
+  // speed beside another tenant's traffic; the fastest steps show what the code does undisturbed.
+  std::vector<double> step_seconds;
 };
 
 // Processes `depth` random tokens (not timed), then `n` more in prefill blocks (timed), with the

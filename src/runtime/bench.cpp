@@ -67,9 +67,16 @@ BenchRun bench_generate(const Engine& engine, int64_t n, int64_t depth, uint64_t
   const std::vector<int32_t> ids = random_ids(e, n, seed);
   BenchRun r;
   const uint64_t s0 = e.pool->sync_count();
+  r.step_seconds.reserve(size_t(n));
   const double t0 = now();
-  for (int64_t i = 0; i < n; ++i) seq.feed_text(&ids[size_t(i)], 1, DeltaRuleMode::kAuto, 1, logits.data());
-  r.seconds = now() - t0;
+  double last = t0;
+  for (int64_t i = 0; i < n; ++i) {
+    seq.feed_text(&ids[size_t(i)], 1, DeltaRuleMode::kAuto, 1, logits.data());
+    const double t = now();
+    r.step_seconds.push_back(t - last);
+    last = t;
+  }
+  r.seconds = last - t0;
   r.sync_points = e.pool->sync_count() - s0;
   r.tokens = n;
   r.steps = uint64_t(n);

@@ -42,6 +42,15 @@ TEST(CliBench, ParallelSequencesDecodeInOnePassPerStep) {
     EXPECT_GT(j[i]["weights_read_GBps"].get<double>(), 0.0);
     EXPECT_GT(j[i]["weights_read_share"].get<double>(), 0.0);
   }
+  // One stream's steps are clocked one by one: the fastest tenth beside the median (batched
+  // steps and prompts are not).
+  EXPECT_GT(j[1]["step_ms_p10"].get<double>(), 0.0) << j[1].dump();
+  EXPECT_LE(j[1]["step_ms_p10"].get<double>(), j[1]["step_ms_median"].get<double>()) << j[1].dump();
+  // Ten steps in all: no step can be slower than the whole of a repetition.
+  EXPECT_LE(j[1]["step_ms_median"].get<double>() * 1e6, j[1]["samples_ns"][0].get<double>() + j[1]["samples_ns"][1].get<double>());
+  EXPECT_GT(j[1]["p10_step_GBps"].get<double>(), 0.0) << j[1].dump();
+  EXPECT_EQ(j[2]["step_ms_p10"].get<double>(), 0.0) << j[2].dump();
+  EXPECT_EQ(j[0]["step_ms_p10"].get<double>(), 0.0) << j[0].dump();
   EXPECT_TRUE(j[0]["read_bandwidth_samples_GBps"].empty()) << j[0].dump();
   EXPECT_TRUE(j[0]["weights_read_samples_GBps"].empty()) << j[0].dump();
 }
