@@ -45,11 +45,17 @@ CpuTuning measured() {
   if (s.amd && s.family == 0x19 && __builtin_cpu_supports("avx512f")) {
     CpuTuning t = make_tuning("Zen 4", 8192, Prefetch::kNone, Prefetch::kNone, 2, "bench/README.md, Zen 4 (2026-12-07)");
     for (DType f : {DType::Q6_K, DType::Q2_K, DType::Q3_K}) t.prefetch[size_t(f)] = Prefetch::kL2;  // Q2_K, Q3_K: as before, not measured
+    t.table_choice =
+        "measured against the AVX2 table here: decode level on the K-quants and faster on Q4_0 / Q8_0, prefill faster";
     return t;
   }
   // Zen 5 (family 26, whose only cores yet are Zen 5): into L1, 8 KiB ahead.
-  if (s.amd && s.family == 0x1a)
-    return make_tuning("Zen 5", 8192, Prefetch::kL1, Prefetch::kL1, 8, "Zen 5, 2026-12-02 (git show edaf001:bench/README.md)");
+  if (s.amd && s.family == 0x1a) {
+    CpuTuning t = make_tuning("Zen 5", 8192, Prefetch::kL1, Prefetch::kL1, 8, "Zen 5, 2026-12-02 (git show edaf001:bench/README.md)");
+    t.table_choice = "measured against the AVX-VNNI table here: faster for prefill and for decode but for the "
+                     "one-token routes below";
+    return t;
+  }
   // Intel (measured on Sapphire Rapids) and the rest: into L1, 1 KiB ahead.
   const char* uarch = !s.amd ? "Intel" : s.family == 0x19 ? "Zen 3" : "AMD, not measured";
   return make_tuning(uarch, 1024, Prefetch::kL1, Prefetch::kL1, 8, "the Sapphire Rapids VM (avx512_quant.cpp)");

@@ -25,6 +25,9 @@ struct CpuTuning {
   // the same order streams either way).
   int legacy_step = 8;
   const char* source = "";  // where the figures behind the choice are (or the override)
+  // Why the widest table this CPU runs is the one to run, where it was measured against the
+  // narrower ones for decode and for prefill ("" where it was not).
+  const char* table_choice = "";
 };
 
 // The tuning of the CPU's kind: the legacy formats (32-element blocks) prefetch to `legacy`, the

@@ -106,7 +106,13 @@ std::string active_table_reason() {
   const char* isa = std::getenv("QWEN35_ISA");
   std::string out = std::string(k.name) + " on " + (*cpu_brand() ? cpu_brand() : "an unnamed CPU") + " (" +
                     cpu_uarch() + ")";
-  out += isa && *isa ? ": QWEN35_ISA" : ": the widest table this CPU runs";
+  // The tuning's note holds only for the widest table, the one chosen without QWEN35_ISA.
+  // (The tuning is read only where the AVX-512 table runs: see below.)
+  const bool wide = k.name == "avx512" || k.name == "amx";
+  const char* why = wide && &k == supported_tables().back() ? cpu_tuning().table_choice : "";
+  out += isa && *isa ? ": QWEN35_ISA"
+         : *why      ? std::string(": the widest table this CPU runs, ") + why
+                     : ": the widest table this CPU runs (not measured against the narrower ones on this CPU)";
   if (k.name == "avx512" && &k != &avx512_table_unchecked())
     out += ", one token against Q4_K / Q5_K of up to 2048 columns and up to two against Q6_K on the AVX-VNNI "
            "kernels";

@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "core/error.h"
+#include "kernels/kernels.h"
 
 namespace qwen35::kernels {
 namespace {
@@ -51,6 +53,20 @@ TEST(CpuTuning, ThisCpuHasOne) {
   EXPECT_NE(t.uarch, nullptr);
   EXPECT_NE(t.source, nullptr);
   EXPECT_LE(t.prefetch_distance, size_t(1) << 20);
+}
+
+// info and serve say why the table runs: measured here against the narrower tables, or not.
+TEST(CpuTuning, TheTableChoiceSaysWhetherItWasMeasured) {
+  const char* isa = std::getenv("QWEN35_ISA");
+  if (isa && *isa) GTEST_SKIP() << "QWEN35_ISA chooses the table";
+  const std::string reason = active_table_reason(), table(active_table().name);
+  EXPECT_NE(reason.find("the widest table this CPU runs"), std::string::npos) << reason;
+  const std::string uarch = cpu_uarch();
+  const bool measured = (table == "avx512" || table == "amx") && (uarch == "Zen 4" || uarch == "Zen 5");
+  EXPECT_EQ(reason.find("not measured against") == std::string::npos, measured) << reason;
+  if (measured) {
+    EXPECT_NE(reason.find(cpu_tuning().table_choice), std::string::npos) << reason;
+  }
 }
 
 }  // namespace
