@@ -61,6 +61,27 @@ const std::set<std::string>& enforced() {
   return k;
 }
 
+// Keywords the drafts define as constraints on instances that the compiler does not enforce.
+const std::set<std::string>& unenforced() {
+  static const std::set<std::string> k{"multipleOf", "contains", "minContains", "maxContains", "dependencies",
+                                       "dependentRequired", "dependentSchemas", "if", "then", "else",
+                                       "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef",
+                                       "divisibleBy", "disallow", "extends"};
+  return k;
+}
+
+// Annotations, and keywords no draft defines (validators ignore them as well).
+bool is_annotation(const std::string& k) { return annotations().count(k) || (!enforced().count(k) && !unenforced().count(k)); }
+
+// The formats of the specification (2020-12 and earlier drafts); other names are annotations.
+bool standard_format(const std::string& f) {
+  static const std::set<std::string> k{"date-time", "date", "time", "duration", "email", "idn-email", "hostname",
+                                       "idn-hostname", "ipv4", "ipv6", "uri", "uri-reference", "iri", "iri-reference",
+                                       "uuid", "uri-template", "json-pointer", "relative-json-pointer", "regex",
+                                       "host-name", "ip-address", "color", "utc-millisec", "style", "phone"};
+  return k.count(f) > 0;
+}
+
 std::string pointer_escape(const std::string& key) {
   std::string out;
   for (char c : key) {
@@ -115,13 +136,22 @@ Expr string_char() {
                     u_escape});
 }
 
+// Calendar dates, exactly: years 0001-9999, each month's days, February 29 in leap years only
+// (divisible by 4; centuries only when divisible by 400). Times leave out the leap second 60,
+// which not every validator takes.
+constexpr const char* kDateBody =
+    "(([0-9]{3}[1-9]|[0-9]{2}[1-9]0|[0-9][1-9]00|[1-9]000)-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|"
+    "(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))|"
+    "([0-9]{2}(0[48]|[2468][048]|[13579][26])|([2468][048]|[13579][26]|0[48])00)-02-29)";
+constexpr const char* kTimeBody = "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,9})?(Z|z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])";
+
 const char* format_regex(const std::string& f) {
+  static const std::string date = std::string("^") + kDateBody + "$", time = std::string("^") + kTimeBody + "$",
+                           date_time = std::string("^") + kDateBody + "[Tt]" + kTimeBody + "$";
   static const std::map<std::string, const char*> k{
-      {"date", "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$"},
-      {"time", "^([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]{1,9})?(Z|z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},
-      {"date-time",
-       "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt]([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]{1,9})?"
-       "(Z|z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},
+      {"date", date.c_str()},
+      {"time", time.c_str()},
+      {"date-time", date_time.c_str()},
       {"email",
        "^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]{1,64}(\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]{1,64}){0,8}@[A-Za-z0-9]([A-Za-z0-9-]{0,30}[A-Za-z0-9])?"
        "(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,30}[A-Za-z0-9])?){1,6}$"},
@@ -239,7 +269,7 @@ struct JsonSchemaCompiler::Impl {
         continue;
       }
       json& cur = out[k];
-      if (cur == v || annotations().count(k)) continue;
+      if (cur == v || is_annotation(k)) continue;
       if (k == "type") {
         auto bits = [](const json& t) {
           unsigned m = 0;
@@ -335,13 +365,13 @@ struct JsonSchemaCompiler::Impl {
 
     for (auto it = s.begin(); it != s.end(); ++it) {
       const std::string& k = it.key();
-      if (enforced().count(k) || annotations().count(k) || k.rfind("x-", 0) == 0) continue;
-      unsupported(k, ptr, "this keyword cannot be enforced");
+      if (unenforced().count(k)) unsupported(k, ptr, "this keyword cannot be enforced");
+      // Any other keyword no draft defines is an annotation: validators ignore it too.
     }
     if (s.contains("$ref")) {
       bool only_ref = true;
       for (auto it = s.begin(); it != s.end(); ++it)
-        if (it.key() != "$ref" && !annotations().count(it.key())) only_ref = false;
+        if (it.key() != "$ref" && !is_annotation(it.key())) only_ref = false;
       if (!s["$ref"].is_string()) error("$ref", ptr, "must be a string");
       if (only_ref) return Expr::ref(ref_rule(s["$ref"].get<std::string>(), ptr));
       return value(keep(expand_ref(s, ptr)), ptr);
@@ -457,7 +487,7 @@ struct JsonSchemaCompiler::Impl {
     int kinds = 0;
     for (auto it = n.begin(); it != n.end(); ++it) {
       const std::string& k = it.key();
-      if (annotations().count(k)) continue;
+      if (is_annotation(k)) continue;
       if (k != "type" && k != "enum" && k != "const") unsupported("not", ptr, "only 'not' of a type, enum or const is enforced, not of '" + k + "'");
       ++kinds;
     }
@@ -490,7 +520,7 @@ struct JsonSchemaCompiler::Impl {
   // Keywords other than annotations and combinators.
   static bool has_constraints(const json& s) {
     for (auto it = s.begin(); it != s.end(); ++it)
-      if (!annotations().count(it.key())) return true;
+      if (!is_annotation(it.key())) return true;
     return false;
   }
 
@@ -560,8 +590,8 @@ struct JsonSchemaCompiler::Impl {
       if (s.contains("minLength") || s.contains("maxLength"))
         unsupported(s.contains("minLength") ? "minLength" : "maxLength", ptr, "a length together with format cannot be enforced");
       body = json_string_chars(regex_to_expr(format_regex(s["format"].get<std::string>())));
-    } else if (s.contains("format")) {
-      unsupported("format", ptr, "unknown format " + s["format"].dump());
+    } else if (s.contains("format") && (!s["format"].is_string() || standard_format(s["format"].get<std::string>()))) {
+      unsupported("format", ptr, "format " + s["format"].dump() + " cannot be enforced");
     }
     if (body.kind == Expr::Kind::kSeq && body.kids.empty()) {
       if (s.contains("pattern")) {
@@ -905,7 +935,7 @@ struct JsonSchemaCompiler::Impl {
     const json s = expand_ref(s0, ptr);
     if (!s.is_object()) return std::nullopt;
     for (auto it = s.begin(); it != s.end(); ++it)
-      if (!annotations().count(it.key()) && it.key() != "type" && it.key() != "enum" && it.key() != "const") return std::nullopt;
+      if (!is_annotation(it.key()) && it.key() != "type" && it.key() != "enum" && it.key() != "const") return std::nullopt;
     unsigned types = kAllTypes;
     if (s.contains("type")) types = possible_types(json{{"type", s["type"]}}, ptr);
     std::vector<json> list;
