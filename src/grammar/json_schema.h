@@ -22,7 +22,8 @@
 //   anyOf; oneOf when its branches' types cannot overlap; allOf by merging its branches (an error
 //     when two give different values to a keyword that cannot be merged);
 //   $ref to "#" or a JSON pointer into the document ($defs, definitions, ...), recursion included.
-// Annotations (title, description, default, examples, $schema, $id, $comment, ...) are ignored.
+// Annotations (title, description, default, examples, $schema, $id, $comment, ...) are ignored, and
+// so are keywords no draft defines and format names outside the specification, as validators do.
 // With `strict = false` a keyword that cannot be enforced is ignored instead (the output then
 // may not validate); used for the OpenAI API's strict: false.
 //
