@@ -124,13 +124,16 @@ Expr number_expr() {
 
 // One character inside a JSON string, in any spelling JSON allows (surrogate escapes left out, so
 // a character is always one code point).
-Expr string_char() {
+// `max_codepoint`: kMaxCodepoint, or 0xFFFF for strings whose length is bounded -- a character
+// past the BMP is one code point to JSON Schema but two UTF-16 units to JavaScript validators (zod,
+// the OpenAI SDK's parse helpers), so leaving them out keeps both counts equal.
+Expr string_char(uint32_t max_codepoint = kMaxCodepoint) {
   const Expr hex = Expr::cls({{'0', '9'}, {'a', 'f'}, {'A', 'F'}});
   const Expr u_escape = Expr::seq(
       {Expr::literal("\\u"),
        Expr::alt({Expr::seq({Expr::cls({{'0', '9'}, {'a', 'c'}, {'A', 'C'}, {'e', 'f'}, {'E', 'F'}}), hex, hex, hex}),
                   Expr::seq({Expr::cls({{'d', 'd'}, {'D', 'D'}}), Expr::cls({{'0', '7'}}), hex, hex})})});
-  return Expr::alt({Expr::cls({{0x20, 0x21}, {0x23, 0x5B}, {0x5D, kMaxCodepoint}}),
+  return Expr::alt({Expr::cls({{0x20, 0x21}, {0x23, 0x5B}, {0x5D, max_codepoint}}),
                     Expr::seq({Expr::literal("\\"), Expr::cls({{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 'b'}, {'f', 'f'},
                                                                {'n', 'n'}, {'r', 'r'}, {'t', 't'}})}),
                     u_escape});
@@ -463,7 +466,7 @@ struct JsonSchemaCompiler::Impl {
       }
     }
     if (allowed & (kInteger | kFraction)) alts.push_back(number_value(s, ptr, allowed & (kInteger | kFraction)));
-    if (allowed & kObject) alts.push_back(object_value(s, ptr));
+    if (allowed & kObject) alts.push_back(object_value(s, ptr, neg.absent));
     if (allowed & kArray) alts.push_back(array_value(s, ptr));
     if (alts.empty()) return Expr::cls({});
     return alts.size() == 1 ? std::move(alts[0]) : Expr::alt(std::move(alts));
@@ -474,6 +477,7 @@ struct JsonSchemaCompiler::Impl {
   struct Negation {
     unsigned types = 0;
     std::vector<json> values;
+    std::vector<std::string> absent;  // not {required: [k]}: an object without k
   };
   Negation negation(const json& n0, const std::string& ptr) {
     Negation out;
@@ -488,15 +492,25 @@ struct JsonSchemaCompiler::Impl {
     for (auto it = n.begin(); it != n.end(); ++it) {
       const std::string& k = it.key();
       if (is_annotation(k)) continue;
-      if (k != "type" && k != "enum" && k != "const") unsupported("not", ptr, "only 'not' of a type, enum or const is enforced, not of '" + k + "'");
+      if (k != "type" && k != "enum" && k != "const" && k != "required")
+        unsupported("not", ptr, "only 'not' of a type, enum, const or one required property is enforced, not of '" + k + "'");
       ++kinds;
     }
     if (kinds == 0) {
       out.types = kAllTypes;  // not {}: nothing is valid
       return out;
     }
-    if (kinds > 1) unsupported("not", ptr, "only 'not' of a single type, enum or const is enforced");
-    if (n.contains("type")) {
+    if (kinds > 1) unsupported("not", ptr, "only 'not' of a single type, enum, const or required is enforced");
+    if (n.contains("required")) {
+      // {required: [k]} holds for every non-object and for objects with k: its negation is an
+      // object without k.
+      const json& r = n["required"];
+      if (!r.is_array() || r.size() != 1 || !r[0].is_string())
+        unsupported("not", ptr, "only 'not' of one required property is enforced");
+      else
+        out.absent.push_back(r[0].get<std::string>());
+      out.types = kAllTypes & ~unsigned(kObject);
+    } else if (n.contains("type")) {
       const json& t = n["type"];
       for (const json& x : t.is_array() ? t : json::array({t})) {
         const unsigned b = x.is_string() ? type_bit(x.get<std::string>()) : 0;
@@ -606,7 +620,8 @@ struct JsonSchemaCompiler::Impl {
           error("pattern", ptr, e.what());
         }
       } else {
-        body = Expr::repeat(string_char(), min_len, max_len);
+        const bool bounded = min_len > 0 || max_len != kUnbounded;
+        body = Expr::repeat(string_char(bounded ? 0xFFFF : kMaxCodepoint), min_len, max_len);
       }
     }
     return Expr::seq({Expr::literal("\""), std::move(body), Expr::literal("\"")});
@@ -755,7 +770,8 @@ struct JsonSchemaCompiler::Impl {
     return false;
   }
 
-  Expr object_value(const json& s, const std::string& ptr) {
+  // `absent`: keys the object must not have (from `not`).
+  Expr object_value(const json& s, const std::string& ptr, const std::vector<std::string>& absent) {
     struct Prop {
       std::string key;
       const json* schema;
@@ -803,8 +819,13 @@ struct JsonSchemaCompiler::Impl {
     // Every key the object names (some dropped below): an extra key must never repeat one.
     std::vector<std::string> named_keys;
     for (const Prop& p : props) named_keys.push_back(p.key);
+    for (const std::string& k : absent) {
+      if (required.count(k)) return Expr::cls({});  // required yet forbidden: nothing is valid
+      if (std::find(named_keys.begin(), named_keys.end(), k) == named_keys.end()) named_keys.push_back(k);
+    }
     std::vector<Prop> kept;
     for (Prop& p : props) {
+      if (std::find(absent.begin(), absent.end(), p.key) != absent.end()) continue;
       const bool listed = s.contains("properties") && s["properties"].contains(p.key);
       json all = json::array();
       if (listed) all.push_back(*p.schema);

@@ -17,8 +17,8 @@
 //     time, email, uuid, uri, ipv4, ipv6);
 //   numbers: minimum, maximum, exclusiveMinimum, exclusiveMaximum (both drafts' forms), exactly
 //     (number_range.h: integers canonical; decimals without exponent, at most 15 digits);
-//   not, of a type (or types) or of enum/const values that are null, booleans or strings (other
-//     strings are then written without escapes);
+//   not, of a type (or types), of enum/const values that are null, booleans or strings (other
+//     strings are then written without escapes), or of one required property (an object without it);
 //   anyOf; oneOf when its branches' types cannot overlap; allOf by merging its branches (an error
 //     when two give different values to a keyword that cannot be merged);
 //   $ref to "#" or a JSON pointer into the document ($defs, definitions, ...), recursion included.
@@ -28,6 +28,7 @@
 // may not validate); used for the OpenAI API's strict: false.
 //
 // Output form: whitespace between tokens, at most `max_whitespace` characters at each place;
+// strings with a length bound keep to the BMP (JavaScript validators count UTF-16 units);
 // strings escape only what JSON requires (plus \/, \b, \f, \uXXXX except surrogates); numbers
 // have at most 16 digits before and after the point and 3 in the exponent (bounded ones: above).
 #pragma once

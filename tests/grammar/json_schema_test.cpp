@@ -213,6 +213,9 @@ TEST(JsonSchema, ArraysAndStrings) {
   EXPECT_TRUE(accepts(s, R"("é\n")"));   // two code points, one escaped
   EXPECT_TRUE(accepts(s, R"("東京都")"));
   EXPECT_FALSE(accepts(s, R"("東京都市")"));
+  // Bounded strings stay in the BMP (JavaScript counts UTF-16 units); unbounded ones do not.
+  EXPECT_FALSE(accepts(s, "\"a\xf0\x9f\x98\x80\""));
+  EXPECT_TRUE(accepts(schema_grammar(R"({"type": "string"})"), "\"a\xf0\x9f\x98\x80\""));
   auto p = schema_grammar(R"({"type": "string", "pattern": "^[A-Z]{2}-\\d{3}(x|yz)?$"})");
   EXPECT_TRUE(accepts(p, R"("AB-123")"));
   EXPECT_TRUE(accepts(p, R"("AB-123yz")"));
@@ -371,6 +374,14 @@ TEST(JsonSchema, NotOfTypesAndValues) {
   EXPECT_TRUE(accepts(e, R"("x")"));
   EXPECT_TRUE(accepts(e, "3"));
   EXPECT_FALSE(accepts(e, R"("y")"));
+  // not {required: [k]}: an object without k (every non-object satisfies {required: [k]}).
+  auto absent = schema_grammar(R"({"properties": {"a": {}, "b": {}}, "not": {"required": ["a"]}})");
+  for (const char* ok : {R"({"b": 1})", "{}", R"({"c": 2})"}) EXPECT_TRUE(accepts(absent, ok)) << ok;
+  for (const char* bad : {R"({"a": 1})", R"({"b": 1, "a": 2})", R"({"c": 2, "a": 1})", "1", R"("x")"}) EXPECT_FALSE(accepts(absent, bad)) << bad;
+  auto extra = schema_grammar(R"({"type": "object", "not": {"required": ["x"]}, "additionalProperties": {"type": "integer"}})");
+  EXPECT_TRUE(accepts(extra, R"({"y": 1, "xx": 2})"));
+  EXPECT_FALSE(accepts(extra, R"({"y": 1, "x": 2})"));
+  EXPECT_EQ(schema_error(R"({"not": {"required": ["a", "b"]}})"), "not /not");
   EXPECT_EQ(schema_error(R"({"not": {"minimum": 3}})"), "not /not");
   EXPECT_EQ(schema_error(R"({"not": {"enum": [1, 2]}})"), "not /not");
   EXPECT_EQ(schema_error(R"({"type": "string", "pattern": "^a", "not": {"const": "ab"}})"), "not /not");
