@@ -646,7 +646,7 @@ describe('structured output through the SDK helpers', () => {
     for (const thinking of [false, true]) {
       const r = await client.chat.completions.parse({
         model: MODEL_ID, messages: user('Plan an event.'), response_format: zodResponseFormat(Event, 'event'),
-        max_tokens: 400, temperature: 1, seed: 11,
+        max_tokens: 700, temperature: 1, seed: 11,
         chat_template_kwargs: { enable_thinking: thinking, ...(thinking ? { thinking_budget: 16 } : {}) },
       });
       const m = r.choices[0].message;
