@@ -388,17 +388,20 @@ struct JsonSchemaCompiler::Impl {
       rest.erase(kw);
       std::vector<Expr> alts;
       std::vector<unsigned> types;
+      std::vector<const json*> branches;
       for (size_t i = 0; i < list.size(); ++i) {
         const std::string bp = ptr + "/" + kw + "/" + std::to_string(i);
         const json& branch = rest.size() > 0 && has_constraints(rest) ? keep(merge(rest, list[i], bp)) : list[i];
         alts.push_back(value(branch, bp));
         types.push_back(possible_types(branch, bp));
+        branches.push_back(&branch);
       }
       if (std::string(kw) == "oneOf")
         for (size_t i = 0; i < types.size(); ++i)
           for (size_t j = i + 1; j < types.size(); ++j)
-            if (types[i] & types[j])
-              unsupported("oneOf", ptr, str("branches ", i, " and ", j, " may both match (only oneOf branches of different types are enforced)"));
+            if ((types[i] & types[j]) && !values_disjoint(*branches[i], *branches[j], ptr))
+              unsupported("oneOf", ptr, str("branches ", i, " and ", j, " may both match (oneOf is enforced when its branches' types, ",
+                                            "enum/const values or a required property's enum/const values cannot meet)"));
       return alts.size() == 1 ? std::move(alts[0]) : Expr::alt(std::move(alts));
     }
 
@@ -544,6 +547,43 @@ struct JsonSchemaCompiler::Impl {
     for (const char* kw : {"pattern", "minLength", "maxLength", "minimum", "maximum", "properties", "items", "format"})
       if (s.contains(kw)) unsupported(kw, ptr, "alongside enum/const it is not checked");
     (void)v;
+  }
+
+  // The enum/const values a schema allows, when it lists them.
+  std::optional<std::vector<json>> listed_values(const json& s0, const std::string& ptr) {
+    if (!s0.is_object()) return std::nullopt;
+    const json s = expand_ref(s0, ptr);
+    if (!s.is_object()) return std::nullopt;
+    if (s.contains("const")) return std::vector<json>{s["const"]};
+    if (s.contains("enum") && s["enum"].is_array()) return std::vector<json>(s["enum"].begin(), s["enum"].end());
+    return std::nullopt;
+  }
+
+  static bool share_a_value(const std::vector<json>& a, const std::vector<json>& b) {
+    for (const json& x : a)
+      if (std::find(b.begin(), b.end(), x) != b.end()) return true;
+    return false;
+  }
+
+  // No instance can match both: their listed values do not meet, or a property both require has
+  // listed values that do not meet (a discriminator).
+  bool values_disjoint(const json& a0, const json& b0, const std::string& ptr) {
+    if (!a0.is_object() || !b0.is_object()) return false;
+    const json a = expand_ref(a0, ptr), b = expand_ref(b0, ptr);
+    if (!a.is_object() || !b.is_object()) return false;
+    const auto va = listed_values(a, ptr), vb = listed_values(b, ptr);
+    if (va && vb && !share_a_value(*va, *vb)) return true;
+    if (!a.contains("properties") || !b.contains("properties") || !a.contains("required") || !b.contains("required")) return false;
+    const json &pa = a["properties"], &pb = b["properties"], &ra = a["required"], &rb = b["required"];
+    if (!pa.is_object() || !pb.is_object() || !ra.is_array() || !rb.is_array()) return false;
+    for (auto it = pa.begin(); it != pa.end(); ++it) {
+      const json key = it.key();
+      if (!pb.contains(it.key()) || std::find(ra.begin(), ra.end(), key) == ra.end() || std::find(rb.begin(), rb.end(), key) == rb.end())
+        continue;
+      const auto x = listed_values(it.value(), ptr), y = listed_values(pb[it.key()], ptr);
+      if (x && y && !share_a_value(*x, *y)) return true;
+    }
+    return false;
   }
 
   unsigned possible_types(const json& s0, const std::string& ptr) {

@@ -265,6 +265,19 @@ TEST(JsonSchema, CombinatorsAndReferences) {
   auto one = schema_grammar(R"({"oneOf": [{"type": "integer"}, {"type": "null"}]})");
   EXPECT_TRUE(accepts(one, "null"));
   EXPECT_EQ(schema_error(R"({"oneOf": [{"type": "integer"}, {"type": "number"}]})"), "oneOf ");
+  // Branches that cannot meet by their values, or by a required discriminator's values.
+  auto tagged = schema_grammar(R"({"oneOf": [
+      {"type": "object", "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}, "required": ["kind"]},
+      {"type": "object", "properties": {"kind": {"enum": ["b", "c"]}, "y": {"type": "string"}}, "required": ["kind"]}]})");
+  EXPECT_TRUE(accepts(tagged, R"({"kind": "a", "x": 1})"));
+  EXPECT_TRUE(accepts(tagged, R"({"kind": "c", "y": "s"})"));
+  EXPECT_FALSE(accepts(tagged, R"({"kind": "d"})"));
+  EXPECT_FALSE(accepts(tagged, R"({"kind": "a", "x": "s"})"));
+  EXPECT_TRUE(accepts(schema_grammar(R"({"oneOf": [{"enum": ["x", 1]}, {"enum": ["y", 2]}]})"), "2"));
+  EXPECT_EQ(schema_error(R"({"oneOf": [{"enum": ["x", 1]}, {"enum": ["y", 1]}]})"), "oneOf ");
+  EXPECT_EQ(schema_error(R"({"oneOf": [{"type": "object", "properties": {"k": {"const": 1}}, "required": ["k"]},
+                                       {"type": "object", "properties": {"k": {"const": 2}}}]})"),
+            "oneOf ");  // k not required in both: {} matches both
   // (additionalProperties applies to the properties its own schema lists: here both are listed.)
   auto all = schema_grammar(R"({"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
                                           {"properties": {"b": {"type": "string"}}, "required": ["b"]}],
