@@ -19,7 +19,8 @@
 //     (number_range.h: integers canonical; decimals without exponent, at most 15 digits);
 //   not, of a type (or types), of enum/const values that are null, booleans or strings (other
 //     strings are then written without escapes), or of one required property (an object without it);
-//   anyOf; oneOf when its branches' types cannot overlap; allOf by merging its branches (an error
+//   anyOf; oneOf when no two branches can meet (by type, by enum/const values, or by the values
+//     of a property both require); allOf by merging its branches (an error
 //     when two give different values to a keyword that cannot be merged);
 //   $ref to "#" or a JSON pointer into the document ($defs, definitions, ...), recursion included.
 // Annotations (title, description, default, examples, $schema, $id, $comment, ...) are ignored, and
