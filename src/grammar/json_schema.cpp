@@ -851,10 +851,14 @@ struct JsonSchemaCompiler::Impl {
         patterns.push_back({it.key(), pp, &it.value(), pattern_automaton("patternProperties", json(it.key()), pp)});
       }
     }
-    for (const std::string& r : required) {
-      bool listed = false;
-      for (const Prop& p : props) listed = listed || p.key == r;
-      if (!listed) props.push_back({r, addl, ptr + "/additionalProperties", true});
+    // Required keys that `properties` does not list follow, in the order `required` gives them.
+    if (s.contains("required")) {
+      for (const json& rj : s["required"]) {
+        const std::string r = rj.get<std::string>();
+        bool listed = false;
+        for (const Prop& p : props) listed = listed || p.key == r;
+        if (!listed) props.push_back({r, addl, ptr + "/additionalProperties", true});
+      }
     }
     // Every key the object names (some dropped below): an extra key must never repeat one.
     std::vector<std::string> named_keys;

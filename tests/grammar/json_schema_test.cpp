@@ -185,6 +185,11 @@ TEST(JsonSchema, ObjectsFollowPropertyOrder) {
   EXPECT_TRUE(accepts(open, "[1]"));  // no type: any other value is valid too
   EXPECT_FALSE(accepts(open, R"({"x": 1, "a": 2})"));
   EXPECT_FALSE(accepts(open, R"({"a": "no"})"));
+  // Required keys that properties does not list come after, in the order of required.
+  auto req = schema_grammar(R"({"type": "object", "properties": {"m": {}}, "required": ["zeta", "alpha"]})");
+  EXPECT_TRUE(accepts(req, R"({"zeta": 1, "alpha": 2})"));
+  EXPECT_TRUE(accepts(req, R"({"m": 0, "zeta": 1, "alpha": 2, "other": 3})"));
+  EXPECT_FALSE(accepts(req, R"({"alpha": 2, "zeta": 1})"));
   auto typed = schema_grammar(R"({"type": "object", "additionalProperties": {"type": "boolean"}})");
   EXPECT_TRUE(accepts(typed, R"({"x": true, "y": false})"));
   EXPECT_FALSE(accepts(typed, R"({"x": 1})"));
