@@ -84,16 +84,11 @@ struct Parser {
         default: --p; error("unknown escape");
       }
     }
-    const int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n == 0 || p + size_t(n) > s.size()) error("ill-formed UTF-8");
-    uint32_t cp = n == 1 ? c : n == 2 ? c & 0x1F : n == 3 ? c & 0x0F : c & 0x07;
-    for (int i = 1; i < n; ++i) {
-      const unsigned char k = uint8_t(s[p + size_t(i)]);
-      if ((k & 0xC0) != 0x80) error("ill-formed UTF-8");
-      cp = (cp << 6) | (k & 0x3F);
-    }
-    p += size_t(n);
-    return cp;
+    char32_t cp = 0;
+    const size_t n = utf8::decode(s.substr(p), &cp);
+    if (n == 0) error("ill-formed UTF-8");
+    p += n;
+    return uint32_t(cp);
   }
 
   int number() {

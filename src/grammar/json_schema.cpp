@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "core/json_parse.h"
+#include "grammar/matcher.h"
+#include "grammar/number_range.h"
 #include "grammar/regex.h"
 #include "text/utf8.h"
 
@@ -54,8 +57,29 @@ const std::set<std::string>& enforced() {
                                        "items", "prefixItems", "additionalItems", "minItems", "maxItems", "minLength",
                                        "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
                                        "exclusiveMaximum", "anyOf", "oneOf", "allOf", "$ref", "minProperties",
-                                       "maxProperties", "uniqueItems"};
+                                       "maxProperties", "uniqueItems", "patternProperties", "propertyNames", "not"};
   return k;
+}
+
+// Keywords the drafts define as constraints on instances that the compiler does not enforce.
+const std::set<std::string>& unenforced() {
+  static const std::set<std::string> k{"multipleOf", "contains", "minContains", "maxContains", "dependencies",
+                                       "dependentRequired", "dependentSchemas", "if", "then", "else",
+                                       "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef",
+                                       "divisibleBy", "disallow", "extends"};
+  return k;
+}
+
+// Annotations, and keywords no draft defines (validators ignore them as well).
+bool is_annotation(const std::string& k) { return annotations().count(k) || (!enforced().count(k) && !unenforced().count(k)); }
+
+// The formats of the specification (2020-12 and earlier drafts); other names are annotations.
+bool standard_format(const std::string& f) {
+  static const std::set<std::string> k{"date-time", "date", "time", "duration", "email", "idn-email", "hostname",
+                                       "idn-hostname", "ipv4", "ipv6", "uri", "uri-reference", "iri", "iri-reference",
+                                       "uuid", "uri-template", "json-pointer", "relative-json-pointer", "regex",
+                                       "host-name", "ip-address", "color", "utc-millisec", "style", "phone"};
+  return k.count(f) > 0;
 }
 
 std::string pointer_escape(const std::string& key) {
@@ -71,58 +95,24 @@ std::string pointer_escape(const std::string& key) {
   return out;
 }
 
+std::u32string code_points(const std::string& s) {
+  std::u32string out;
+  for (size_t i = 0; i < s.size();) {
+    char32_t cp = 0;
+    const size_t n = utf8::decode(std::string_view(s).substr(i), &cp);
+    if (n == 0) fail("schema: a key is not valid UTF-8");
+    out += cp;
+    i += n;
+  }
+  return out;
+}
+
 const Expr& digit_class() {
   static const Expr e = Expr::cls({{'0', '9'}});
   return e;
 }
 
 Expr digits(int lo, int hi) { return Expr::repeat(digit_class(), lo, hi); }
-
-// Equal-length decimal strings x <= y: every string between them.
-Expr same_length_range(const std::string& x, const std::string& y) {
-  if (x.empty()) return Expr::seq();
-  if (x == y) return Expr::literal(x);
-  size_t i = 0;
-  while (x[i] == y[i]) ++i;
-  const std::string prefix = x.substr(0, i), xs = x.substr(i + 1), ys = y.substr(i + 1);
-  const char dx = x[i], dy = y[i];
-  const int rest = int(xs.size());
-  std::vector<Expr> alts;
-  if (xs == std::string(size_t(rest), '0') && ys == std::string(size_t(rest), '9')) {
-    alts.push_back(Expr::seq({Expr::cls({{uint32_t(dx), uint32_t(dy)}}), digits(rest, rest)}));
-  } else {
-    alts.push_back(Expr::seq({Expr::literal(std::string(1, dx)), same_length_range(xs, std::string(size_t(rest), '9'))}));
-    if (dy - dx > 1) alts.push_back(Expr::seq({Expr::cls({{uint32_t(dx + 1), uint32_t(dy - 1)}}), digits(rest, rest)}));
-    alts.push_back(Expr::seq({Expr::literal(std::string(1, dy)), same_length_range(std::string(size_t(rest), '0'), ys)}));
-  }
-  return Expr::seq({Expr::literal(prefix), alts.size() == 1 ? std::move(alts[0]) : Expr::alt(std::move(alts))});
-}
-
-// Every non-negative integer in [a, b] in its canonical decimal form.
-Expr nonneg_range(uint64_t a, uint64_t b) {
-  std::vector<Expr> alts;
-  const size_t la = std::to_string(a).size(), lb = std::to_string(b).size();
-  uint64_t p = 1;
-  for (size_t l = 1; l < la; ++l) p *= 10;
-  for (size_t l = la; l <= lb; ++l, p *= 10) {
-    const uint64_t lo = std::max(a, l == 1 ? uint64_t(0) : p), hi = std::min(b, p * 10 - 1);
-    if (lo <= hi) alts.push_back(same_length_range(std::to_string(lo), std::to_string(hi)));
-  }
-  return alts.size() == 1 ? std::move(alts[0]) : Expr::alt(std::move(alts));
-}
-
-constexpr int64_t kMaxIntMagnitude = 9999999999999999;  // 16 digits
-
-Expr integer_range(int64_t lo, int64_t hi) {
-  std::vector<Expr> alts;
-  if (lo < 0) {
-    const int64_t m_lo = std::max<int64_t>(1, hi < 0 ? -hi : 1), m_hi = -lo;
-    if (m_lo <= m_hi) alts.push_back(Expr::seq({Expr::literal("-"), nonneg_range(uint64_t(m_lo), uint64_t(m_hi))}));
-  }
-  if (hi >= 0) alts.push_back(nonneg_range(uint64_t(std::max<int64_t>(lo, 0)), uint64_t(hi)));
-  if (alts.empty()) return Expr::cls({});
-  return alts.size() == 1 ? std::move(alts[0]) : Expr::alt(std::move(alts));
-}
 
 Expr number_expr() {
   return Expr::seq({Expr::opt(Expr::literal("-")),
@@ -134,25 +124,37 @@ Expr number_expr() {
 
 // One character inside a JSON string, in any spelling JSON allows (surrogate escapes left out, so
 // a character is always one code point).
-Expr string_char() {
+// `max_codepoint`: kMaxCodepoint, or 0xFFFF for strings whose length is bounded -- a character
+// past the BMP is one code point to JSON Schema but two UTF-16 units to JavaScript validators (zod,
+// the OpenAI SDK's parse helpers), so leaving them out keeps both counts equal.
+Expr string_char(uint32_t max_codepoint = kMaxCodepoint) {
   const Expr hex = Expr::cls({{'0', '9'}, {'a', 'f'}, {'A', 'F'}});
   const Expr u_escape = Expr::seq(
       {Expr::literal("\\u"),
        Expr::alt({Expr::seq({Expr::cls({{'0', '9'}, {'a', 'c'}, {'A', 'C'}, {'e', 'f'}, {'E', 'F'}}), hex, hex, hex}),
                   Expr::seq({Expr::cls({{'d', 'd'}, {'D', 'D'}}), Expr::cls({{'0', '7'}}), hex, hex})})});
-  return Expr::alt({Expr::cls({{0x20, 0x21}, {0x23, 0x5B}, {0x5D, kMaxCodepoint}}),
+  return Expr::alt({Expr::cls({{0x20, 0x21}, {0x23, 0x5B}, {0x5D, max_codepoint}}),
                     Expr::seq({Expr::literal("\\"), Expr::cls({{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 'b'}, {'f', 'f'},
                                                                {'n', 'n'}, {'r', 'r'}, {'t', 't'}})}),
                     u_escape});
 }
 
+// Calendar dates, exactly: years 0001-9999, each month's days, February 29 in leap years only
+// (divisible by 4; centuries only when divisible by 400). Times leave out the leap second 60,
+// which not every validator takes.
+constexpr const char* kDateBody =
+    "(([0-9]{3}[1-9]|[0-9]{2}[1-9]0|[0-9][1-9]00|[1-9]000)-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|"
+    "(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))|"
+    "([0-9]{2}(0[48]|[2468][048]|[13579][26])|([2468][048]|[13579][26]|0[48])00)-02-29)";
+constexpr const char* kTimeBody = "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,9})?(Z|z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])";
+
 const char* format_regex(const std::string& f) {
+  static const std::string date = std::string("^") + kDateBody + "$", time = std::string("^") + kTimeBody + "$",
+                           date_time = std::string("^") + kDateBody + "[Tt]" + kTimeBody + "$";
   static const std::map<std::string, const char*> k{
-      {"date", "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$"},
-      {"time", "^([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]{1,9})?(Z|z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},
-      {"date-time",
-       "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt]([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]{1,9})?"
-       "(Z|z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},
+      {"date", date.c_str()},
+      {"time", time.c_str()},
+      {"date-time", date_time.c_str()},
       {"email",
        "^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]{1,64}(\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]{1,64}){0,8}@[A-Za-z0-9]([A-Za-z0-9-]{0,30}[A-Za-z0-9])?"
        "(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,30}[A-Za-z0-9])?){1,6}$"},
@@ -270,7 +272,7 @@ struct JsonSchemaCompiler::Impl {
         continue;
       }
       json& cur = out[k];
-      if (cur == v || annotations().count(k)) continue;
+      if (cur == v || is_annotation(k)) continue;
       if (k == "type") {
         auto bits = [](const json& t) {
           unsigned m = 0;
@@ -366,13 +368,13 @@ struct JsonSchemaCompiler::Impl {
 
     for (auto it = s.begin(); it != s.end(); ++it) {
       const std::string& k = it.key();
-      if (enforced().count(k) || annotations().count(k) || k.rfind("x-", 0) == 0) continue;
-      unsupported(k, ptr, "this keyword cannot be enforced");
+      if (unenforced().count(k)) unsupported(k, ptr, "this keyword cannot be enforced");
+      // Any other keyword no draft defines is an annotation: validators ignore it too.
     }
     if (s.contains("$ref")) {
       bool only_ref = true;
       for (auto it = s.begin(); it != s.end(); ++it)
-        if (it.key() != "$ref" && !annotations().count(it.key())) only_ref = false;
+        if (it.key() != "$ref" && !is_annotation(it.key())) only_ref = false;
       if (!s["$ref"].is_string()) error("$ref", ptr, "must be a string");
       if (only_ref) return Expr::ref(ref_rule(s["$ref"].get<std::string>(), ptr));
       return value(keep(expand_ref(s, ptr)), ptr);
@@ -386,17 +388,20 @@ struct JsonSchemaCompiler::Impl {
       rest.erase(kw);
       std::vector<Expr> alts;
       std::vector<unsigned> types;
+      std::vector<const json*> branches;
       for (size_t i = 0; i < list.size(); ++i) {
         const std::string bp = ptr + "/" + kw + "/" + std::to_string(i);
         const json& branch = rest.size() > 0 && has_constraints(rest) ? keep(merge(rest, list[i], bp)) : list[i];
         alts.push_back(value(branch, bp));
         types.push_back(possible_types(branch, bp));
+        branches.push_back(&branch);
       }
       if (std::string(kw) == "oneOf")
         for (size_t i = 0; i < types.size(); ++i)
           for (size_t j = i + 1; j < types.size(); ++j)
-            if (types[i] & types[j])
-              unsupported("oneOf", ptr, str("branches ", i, " and ", j, " may both match (only oneOf branches of different types are enforced)"));
+            if ((types[i] & types[j]) && !values_disjoint(*branches[i], *branches[j], ptr))
+              unsupported("oneOf", ptr, str("branches ", i, " and ", j, " may both match (oneOf is enforced when its branches' types, ",
+                                            "enum/const values or a required property's enum/const values cannot meet)"));
       return alts.size() == 1 ? std::move(alts[0]) : Expr::alt(std::move(alts));
     }
 
@@ -416,6 +421,12 @@ struct JsonSchemaCompiler::Impl {
       }
     }
     if (s.contains("nullable") && s["nullable"].is_boolean() && s["nullable"].get<bool>()) allowed |= kNull;
+    Negation neg;
+    if (s.contains("not")) {
+      neg = negation(s["not"], ptr + "/not");
+      allowed &= ~neg.types;
+    }
+    auto excluded = [&](const json& v) { return std::find(neg.values.begin(), neg.values.end(), v) != neg.values.end(); };
 
     if (s.contains("const") || s.contains("enum")) {
       std::vector<json> values;
@@ -429,7 +440,7 @@ struct JsonSchemaCompiler::Impl {
       }
       std::vector<Expr> alts;
       for (const json& v : values) {
-        if (!(value_type(v) & allowed)) continue;
+        if (!(value_type(v) & allowed) || excluded(v)) continue;
         check_enum_value(s, v, ptr);
         alts.push_back(Expr::literal(v.dump()));
       }
@@ -438,20 +449,95 @@ struct JsonSchemaCompiler::Impl {
     }
 
     std::vector<Expr> alts;
-    if (allowed & kNull) alts.push_back(Expr::literal("null"));
-    if (allowed & kBool) alts.push_back(Expr::alt({Expr::literal("true"), Expr::literal("false")}));
-    if (allowed & kString) alts.push_back(string_value(s, ptr));
-    if (allowed & (kInteger | kFraction)) alts.push_back(number_value(s, ptr, (allowed & kFraction) != 0));
-    if (allowed & kObject) alts.push_back(object_value(s, ptr));
+    if ((allowed & kNull) && !excluded(json(nullptr))) alts.push_back(Expr::literal("null"));
+    if (allowed & kBool) {
+      std::vector<Expr> b;
+      for (bool v : {true, false})
+        if (!excluded(json(v))) b.push_back(Expr::literal(v ? "true" : "false"));
+      if (!b.empty()) alts.push_back(b.size() == 1 ? std::move(b[0]) : Expr::alt(std::move(b)));
+    }
+    if (allowed & kString) {
+      std::vector<std::u32string> taken;
+      for (const json& v : neg.values)
+        if (v.is_string()) taken.push_back(code_points(v.get<std::string>()));
+      if (taken.empty()) {
+        alts.push_back(string_value(s, ptr));
+      } else {
+        for (const char* kw : {"pattern", "format", "minLength", "maxLength"})
+          if (s.contains(kw)) unsupported("not", ptr + "/not", std::string("excluded strings together with '") + kw + "' cannot be enforced");
+        alts.push_back(key_except(taken));  // any string but those, written without escapes
+      }
+    }
+    if (allowed & (kInteger | kFraction)) alts.push_back(number_value(s, ptr, allowed & (kInteger | kFraction)));
+    if (allowed & kObject) alts.push_back(object_value(s, ptr, neg.absent));
     if (allowed & kArray) alts.push_back(array_value(s, ptr));
     if (alts.empty()) return Expr::cls({});
     return alts.size() == 1 ? std::move(alts[0]) : Expr::alt(std::move(alts));
   }
 
+  // What `not` excludes, where that is exactly expressible: whole types, or listed null, boolean
+  // and string values (a string is then written without escapes, so no spelling slips through).
+  struct Negation {
+    unsigned types = 0;
+    std::vector<json> values;
+    std::vector<std::string> absent;  // not {required: [k]}: an object without k
+  };
+  Negation negation(const json& n0, const std::string& ptr) {
+    Negation out;
+    if (n0.is_boolean()) {
+      if (n0.get<bool>()) out.types = kAllTypes;
+      return out;
+    }
+    const json n = expand_ref(n0, ptr);
+    if (n.is_boolean()) return negation(n, ptr);
+    if (!n.is_object()) error("not", ptr, "a schema must be an object or a boolean");
+    int kinds = 0;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const std::string& k = it.key();
+      if (is_annotation(k)) continue;
+      if (k != "type" && k != "enum" && k != "const" && k != "required")
+        unsupported("not", ptr, "only 'not' of a type, enum, const or one required property is enforced, not of '" + k + "'");
+      ++kinds;
+    }
+    if (kinds == 0) {
+      out.types = kAllTypes;  // not {}: nothing is valid
+      return out;
+    }
+    if (kinds > 1) unsupported("not", ptr, "only 'not' of a single type, enum, const or required is enforced");
+    if (n.contains("required")) {
+      // {required: [k]} holds for every non-object and for objects with k: its negation is an
+      // object without k.
+      const json& r = n["required"];
+      if (!r.is_array() || r.size() != 1 || !r[0].is_string())
+        unsupported("not", ptr, "only 'not' of one required property is enforced");
+      else
+        out.absent.push_back(r[0].get<std::string>());
+      out.types = kAllTypes & ~unsigned(kObject);
+    } else if (n.contains("type")) {
+      const json& t = n["type"];
+      for (const json& x : t.is_array() ? t : json::array({t})) {
+        const unsigned b = x.is_string() ? type_bit(x.get<std::string>()) : 0;
+        if (!b) error("type", ptr, "unknown type " + x.dump());
+        out.types |= b;
+      }
+    } else {
+      const json list = n.contains("const") ? json::array({n["const"]}) : n["enum"];
+      if (!list.is_array()) error("enum", ptr, "must be an array");
+      for (const json& v : list) {
+        if (!v.is_null() && !v.is_boolean() && !v.is_string())
+          unsupported("not", ptr, "excluding a " + std::string(v.type_name()) + " value cannot be enforced");
+        if (v.is_string() && needs_escape(v.get<std::string>()))
+          unsupported("not", ptr, "excluding a string with characters JSON escapes cannot be enforced");
+        out.values.push_back(v);
+      }
+    }
+    return out;
+  }
+
   // Keywords other than annotations and combinators.
   static bool has_constraints(const json& s) {
     for (auto it = s.begin(); it != s.end(); ++it)
-      if (!annotations().count(it.key())) return true;
+      if (!is_annotation(it.key())) return true;
     return false;
   }
 
@@ -461,6 +547,43 @@ struct JsonSchemaCompiler::Impl {
     for (const char* kw : {"pattern", "minLength", "maxLength", "minimum", "maximum", "properties", "items", "format"})
       if (s.contains(kw)) unsupported(kw, ptr, "alongside enum/const it is not checked");
     (void)v;
+  }
+
+  // The enum/const values a schema allows, when it lists them.
+  std::optional<std::vector<json>> listed_values(const json& s0, const std::string& ptr) {
+    if (!s0.is_object()) return std::nullopt;
+    const json s = expand_ref(s0, ptr);
+    if (!s.is_object()) return std::nullopt;
+    if (s.contains("const")) return std::vector<json>{s["const"]};
+    if (s.contains("enum") && s["enum"].is_array()) return std::vector<json>(s["enum"].begin(), s["enum"].end());
+    return std::nullopt;
+  }
+
+  static bool share_a_value(const std::vector<json>& a, const std::vector<json>& b) {
+    for (const json& x : a)
+      if (std::find(b.begin(), b.end(), x) != b.end()) return true;
+    return false;
+  }
+
+  // No instance can match both: their listed values do not meet, or a property both require has
+  // listed values that do not meet (a discriminator).
+  bool values_disjoint(const json& a0, const json& b0, const std::string& ptr) {
+    if (!a0.is_object() || !b0.is_object()) return false;
+    const json a = expand_ref(a0, ptr), b = expand_ref(b0, ptr);
+    if (!a.is_object() || !b.is_object()) return false;
+    const auto va = listed_values(a, ptr), vb = listed_values(b, ptr);
+    if (va && vb && !share_a_value(*va, *vb)) return true;
+    if (!a.contains("properties") || !b.contains("properties") || !a.contains("required") || !b.contains("required")) return false;
+    const json &pa = a["properties"], &pb = b["properties"], &ra = a["required"], &rb = b["required"];
+    if (!pa.is_object() || !pb.is_object() || !ra.is_array() || !rb.is_array()) return false;
+    for (auto it = pa.begin(); it != pa.end(); ++it) {
+      const json key = it.key();
+      if (!pb.contains(it.key()) || std::find(ra.begin(), ra.end(), key) == ra.end() || std::find(rb.begin(), rb.end(), key) == rb.end())
+        continue;
+      const auto x = listed_values(it.value(), ptr), y = listed_values(pb[it.key()], ptr);
+      if (x && y && !share_a_value(*x, *y)) return true;
+    }
+    return false;
   }
 
   unsigned possible_types(const json& s0, const std::string& ptr) {
@@ -521,8 +644,8 @@ struct JsonSchemaCompiler::Impl {
       if (s.contains("minLength") || s.contains("maxLength"))
         unsupported(s.contains("minLength") ? "minLength" : "maxLength", ptr, "a length together with format cannot be enforced");
       body = json_string_chars(regex_to_expr(format_regex(s["format"].get<std::string>())));
-    } else if (s.contains("format")) {
-      unsupported("format", ptr, "unknown format " + s["format"].dump());
+    } else if (s.contains("format") && (!s["format"].is_string() || standard_format(s["format"].get<std::string>()))) {
+      unsupported("format", ptr, "format " + s["format"].dump() + " cannot be enforced");
     }
     if (body.kind == Expr::Kind::kSeq && body.kids.empty()) {
       if (s.contains("pattern")) {
@@ -537,49 +660,40 @@ struct JsonSchemaCompiler::Impl {
           error("pattern", ptr, e.what());
         }
       } else {
-        body = Expr::repeat(string_char(), min_len, max_len);
+        const bool bounded = min_len > 0 || max_len != kUnbounded;
+        body = Expr::repeat(string_char(bounded ? 0xFFFF : kMaxCodepoint), min_len, max_len);
       }
     }
     return Expr::seq({Expr::literal("\""), std::move(body), Expr::literal("\"")});
   }
 
-  Expr number_value(const json& s, const std::string& ptr, bool fractions) {
-    const bool bounded = s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") || s.contains("exclusiveMaximum");
+  // `types`: kInteger, kFraction or both (numbers that are not integers: `not` of integer).
+  Expr number_value(const json& s, const std::string& ptr, unsigned types) {
     if (s.contains("multipleOf")) unsupported("multipleOf", ptr, "cannot be enforced");
-    if (!bounded) {
-      if (fractions) return number_expr();
-      return Expr::seq({Expr::opt(Expr::literal("-")), Expr::alt({Expr::literal("0"), Expr::seq({Expr::cls({{'1', '9'}}), digits(0, 15)})})});
-    }
-    if (fractions) {
-      unsupported(s.contains("minimum") ? "minimum" : s.contains("maximum") ? "maximum" : "exclusiveMinimum", ptr,
-                  "bounds are enforced on integers only");
-      return number_expr();
-    }
-    double lo = -double(kMaxIntMagnitude), hi = double(kMaxIntMagnitude);
+    std::optional<NumberBound> lo, hi;
     auto num = [&](const char* kw) {
       if (!s[kw].is_number()) error(kw, ptr, "must be a number");
       return s[kw].get<double>();
     };
-    if (s.contains("minimum")) lo = std::max(lo, std::ceil(num("minimum")));
-    if (s.contains("maximum")) hi = std::min(hi, std::floor(num("maximum")));
-    for (const char* kw : {"exclusiveMinimum", "exclusiveMaximum"}) {
-      if (!s.contains(kw)) continue;
-      const bool is_min = kw[9] == 'M' && kw[10] == 'i';
-      if (s[kw].is_boolean()) {  // draft-04: modifies minimum/maximum
-        if (!s[kw].get<bool>()) continue;
-        const char* base = is_min ? "minimum" : "maximum";
-        if (!s.contains(base)) continue;
-        const double b = num(base);
-        if (is_min && b == std::floor(b)) lo = std::max(lo, b + 1);
-        if (!is_min && b == std::floor(b)) hi = std::min(hi, b - 1);
-      } else {
-        const double b = num(kw);
-        if (is_min) lo = std::max(lo, std::floor(b) + 1);
-        if (!is_min) hi = std::min(hi, std::ceil(b) - 1);
-      }
+    auto draft4 = [&](const char* kw) { return s.contains(kw) && s[kw].is_boolean() && s[kw].get<bool>(); };
+    auto tighten = [](std::optional<NumberBound>& b, double v, bool exclusive, bool lower) {
+      if (!b || (lower ? v > b->value : v < b->value) || (v == b->value && exclusive)) b = NumberBound{v, exclusive};
+    };
+    if (s.contains("minimum")) tighten(lo, num("minimum"), draft4("exclusiveMinimum"), true);
+    if (s.contains("maximum")) tighten(hi, num("maximum"), draft4("exclusiveMaximum"), false);
+    if (s.contains("exclusiveMinimum") && !s["exclusiveMinimum"].is_boolean()) tighten(lo, num("exclusiveMinimum"), true, true);
+    if (s.contains("exclusiveMaximum") && !s["exclusiveMaximum"].is_boolean()) tighten(hi, num("exclusiveMaximum"), true, false);
+    if (types == kFraction) {
+      if (lo || hi) unsupported(lo ? "minimum" : "maximum", ptr, "bounds on numbers that must not be integers cannot be enforced");
+      return non_integer_number();
     }
-    if (lo > hi) return Expr::cls({});
-    return integer_range(int64_t(lo), int64_t(hi));
+    if (types & kFraction) return lo || hi ? decimal_range(lo, hi) : number_expr();
+    const double max = double(kMaxIntMagnitude);
+    double lo_i = -max, hi_i = max;
+    if (lo) lo_i = std::max(lo_i, lo->exclusive ? std::floor(lo->value) + 1 : std::ceil(lo->value));
+    if (hi) hi_i = std::min(hi_i, hi->exclusive ? std::ceil(hi->value) - 1 : std::floor(hi->value));
+    if (lo_i > hi_i) return Expr::cls({});
+    return integer_range(int64_t(lo_i), int64_t(hi_i));
   }
 
   // Keys other than `taken`, written without escapes so that the text is the key.
@@ -628,7 +742,76 @@ struct JsonSchemaCompiler::Impl {
     return Expr::seq({Expr::literal("\""), build(0), Expr::literal("\"")});
   }
 
-  Expr object_value(const json& s, const std::string& ptr) {
+  // True, {} or annotations only: every value is valid.
+  static bool trivially_true(const json& s) {
+    return (s.is_boolean() && s.get<bool>()) || (s.is_object() && !has_constraints(s));
+  }
+
+  // A pattern's language (code points, matched as UTF-8 bytes) as an automaton, to test keys with.
+  Lexeme pattern_automaton(const std::string& kw, const json& pattern, const std::string& ptr) const {
+    if (!pattern.is_string()) error(kw, ptr, "a pattern must be a string");
+    try {
+      const Expr e = regex_to_expr(pattern.get<std::string>());
+      return build_lexeme({&e}, LexemeLimits{});
+    } catch (const Error& e) {
+      error(kw, ptr, e.what());
+    }
+  }
+
+  static bool automaton_matches(const Lexeme& lx, std::string_view bytes) {
+    if (!lx.nonempty()) return false;
+    int32_t st = 0;
+    for (char c : bytes)
+      if ((st = lx.step(st, uint8_t(c))) == Lexeme::kDead) return false;
+    return lx.accepting[size_t(st)] != 0;
+  }
+
+  // Whether some byte string matches both automata (a bounded search over pairs of states).
+  bool automata_intersect(const Lexeme& a, const Lexeme& b, const std::string& kw, const std::string& ptr) const {
+    if (!a.nonempty() || !b.nonempty()) return false;
+    std::set<std::pair<int32_t, int32_t>> seen{{0, 0}};
+    std::vector<std::pair<int32_t, int32_t>> todo{{0, 0}};
+    while (!todo.empty()) {
+      const auto [x, y] = todo.back();
+      todo.pop_back();
+      if (a.accepting[size_t(x)] && b.accepting[size_t(y)]) return true;
+      for (int c = 0; c < 256; ++c) {
+        const int32_t nx = a.step(x, uint8_t(c)), ny = b.step(y, uint8_t(c));
+        if (nx == Lexeme::kDead || ny == Lexeme::kDead || !seen.insert({nx, ny}).second) continue;
+        if (seen.size() > 100000) error(kw, ptr, "patterns too large to compare");
+        todo.emplace_back(nx, ny);
+      }
+    }
+    return false;
+  }
+
+  // The compiled grammar of `schema` alone (for testing keys against propertyNames); null when no
+  // value is valid.
+  std::shared_ptr<const Grammar> sub_grammar(const json& schema, const std::string& kw, const std::string& ptr) {
+    GrammarIR sub;
+    Impl c{sub, doc, opt, {}, -1, depth, 0, {}};
+    sub.root = sub.rule("root");
+    sub.define(sub.root, c.value(schema, ptr));
+    try {
+      return compile_grammar(sub);
+    } catch (const Error& e) {
+      error(kw, ptr, std::string("cannot be tested against the listed properties: ") + e.what());
+    }
+  }
+
+  static bool grammar_accepts(const std::shared_ptr<const Grammar>& g, std::string_view text) {
+    GrammarMatcher m(g);
+    return m.advance(text) && m.can_finish();
+  }
+
+  static bool needs_escape(const std::string& key) {
+    for (char c : key)
+      if (uint8_t(c) < 0x20 || c == '"' || c == '\\') return true;
+    return false;
+  }
+
+  // `absent`: keys the object must not have (from `not`).
+  Expr object_value(const json& s, const std::string& ptr, const std::vector<std::string>& absent) {
     struct Prop {
       std::string key;
       const json* schema;
@@ -651,72 +834,220 @@ struct JsonSchemaCompiler::Impl {
         props.push_back({it.key(), &it.value(), ptr + "/properties/" + pointer_escape(it.key()), required.count(it.key()) > 0});
     }
     const json* addl = s.contains("additionalProperties") ? &s["additionalProperties"] : &kTrue;
-    const bool addl_allowed = !(addl->is_boolean() && !addl->get<bool>());
-    for (const std::string& r : required) {
-      bool listed = false;
-      for (const Prop& p : props) listed = listed || p.key == r;
-      if (listed) continue;
-      if (!addl_allowed) return Expr::cls({});  // required but forbidden: nothing is valid
-      props.push_back({r, addl, ptr + "/additionalProperties", true});
+    bool addl_allowed = !(addl->is_boolean() && !addl->get<bool>());
+
+    // patternProperties: a key matching a pattern takes that pattern's schema too, and
+    // additionalProperties applies only to keys that match no pattern.
+    struct Pattern {
+      std::string source, ptr;
+      const json* schema;
+      Lexeme automaton;
+    };
+    std::vector<Pattern> patterns;
+    if (s.contains("patternProperties")) {
+      if (!s["patternProperties"].is_object()) error("patternProperties", ptr, "must be an object");
+      for (auto it = s["patternProperties"].begin(); it != s["patternProperties"].end(); ++it) {
+        const std::string pp = ptr + "/patternProperties/" + pointer_escape(it.key());
+        patterns.push_back({it.key(), pp, &it.value(), pattern_automaton("patternProperties", json(it.key()), pp)});
+      }
     }
-    if (s.contains("patternProperties")) unsupported("patternProperties", ptr, "cannot be enforced");
+    // Required keys that `properties` does not list follow, in the order `required` gives them.
+    if (s.contains("required")) {
+      for (const json& rj : s["required"]) {
+        const std::string r = rj.get<std::string>();
+        bool listed = false;
+        for (const Prop& p : props) listed = listed || p.key == r;
+        if (!listed) props.push_back({r, addl, ptr + "/additionalProperties", true});
+      }
+    }
+    // Every key the object names (some dropped below): an extra key must never repeat one.
+    std::vector<std::string> named_keys;
+    for (const Prop& p : props) named_keys.push_back(p.key);
+    for (const std::string& k : absent) {
+      if (required.count(k)) return Expr::cls({});  // required yet forbidden: nothing is valid
+      if (std::find(named_keys.begin(), named_keys.end(), k) == named_keys.end()) named_keys.push_back(k);
+    }
+    std::vector<Prop> kept;
+    for (Prop& p : props) {
+      if (std::find(absent.begin(), absent.end(), p.key) != absent.end()) continue;
+      const bool listed = s.contains("properties") && s["properties"].contains(p.key);
+      json all = json::array();
+      if (listed) all.push_back(*p.schema);
+      for (const Pattern& pat : patterns) {
+        if (!automaton_matches(pat.automaton, p.key)) continue;
+        if (needs_escape(p.key)) unsupported("patternProperties", pat.ptr, "keys with characters JSON escapes are not tested");
+        all.push_back(*pat.schema);
+      }
+      if (!listed && all.empty()) all.push_back(*addl);  // a required key no property or pattern names
+      if (all.size() > 1 || !listed) p.schema = &keep(all.size() == 1 ? all[0] : json{{"allOf", all}});
+      if (p.schema->is_boolean() && !p.schema->get<bool>()) {
+        if (p.required) return Expr::cls({});  // required but forbidden: nothing is valid
+        continue;
+      }
+      kept.push_back(std::move(p));
+    }
+    props = std::move(kept);
+
+    // propertyNames: every key is a string valid against it.
+    const json* names = nullptr;
+    std::shared_ptr<const Grammar> names_grammar;
+    if (s.contains("propertyNames") && !trivially_true(s["propertyNames"])) {
+      const std::string np = ptr + "/propertyNames";
+      names = &keep(merge(s["propertyNames"], json{{"type", "string"}}, np));
+      if (!(names->is_boolean() && !names->get<bool>())) names_grammar = sub_grammar(*names, "propertyNames", np);
+      std::vector<Prop> named;
+      for (Prop& p : props) {
+        if (needs_escape(p.key)) unsupported("propertyNames", np, "keys with characters JSON escapes are not tested");
+        if (names_grammar && grammar_accepts(names_grammar, json(p.key).dump())) {
+          named.push_back(std::move(p));
+        } else if (p.required) {
+          return Expr::cls({});
+        }
+      }
+      props = std::move(named);
+    }
+
+    // Additional members (after the listed ones): their key and value, or -1 when there are none.
+    int member = -1;
+    const bool patterns_vacuous = std::all_of(patterns.begin(), patterns.end(), [](const Pattern& p) { return trivially_true(*p.schema); });
+    if (!patterns.empty() && patterns_vacuous && addl_allowed && trivially_true(*addl)) patterns.clear();  // no constraint at all
+    if (!patterns.empty() && addl_allowed) {
+      unsupported("patternProperties", ptr, "keys matching no pattern cannot be told apart (only with additionalProperties: false)");
+      patterns.clear();
+    }
+    if (!patterns.empty() && names) unsupported("propertyNames", ptr, "together with patternProperties cannot be enforced");
+    if (!patterns.empty()) {
+      // Keys matching a pattern and no listed key: exact when the patterns cannot share a key and
+      // no listed key matches one (so an extra key never repeats a listed one).
+      std::vector<Expr> alts;
+      for (size_t i = 0; i < patterns.size(); ++i) {
+        if (patterns[i].schema->is_boolean() && !patterns[i].schema->get<bool>()) continue;  // its keys are forbidden
+        for (size_t j = i + 1; j < patterns.size(); ++j)
+          if (automata_intersect(patterns[i].automaton, patterns[j].automaton, "patternProperties", ptr))
+            unsupported("patternProperties", patterns[j].ptr, "patterns that may match the same key cannot be enforced");
+        for (const std::string& k : named_keys)
+          if (automaton_matches(patterns[i].automaton, k))
+            unsupported("patternProperties", patterns[i].ptr, "a pattern matching a listed property ('" + k + "') cannot be enforced");
+        alts.push_back(Expr::seq({string_value(json{{"pattern", patterns[i].source}}, patterns[i].ptr), ws(), Expr::literal(":"), ws(),
+                                  value(*patterns[i].schema, patterns[i].ptr), ws()}));
+      }
+      if (!alts.empty()) {
+        member = new_rule("pattern-member");
+        ir.define(member, alts.size() == 1 ? std::move(alts[0]) : Expr::alt(std::move(alts)));
+      }
+    } else if (names && addl_allowed) {
+      // Keys valid against propertyNames: none is a listed key (else one could repeat).
+      for (const std::string& k : named_keys)
+        if (names_grammar && grammar_accepts(names_grammar, json(k).dump()))
+          unsupported("propertyNames", ptr + "/propertyNames", "'" + k + "' is listed and a valid name, so an extra key could repeat it");
+      if (names_grammar) {
+        member = new_rule("named-member");
+        ir.define(member, Expr::seq({value(*names, ptr + "/propertyNames"), ws(), Expr::literal(":"), ws(),
+                                     value(*addl, ptr + "/additionalProperties"), ws()}));
+      }
+    } else if (addl_allowed) {
+      std::vector<std::u32string> taken;
+      for (const std::string& k : named_keys) taken.push_back(code_points(k));
+      member = new_rule("extra-member");
+      ir.define(member, Expr::seq({key_except(taken), ws(), Expr::literal(":"), ws(), value(*addl, ptr + "/additionalProperties"), ws()}));
+    }
+
+    // Counting members for minProperties / maxProperties: c members written so far, kept up to
+    // `cap` (past it the count no longer matters); c == 0 also means no comma before the next.
     const int min_props = count(s, "minProperties", ptr, 0);
     const int max_props = count(s, "maxProperties", ptr, kUnbounded);
-    size_t n_required = 0;
-    for (const Prop& p : props) n_required += p.required;
-    if (min_props > int(n_required)) unsupported("minProperties", ptr, "more than the required properties cannot be enforced");
-    if (max_props != kUnbounded && (addl_allowed || int(props.size()) > max_props))
-      unsupported("maxProperties", ptr, "cannot be enforced unless every allowed property fits");
-
-    auto kv = [&](const Prop& p) {
-      return Expr::seq({Expr::literal(json(p.key).dump()), ws(), Expr::literal(":"), ws(), value(*p.schema, p.ptr), ws()});
-    };
+    const int cap = max_props != kUnbounded ? max_props : std::max(min_props, 1);
+    auto next_count = [&](int c) { return max_props != kUnbounded ? (c + 1 > max_props ? -1 : c + 1) : std::min(c + 1, cap); };
     const Expr comma = Expr::seq({Expr::literal(","), ws()});
-    // Additional members after the listed ones.
-    Expr extra_first = Expr::seq(), extra_more = Expr::seq();
-    if (addl_allowed) {
-      std::vector<std::u32string> taken;
-      for (const Prop& p : props) {
-        std::u32string k;
-        const std::string& u = p.key;
-        for (size_t i = 0; i < u.size();) {  // the key's code points (already valid UTF-8: it came from JSON)
-          const unsigned char c = uint8_t(u[i]);
-          const int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : 4;
-          uint32_t cp = n == 1 ? c : n == 2 ? c & 0x1F : n == 3 ? c & 0x0F : c & 0x07;
-          for (int j = 1; j < n && i + size_t(j) < u.size(); ++j) cp = (cp << 6) | (uint8_t(u[i + size_t(j)]) & 0x3F);
-          k += char32_t(cp);
-          i += size_t(n);
-        }
-        taken.push_back(k);
-      }
-      const int member = new_rule("extra-member");
-      ir.define(member, Expr::seq({key_except(taken), ws(), Expr::literal(":"), ws(), value(*addl, ptr + "/additionalProperties"), ws()}));
-      extra_more = Expr::star(Expr::seq({comma, Expr::ref(member)}));
-      extra_first = Expr::opt(Expr::seq({Expr::ref(member), extra_more}));
-    }
-    // tail[i][first]: the members from property i on; `first`: nothing written yet (no comma).
-    std::vector<std::array<int, 2>> tail(props.size() + 1);
+    auto extras = [&](int c) -> Expr {
+      const int need = std::max(min_props - c, 0);
+      const int room = max_props != kUnbounded ? max_props - c : kUnbounded;
+      if (member < 0 || room == 0) return need == 0 ? Expr::seq() : Expr::cls({});
+      if (c > 0) return Expr::repeat(Expr::seq({comma, Expr::ref(member)}), need, room);
+      Expr list = Expr::seq({Expr::ref(member), Expr::repeat(Expr::seq({comma, Expr::ref(member)}), std::max(need - 1, 0),
+                                                             room == kUnbounded ? kUnbounded : room - 1)});
+      return need > 0 ? std::move(list) : Expr::opt(std::move(list));
+    };
+    // tail[i][c]: the members from property i on, with c written before.
     const size_t n = props.size();
-    tail[n][0] = new_rule("members");
-    ir.define(tail[n][0], extra_more);
-    tail[n][1] = new_rule("members");
-    ir.define(tail[n][1], extra_first);
-    for (size_t i = n; i-- > 0;) {
-      const Expr member = kv(props[i]);
-      for (int first = 0; first < 2; ++first) {
-        tail[i][size_t(first)] = new_rule("members");
-        Expr with = Expr::seq({first ? Expr::seq() : comma, member, Expr::ref(tail[i + 1][0])});
-        if (props[i].required)
-          ir.define(tail[i][size_t(first)], std::move(with));
-        else
-          ir.define(tail[i][size_t(first)], Expr::alt({std::move(with), Expr::ref(tail[i + 1][size_t(first)])}));
+    std::vector<std::vector<int>> tail(n + 1);
+    for (size_t i = n + 1; i-- > 0;) {
+      const int top = std::min(int(i), cap);
+      tail[i].resize(size_t(top) + 1);
+      const Expr kv = i < n ? Expr::seq({Expr::literal(json(props[i].key).dump()), ws(), Expr::literal(":"), ws(),
+                                         value(*props[i].schema, props[i].ptr), ws()})
+                            : Expr::seq();
+      for (int c = 0; c <= top; ++c) {
+        const int id = tail[i][size_t(c)] = new_rule("members");
+        if (i == n) {
+          ir.define(id, extras(c));
+          continue;
+        }
+        std::vector<Expr> alts;
+        if (const int nc = next_count(c); nc >= 0)
+          alts.push_back(Expr::seq({c == 0 ? Expr::seq() : comma, kv, Expr::ref(tail[i + 1][size_t(nc)])}));
+        if (!props[i].required) alts.push_back(Expr::ref(tail[i + 1][size_t(c)]));
+        ir.define(id, alts.empty() ? Expr::cls({}) : alts.size() == 1 ? std::move(alts[0]) : Expr::alt(std::move(alts)));
       }
     }
-    return Expr::seq({Expr::literal("{"), ws(), Expr::ref(tail[0][1]), Expr::literal("}")});
+    return Expr::seq({Expr::literal("{"), ws(), Expr::ref(tail[0][0]), Expr::literal("}")});
+  }
+
+  // The values `s` allows when they are few and have one spelling each (an enum or const, maybe
+  // narrowed by type; boolean; null); nullopt otherwise.
+  std::optional<std::vector<json>> finite_values(const json& s0, const std::string& ptr) {
+    if (!s0.is_object()) return std::nullopt;
+    const json s = expand_ref(s0, ptr);
+    if (!s.is_object()) return std::nullopt;
+    for (auto it = s.begin(); it != s.end(); ++it)
+      if (!is_annotation(it.key()) && it.key() != "type" && it.key() != "enum" && it.key() != "const") return std::nullopt;
+    unsigned types = kAllTypes;
+    if (s.contains("type")) types = possible_types(json{{"type", s["type"]}}, ptr);
+    std::vector<json> list;
+    if (s.contains("const")) {
+      list.push_back(s["const"]);
+    } else if (s.contains("enum") && s["enum"].is_array()) {
+      list.assign(s["enum"].begin(), s["enum"].end());
+    } else if ((types & ~(kBool | kNull)) == 0) {
+      if (types & kBool) list = {json(true), json(false)};
+      if (types & kNull) list.push_back(json(nullptr));
+    } else {
+      return std::nullopt;
+    }
+    if (int(list.size()) > 64) return std::nullopt;  // ordered subsets: one rule per (value, count)
+    std::vector<json> out;
+    for (const json& v : list)
+      if ((value_type(v) & types) && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+    return out;
+  }
+
+  // Arrays of distinct values from `values`, in their order (so none repeats), with a count in
+  // [min_items, max_items].
+  Expr unique_items(const std::vector<json>& values, int min_items, int max_items) {
+    const Expr comma = Expr::seq({Expr::literal(","), ws()});
+    const size_t k = values.size();
+    const int cap = max_items != kUnbounded ? max_items : std::max(min_items, 1);
+    std::vector<std::vector<int>> tail(k + 1);  // tail[i][c]: values from i on, c written before
+    for (size_t i = k + 1; i-- > 0;) {
+      tail[i].resize(size_t(std::min(int(i), cap)) + 1);
+      for (int c = 0; c < int(tail[i].size()); ++c) {
+        const int id = tail[i][size_t(c)] = new_rule("unique-items");
+        if (i == k) {
+          ir.define(id, c >= min_items ? Expr::seq() : Expr::cls({}));
+          continue;
+        }
+        std::vector<Expr> alts;
+        const int nc = max_items != kUnbounded ? c + 1 : std::min(c + 1, cap);
+        if (max_items == kUnbounded || c + 1 <= max_items)
+          alts.push_back(Expr::seq({c == 0 ? Expr::seq() : comma, Expr::literal(values[i].dump()), ws(), Expr::ref(tail[i + 1][size_t(nc)])}));
+        alts.push_back(Expr::ref(tail[i + 1][size_t(c)]));
+        ir.define(id, alts.size() == 1 ? std::move(alts[0]) : Expr::alt(std::move(alts)));
+      }
+    }
+    return Expr::seq({Expr::literal("["), ws(), Expr::ref(tail[0][0]), Expr::literal("]")});
   }
 
   Expr array_value(const json& s, const std::string& ptr) {
-    if (s.contains("uniqueItems") && s["uniqueItems"] == true) unsupported("uniqueItems", ptr, "cannot be enforced");
     if (s.contains("contains")) unsupported("contains", ptr, "cannot be enforced");
     std::vector<std::pair<const json*, std::string>> prefix;
     static const json kTrue = true;
@@ -745,6 +1076,11 @@ struct JsonSchemaCompiler::Impl {
     if (!rest_allowed) max_items = max_items == kUnbounded ? int(prefix.size()) : std::min(max_items, int(prefix.size()));
     if (max_items != kUnbounded && max_items < min_items) return Expr::cls({});
     const Expr comma = Expr::seq({Expr::literal(","), ws()});
+    if (s.contains("uniqueItems") && s["uniqueItems"] == true && (max_items == kUnbounded || max_items > 1)) {
+      if (!prefix.empty()) unsupported("uniqueItems", ptr, "with prefixItems cannot be enforced");
+      if (auto values = finite_values(*rest, rest_ptr)) return unique_items(*values, min_items, max_items);
+      unsupported("uniqueItems", ptr, "enforced only when the items are from an enum, const, boolean or null");
+    }
 
     // Items from position k on; k == 0 writes no comma first.
     Expr tail;

@@ -5,22 +5,33 @@
 //   type (a name or an array of names), enum, const, nullable (OpenAPI), boolean schemas;
 //   objects: properties (written in the order `properties` lists them), required,
 //     additionalProperties (a schema, false, or true -- the default, as the specification says;
-//     extra keys never repeat a listed one), min/maxProperties only when they hold trivially;
+//     extra keys never repeat a listed one), minProperties / maxProperties (members counted);
+//     patternProperties (a listed key takes the schemas of the patterns it matches; extra keys
+//     only with additionalProperties false, patterns that cannot share a key and match no listed
+//     key -- or patterns with no constraint); propertyNames (listed keys it rejects are left
+//     out; extra keys must be valid names and no listed key may be one);
 //   arrays: items, prefixItems (and draft-07's array form of items with additionalItems),
-//     minItems, maxItems;
+//     minItems, maxItems; uniqueItems when the items come from a finite set (enum, const,
+//     boolean, null: written as distinct values in the set's order) or at most one is allowed;
 //   strings: minLength, maxLength (code points), pattern (regex.h), format (date-time, date,
 //     time, email, uuid, uri, ipv4, ipv6);
-//   integers: minimum, maximum, exclusiveMinimum, exclusiveMaximum (both drafts' forms), exactly;
-//   anyOf; oneOf when its branches' types cannot overlap; allOf by merging its branches (an error
+//   numbers: minimum, maximum, exclusiveMinimum, exclusiveMaximum (both drafts' forms), exactly
+//     (number_range.h: integers canonical; decimals without exponent, at most 15 digits);
+//   not, of a type (or types), of enum/const values that are null, booleans or strings (other
+//     strings are then written without escapes), or of one required property (an object without it);
+//   anyOf; oneOf when no two branches can meet (by type, by enum/const values, or by the values
+//     of a property both require); allOf by merging its branches (an error
 //     when two give different values to a keyword that cannot be merged);
 //   $ref to "#" or a JSON pointer into the document ($defs, definitions, ...), recursion included.
-// Annotations (title, description, default, examples, $schema, $id, $comment, ...) are ignored.
+// Annotations (title, description, default, examples, $schema, $id, $comment, ...) are ignored, and
+// so are keywords no draft defines and format names outside the specification, as validators do.
 // With `strict = false` a keyword that cannot be enforced is ignored instead (the output then
 // may not validate); used for the OpenAI API's strict: false.
 //
 // Output form: whitespace between tokens, at most `max_whitespace` characters at each place;
+// strings with a length bound keep to the BMP (JavaScript validators count UTF-16 units);
 // strings escape only what JSON requires (plus \/, \b, \f, \uXXXX except surrogates); numbers
-// have at most 16 digits before and after the point and 3 in the exponent.
+// have at most 16 digits before and after the point and 3 in the exponent (bounded ones: above).
 #pragma once
 
 #include <string>

@@ -21,7 +21,13 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> g) : g_(std::move(
   std::sort(s.tops.begin(), s.tops.end());
   s.tops.erase(std::unique(s.tops.begin(), s.tops.end()), s.tops.end());
   committed_ = nodes_.size();
-  history_.push_back(std::move(s));
+  push(s);
+}
+
+void GrammarMatcher::push(const State& s) {
+  starts_.push_back(uint32_t(history_.size()));
+  history_.insert(history_.end(), s.tops.begin(), s.tops.end());
+  finish_.push_back(s.finish);
 }
 
 int32_t GrammarMatcher::make(const Node& n, bool scratch) {
@@ -79,7 +85,9 @@ bool GrammarMatcher::step(const State& from, uint8_t b, State& to, bool scratch)
 }
 
 bool GrammarMatcher::advance(std::string_view bytes) {
-  tmp_a_ = history_.back();
+  const std::span<const int32_t> now = tops();
+  tmp_a_.tops.assign(now.begin(), now.end());
+  tmp_a_.finish = can_finish();
   for (char c : bytes) {
     if (!step(tmp_a_, uint8_t(c), tmp_b_, false)) {
       committed_ = nodes_.size();  // interned nodes stay valid for later steps
@@ -88,7 +96,7 @@ bool GrammarMatcher::advance(std::string_view bytes) {
     std::swap(tmp_a_, tmp_b_);
   }
   committed_ = nodes_.size();
-  history_.push_back(tmp_a_);
+  push(tmp_a_);
   return true;
 }
 
@@ -109,7 +117,10 @@ bool GrammarMatcher::accepts_from(int32_t node, std::string_view bytes) {
 
 void GrammarMatcher::rollback(size_t n) {
   if (n > steps()) fail("grammar: rollback of ", n, " steps past the start (", steps(), " taken)");
-  history_.resize(history_.size() - n);
+  if (n == 0) return;
+  history_.resize(starts_[starts_.size() - n]);  // where the first undone step's state began
+  starts_.resize(starts_.size() - n);
+  finish_.resize(finish_.size() - n);
 }
 
 }  // namespace qwen35::grammar

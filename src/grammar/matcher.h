@@ -4,14 +4,15 @@
 // in an arena. Nodes are hash-consed, so equal stacks are one node and a state is a sorted list
 // of node ids: ambiguity never duplicates work, and a state is a cheap, exact cache key. Every
 // node of a state sits at a lexeme whose DFA can still move; "can finish" says the root rule may
-// end here. A state is kept per step (a byte, or all the bytes of a token), so rollback(n) undoes
-// the last n steps -- speculative decoding accepts fewer tokens than it drafted.
+// end here. A state is kept per step (a byte, or all the bytes of a token), one after another in
+// one buffer (no allocation per step once it has grown), so rollback(n) undoes the last n steps.
 //
 // Thread contract: one matcher per generation, used by one thread; the Grammar is shared.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -35,17 +36,19 @@ class GrammarMatcher {
   bool advance(std::string_view bytes);
   bool advance_byte(uint8_t b) { return advance(std::string_view(reinterpret_cast<const char*>(&b), 1)); }
   // The root rule may end here (the stop token is allowed).
-  bool can_finish() const { return history_.back().finish; }
+  bool can_finish() const { return finish_.back() != 0; }
   // Nothing but the end is allowed.
-  bool must_finish() const { return history_.back().tops.empty(); }
+  bool must_finish() const { return tops().empty(); }
 
-  size_t steps() const { return history_.size() - 1; }
+  size_t steps() const { return finish_.size() - 1; }
   void rollback(size_t n);  // n <= steps()
   void reset() { rollback(steps()); }
 
   // For the token mask: the current nodes, and whether the stack under `node` can take `bytes`
   // (nothing is kept; the state does not change).
-  const std::vector<int32_t>& tops() const { return history_.back().tops; }
+  std::span<const int32_t> tops() const {
+    return {history_.data() + starts_.back(), history_.size() - starts_.back()};
+  }
   const Node& node(int32_t id) const { return nodes_[size_t(id)]; }
   bool accepts_from(int32_t node, std::string_view bytes);
   const Grammar& grammar() const { return *g_; }
@@ -62,6 +65,7 @@ class GrammarMatcher {
   // Adds the nodes reachable from `n` without consuming a byte that sit at a lexeme.
   void close(Node n, State& out, bool scratch);
   bool step(const State& from, uint8_t b, State& to, bool scratch);
+  void push(const State& s);
 
   std::shared_ptr<const Grammar> g_;
   uint64_t serial_;
@@ -79,7 +83,10 @@ class GrammarMatcher {
     }
   };
   std::unordered_map<Node, int32_t, NodeHash, NodeEq> interned_;  // committed nodes only
-  std::vector<State> history_;
+  // Step k's state: node ids history_[starts_[k] .. starts_[k + 1] or the end), finish_[k].
+  std::vector<int32_t> history_;
+  std::vector<uint32_t> starts_;
+  std::vector<uint8_t> finish_;
   std::vector<Node> work_;
   State tmp_a_, tmp_b_;
 };

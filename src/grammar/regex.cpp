@@ -1,6 +1,7 @@
 #include "grammar/regex.h"
 
 #include "core/error.h"
+#include "text/utf8.h"
 
 namespace qwen35::grammar {
 namespace {
@@ -26,13 +27,11 @@ struct Parser {
   char peek() const { return at_end() ? '\0' : s[p]; }
 
   uint32_t utf8() {
-    const unsigned char c = uint8_t(s[p]);
-    const int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n == 0 || p + size_t(n) > s.size()) error("ill-formed UTF-8");
-    uint32_t cp = n == 1 ? c : n == 2 ? c & 0x1F : n == 3 ? c & 0x0F : c & 0x07;
-    for (int i = 1; i < n; ++i) cp = (cp << 6) | (uint8_t(s[p + size_t(i)]) & 0x3F);
-    p += size_t(n);
-    return cp;
+    char32_t cp = 0;
+    const size_t n = utf8::decode(s.substr(p), &cp);
+    if (n == 0) error("ill-formed UTF-8");
+    p += n;
+    return uint32_t(cp);
   }
 
   uint32_t hex(int n) {

@@ -113,10 +113,6 @@ TokenMasker::Entry TokenMasker::build(const Lexeme& lx, int32_t dstate) const {
 const TokenMasker::Entry& TokenMasker::entry(int32_t lexeme, int32_t dstate) {
   const uint64_t key = (uint64_t(uint32_t(lexeme)) << 32) | uint32_t(dstate);
   if (auto it = entries_.find(key); it != entries_.end()) return it->second;
-  if (entry_bytes_ > kMaxEntryBytes) {
-    entries_.clear();
-    entry_bytes_ = 0;
-  }
   Entry e = build(g_->lexemes[size_t(lexeme)], dstate);
   entry_bytes_ += (e.bits.size() * 8) + (e.accepted.size() + e.undecided.size()) * 4 + 64;
   return entries_.emplace(key, std::move(e)).first->second;
@@ -124,16 +120,23 @@ const TokenMasker::Entry& TokenMasker::entry(int32_t lexeme, int32_t dstate) {
 
 void TokenMasker::fill(GrammarMatcher& m, uint64_t* bits) {
   const size_t words = vocab_->words();
-  const std::vector<int32_t>& tops = m.tops();
+  const std::span<const int32_t> tops = m.tops();
   const uint64_t serial = m.serial();
-  std::string key(reinterpret_cast<const char*>(&serial), sizeof serial);
-  key.append(reinterpret_cast<const char*>(tops.data()), tops.size() * sizeof(int32_t));
-  if (auto it = by_state_.find(key); it != by_state_.end()) {
+  // The key buffer is reused: a cached state costs no allocation.
+  key_.assign(reinterpret_cast<const char*>(&serial), sizeof serial);
+  key_.append(reinterpret_cast<const char*>(tops.data()), tops.size() * sizeof(int32_t));
+  if (auto it = by_state_.find(key_); it != by_state_.end()) {
     std::memcpy(bits, it->second.data(), words * 8);
     return;
   }
+  // Evicted here, not while entries are in use below (es_ points into entries_).
+  if (entry_bytes_ > kMaxEntryBytes) {
+    entries_.clear();
+    entry_bytes_ = 0;
+  }
   std::fill(bits, bits + words, uint64_t(0));
-  std::vector<const Entry*> es;
+  std::vector<const Entry*>& es = es_;
+  es.clear();
   for (int32_t id : tops) {
     const GrammarMatcher::Node& n = m.node(id);
     const Entry& e = entry(g_->elems[size_t(n.pos)].arg, n.dstate);
@@ -149,7 +152,7 @@ void TokenMasker::fill(GrammarMatcher& m, uint64_t* bits) {
       if (!(w & bit) && m.accepts_from(tops[i], vocab_->token_bytes(t))) w |= bit;
     }
   if (by_state_.size() >= kMaxStateMasks) by_state_.clear();
-  by_state_.emplace(std::move(key), std::vector<uint64_t>(bits, bits + words));
+  by_state_.emplace(key_, std::vector<uint64_t>(bits, bits + words));
 }
 
 void apply_token_mask(const uint64_t* bits, int32_t vocab_size, float* logits, int64_t n) {

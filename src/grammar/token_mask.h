@@ -87,6 +87,8 @@ class TokenMasker {
   std::unordered_map<uint64_t, Entry> entries_;
   size_t entry_bytes_ = 0;
   std::unordered_map<std::string, std::vector<uint64_t>> by_state_;
+  std::string key_;                 // fill()'s scratch: the state's cache key
+  std::vector<const Entry*> es_;    // fill()'s scratch: the entries of the state's nodes
 };
 
 // logits[i] = -inf for every i < n whose bit is clear (ids past the vocabulary included).

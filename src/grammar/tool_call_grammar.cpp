@@ -24,6 +24,21 @@ Expr raw_text() {
                     Expr::star(lt)});
 }
 
+// minLength / maxLength of a raw string parameter (`dflt` when absent; a maximum past what we
+// unroll is no bound).
+int raw_length(const json& ps, const char* kw, const std::string& param, int dflt) {
+  if (!ps.contains(kw)) return dflt;
+  const json& v = ps[kw];
+  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
+    throw SchemaError(kw, "/properties/" + pointer_escape(param), "must be a non-negative integer");
+  const uint64_t n = v.get<uint64_t>();
+  if (n > 4096) {
+    if (dflt == kUnbounded) return kUnbounded;
+    throw SchemaError(kw, "/properties/" + pointer_escape(param), "over 4096 is not supported");
+  }
+  return int(n);
+}
+
 }  // namespace
 
 GrammarIR tool_call_grammar(const json& tools, const std::string& only, bool parallel) {
@@ -64,11 +79,16 @@ GrammarIR tool_call_grammar(const json& tools, const std::string& only, bool par
               for (const json& v : ps["enum"])
                 if (v.is_string() && v.get<std::string>().find("</") == std::string::npos) alts.push_back(Expr::literal(v.get<std::string>()));
               value = alts.empty() ? Expr::cls({}) : Expr::alt(std::move(alts));
+            } else if (ps.contains("const") && ps["const"].is_string() && ps["const"].get<std::string>().find("</") == std::string::npos) {
+              value = Expr::literal(ps["const"].get<std::string>());
             } else {
-              for (const char* kw : {"pattern", "format", "minLength", "maxLength", "const"})
+              for (const char* kw : {"pattern", "format", "const"})
                 if (ps.contains(kw) && opt.strict)
                   throw SchemaError(kw, "/properties/" + pointer_escape(p), "not enforced on a raw string parameter");
-              value = raw_text();
+              const int lo = raw_length(ps, "minLength", p, 0), hi = raw_length(ps, "maxLength", p, kUnbounded);
+              // A length counts code points; without '<' no "</" can end the value early, and within
+              // the BMP JavaScript's UTF-16 length agrees (json_schema.h).
+              value = lo == 0 && hi == kUnbounded ? raw_text() : Expr::repeat(Expr::cls({{0, '<' - 1}, {'<' + 1, 0xFFFF}}), lo, hi);
             }
           } else {
             value = Expr::ref(compiler.value_rule("/properties/" + pointer_escape(p)));

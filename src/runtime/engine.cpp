@@ -255,14 +255,7 @@ std::unique_ptr<PreparedChat> Engine::prepare_chat(const ChatRequest& request, S
   return nullptr;
 }
 
-Status Engine::compile_output_format(OutputFormat* format) const {
-  try {
-    format->compiled = qwen35::compile_output_format(*format);
-    return Status::Ok();
-  } catch (const std::exception& e) {
-    return Status::Error(StatusCode::kInvalidArgument, e.what());
-  }
-}
+Status Engine::compile_output_format(OutputFormat* format) const { return qwen35::compile_output_format(format); }
 
 Status Engine::render_chat(const ChatRequest& request, std::string* prompt) const {
   try {

@@ -11,7 +11,9 @@
 
 namespace qwen35 {
 
-std::shared_ptr<const CompiledOutputFormat> compile_output_format(const OutputFormat& f) {
+namespace {
+
+std::shared_ptr<const CompiledOutputFormat> compile(const OutputFormat& f) {
   auto out = std::make_shared<CompiledOutputFormat>();
   switch (f.kind) {
     case OutputFormat::Kind::kNone: return nullptr;
@@ -32,6 +34,17 @@ std::shared_ptr<const CompiledOutputFormat> compile_output_format(const OutputFo
       break;
   }
   return out;
+}
+
+}  // namespace
+
+Status compile_output_format(OutputFormat* format) {
+  try {
+    format->compiled = compile(*format);
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return Status::Error(StatusCode::kInvalidArgument, e.what());
+  }
 }
 
 OutputConstraint::OutputConstraint(const EngineImpl& engine, const OutputFormat& format, bool starts_in_thought,

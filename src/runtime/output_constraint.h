@@ -36,8 +36,9 @@ struct qwen35::CompiledOutputFormat {
 
 namespace qwen35 {
 
-// Throws qwen35::Error (grammar::SchemaError for schema keywords).
-std::shared_ptr<const CompiledOutputFormat> compile_output_format(const OutputFormat& format);
+// Sets format->compiled (left empty for kNone). A format that does not compile is the request's
+// error: kInvalidArgument, the message naming the schema keyword and its pointer.
+Status compile_output_format(OutputFormat* format);
 
 class OutputConstraint {
  public:

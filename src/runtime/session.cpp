@@ -65,14 +65,11 @@ std::unique_ptr<Generation> start(Session::Impl& s, PlanFn plan_fn, const Sampli
                                                   : "speculative mode 'mtp' needs a multi-token-prediction head, and this model has none");
     return nullptr;
   }
-  // A format not compiled yet (Engine::compile_output_format) is compiled here: its errors are the
-  // request's (kInvalidArgument).
+  // A format not compiled yet (Engine::compile_output_format) is compiled here.
   SamplingParams p = params;
   if (p.format.kind != OutputFormat::Kind::kNone && !p.format.compiled) {
-    try {
-      p.format.compiled = compile_output_format(p.format);
-    } catch (const std::exception& e) {
-      *status = Status::Error(StatusCode::kInvalidArgument, e.what());
+    if (Status st = compile_output_format(&p.format); !st.ok()) {
+      *status = std::move(st);
       return nullptr;
     }
   }

@@ -10,6 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import OpenAI from 'openai';
+import { zodFunction, zodResponseFormat } from 'openai/helpers/zod';
+import { z } from 'zod';
 
 import { CAT_PNG, MODEL_ID, TINY_MODEL, metric, startServer, waitFor } from './server_harness.mjs';
 
@@ -623,6 +625,59 @@ describe('completions', () => {
     assert.equal(usage.completion_tokens, 5);
     const whole = await client.completions.create({ model: MODEL_ID, prompt: 'Once upon a time', max_tokens: 5, temperature: 0, ignore_eos: true });
     assert.equal(text, whole.choices[0].text);
+  });
+});
+
+// The SDK's own structured-output helpers, unchanged, against the server: zod schemas become
+// strict JSON Schemas, and the SDK parses (and zod-validates) what comes back. The random-weight
+// model is a hostile writer, so every bound is small enough for an answer to end.
+describe('structured output through the SDK helpers', () => {
+  const Event = z.object({
+    name: z.string().max(12),
+    day: z.enum(['mon', 'tue', 'wed']),
+    attendees: z.array(z.string().max(6)).max(3),
+    priority: z.number().int().min(1).max(5),
+    weight: z.number().min(0.5).max(2.5),
+    online: z.boolean().nullable(),
+  });
+  const Weather = z.object({ city: z.string().max(10), days: z.number().int().min(1).max(7) });
+
+  test('chat.completions.parse with zodResponseFormat: parsed matches the schema, thinking on and off', async () => {
+    for (const thinking of [false, true]) {
+      const r = await client.chat.completions.parse({
+        model: MODEL_ID, messages: user('Plan an event.'), response_format: zodResponseFormat(Event, 'event'),
+        max_tokens: 700, temperature: 1, seed: 11,
+        chat_template_kwargs: { enable_thinking: thinking, ...(thinking ? { thinking_budget: 16 } : {}) },
+      });
+      const m = r.choices[0].message;
+      assert.equal(r.choices[0].finish_reason, 'stop', JSON.stringify(r));
+      assert.ok(m.parsed, m.content);
+      assert.deepEqual(Event.parse(m.parsed), m.parsed);
+      assert.ok(!(m.reasoning_content || '').includes('"attendees"'), 'the JSON is the answer, not the thought');
+    }
+  });
+
+  test('zodFunction tools: the call is parsed into parsed_arguments; streamed calls assemble to the same call', async () => {
+    const tools = [zodFunction({ name: 'get_weather', parameters: Weather, description: 'Weather for a city' })];
+    const body = { model: MODEL_ID, messages: user('Weather in Paris?'), tools, tool_choice: 'required',
+      parallel_tool_calls: false, max_tokens: 200, temperature: 0, ...NO_THINKING };
+    const r = await client.chat.completions.parse(body);
+    const call = r.choices[0].message.tool_calls[0];
+    assert.equal(r.choices[0].finish_reason, 'tool_calls');
+    assert.equal(call.function.name, 'get_weather');
+    assert.deepEqual(Weather.parse(call.function.parsed_arguments), call.function.parsed_arguments);
+    // The SDK's stream helper assembles the deltas (id and name first, then argument fragments).
+    const stream = client.chat.completions.stream(body);
+    let fragments = 0;
+    stream.on('tool_calls.function.arguments.delta', () => { fragments += 1; });
+    const final = await stream.finalChatCompletion();
+    const streamed = final.choices[0].message.tool_calls[0];
+    assert.equal(final.choices[0].finish_reason, 'tool_calls');
+    assert.match(streamed.id, /^call_/);
+    assert.equal(streamed.function.name, 'get_weather');
+    assert.equal(streamed.function.arguments, call.function.arguments);  // greedy: the same call
+    assert.deepEqual(streamed.function.parsed_arguments, call.function.parsed_arguments);
+    assert.ok(fragments >= 2, `arguments came in ${fragments} fragments`);
   });
 });
 

@@ -69,5 +69,25 @@ TEST(ToolCallGrammar, StrictFunctionsRefuseWhatTheyCannotEnforce) {
   EXPECT_THROW(tool_call_grammar(kTools, "missing", true), Error);
 }
 
+// Raw string parameters with lengths (zod's z.string().max(n) under strict: true) and const.
+TEST(ToolCallGrammar, RawStringLengthsAndConst) {
+  const json tools = json::parse(R"([{"type": "function", "strict": true, "function": {"name": "f", "strict": true,
+    "parameters": {"type": "object", "properties": {"s": {"type": "string", "minLength": 2, "maxLength": 4},
+                   "k": {"type": "string", "const": "fixed"}}, "required": ["s", "k"]}}}])");
+  auto g = compile_grammar(tool_call_grammar(tools, "", false));
+  for (const char* ok : {"ab", "abcd", "\xc3\xa9t\xc3\xa9", "a\nb"}) EXPECT_TRUE(accepts(g, call("f", param("s", ok) + param("k", "fixed")))) << ok;
+  for (const char* bad : {"a", "abcde", "a<b", "a\xf0\x9f\x98\x80"}) EXPECT_FALSE(accepts(g, call("f", param("s", bad) + param("k", "fixed")))) << bad;
+  EXPECT_FALSE(accepts(g, call("f", param("s", "ab") + param("k", "other"))));
+  json with_pattern = tools;
+  with_pattern[0]["function"]["parameters"]["properties"]["s"]["pattern"] = "^a";
+  try {
+    tool_call_grammar(with_pattern, "", false);
+    ADD_FAILURE() << "compiled";
+  } catch (const SchemaError& e) {
+    EXPECT_EQ(e.keyword(), "pattern");
+    EXPECT_EQ(e.pointer(), "/tools/0/function/parameters/properties/s");
+  }
+}
+
 }  // namespace
 }  // namespace qwen35::grammar

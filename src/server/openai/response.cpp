@@ -171,13 +171,17 @@ std::string ChatStream::start() { return sse_data(chunk({{"role", "assistant"}, 
 
 std::string ChatStream::releasable_content(const std::string& text) {
   if (tools_.is_null()) return text;
+  if (calls_) {
+    pending_ = calls_->feed(text);
+    return "";
+  }
   held_ += text;
-  if (in_call_) return "";
   const std::string open = kToolCallOpen;
   if (const size_t k = held_.find(open); k != std::string::npos) {
     std::string out = held_.substr(0, k);
-    held_.erase(0, k);
-    in_call_ = true;
+    calls_.emplace(tools_);
+    pending_ = calls_->feed(held_.substr(k));
+    held_.clear();
     return out;
   }
   // Keep the longest tail that could still grow into "<tool_call>".
@@ -191,31 +195,33 @@ std::string ChatStream::releasable_content(const std::string& text) {
 std::string ChatStream::event(const GenerationEvent& ev) {
   const bool has_logprobs = logprobs_ && !ev.logprobs.empty();
   const bool reasoning = ev.channel == Channel::kReasoning;
+  pending_.clear();
   const std::string text = reasoning ? ev.text : releasable_content(ev.text);
-  if (text.empty() && !has_logprobs) return "";
-  json delta = json::object();
-  if (!text.empty()) delta[reasoning ? "reasoning_content" : "content"] = text;
-  else delta["content"] = "";
-  return sse_data(chunk(std::move(delta), nullptr, has_logprobs ? chat_logprobs_json(ev.logprobs, top_n_, text_) : json(nullptr)));
+  std::string out;
+  if (!text.empty() || has_logprobs) {
+    json delta = json::object();
+    if (!text.empty()) delta[reasoning ? "reasoning_content" : "content"] = text;
+    else delta["content"] = "";
+    out = sse_data(chunk(std::move(delta), nullptr, has_logprobs ? chat_logprobs_json(ev.logprobs, top_n_, text_) : json(nullptr)));
+  }
+  for (json& call : pending_) out += sse_data(chunk(json{{"tool_calls", json::array({std::move(call)})}}, nullptr, nullptr));
+  pending_.clear();
+  return out;
 }
 
 std::string ChatStream::finish(const GenerationResult& r) {
   json reason = finish_reason_json(r.stop_reason);
   if (reason.is_null()) reason = "stop";
   std::string out;
-  if (!held_.empty()) {
-    ToolCallSplit split = in_call_ ? parse_tool_calls(held_, tools_) : ToolCallSplit{held_, {}};
-    if (!split.calls.empty()) {
-      json calls = tool_calls_json(split.calls);
-      for (size_t i = 0; i < calls.size(); ++i) calls[i] = json{{"index", i}, {"id", calls[i]["id"]},
-                                                               {"type", "function"}, {"function", calls[i]["function"]}};
-      out += sse_data(chunk(json{{"tool_calls", calls}}, nullptr, nullptr));
-      reason = "tool_calls";
-    } else {
-      out += sse_data(chunk(json{{"content", held_}}, nullptr, nullptr));
-    }
-    held_.clear();
+  if (calls_ && calls_->started()) {
+    if (calls_->complete()) reason = "tool_calls";  // else cut off (length): the reason says so
+  } else {
+    // Text that never became a call is content after all.
+    const std::string rest = calls_ ? calls_->text() : held_;
+    if (!rest.empty()) out += sse_data(chunk(json{{"content", rest}}, nullptr, nullptr));
   }
+  held_.clear();
+  calls_.reset();
   out += sse_data(chunk(json::object(), reason, nullptr));
   if (include_usage_) {
     json c = {{"id", meta_.id},       {"object", "chat.completion.chunk"}, {"created", meta_.created},

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 
 #include "qwen35/engine.h"
 #include "server/openai/api_error.h"
+#include "server/openai/tool_calls.h"
 
 namespace qwen35::server {
 
@@ -69,8 +71,9 @@ inline const char* sse_done() { return "data: [DONE]\n\n"; }
 // delta.reasoning_content, answer text in delta.content), a finish chunk, the usage chunk (with
 // timings) when include_usage is set, then [DONE].
 //
-// With tools, answer text from a "<tool_call>" on is held back and sent at the end as
-// delta.tool_calls (finish_reason "tool_calls"), or as content when it does not parse.
+// With tools, answer text from a "<tool_call>" on goes out as delta.tool_calls the way OpenAI
+// streams calls (ToolCallStreamer: id and name first, then argument fragments; finish_reason
+// "tool_calls" once every call closed), or as content at the end when no call header parses.
 class ChatStream {
  public:
   ChatStream(ResponseMeta meta, bool include_usage, bool logprobs, int top_n, TokenText text);
@@ -90,8 +93,9 @@ class ChatStream {
   int top_n_;
   TokenText text_;
   nlohmann::ordered_json tools_;  // null: no tool-call parsing
-  std::string held_;              // content held back (a possible or started tool call)
-  bool in_call_ = false;
+  std::string held_;              // content held back (what may grow into "<tool_call>")
+  std::optional<ToolCallStreamer> calls_;  // from the first "<tool_call>" on
+  std::vector<nlohmann::ordered_json> pending_;  // tool_calls deltas to send with this event
 };
 
 // SSE for /v1/completions: one text_completion chunk per event, a finish chunk, the usage chunk

@@ -35,4 +35,28 @@ nlohmann::ordered_json tool_calls_json(const std::vector<ParsedToolCall>& calls)
 
 inline constexpr const char* kToolCallOpen = "<tool_call>";
 
+// Tool calls streamed the way OpenAI streams them: per call, a first delta with its index, id,
+// type and name (arguments ""), then argument fragments (one per parameter as it closes, then the
+// closing brace) whose concatenation is the call's arguments JSON -- the same text
+// parse_tool_calls gives. Fed the text from the first "<tool_call>" on, in pieces of any size.
+class ToolCallStreamer {
+ public:
+  explicit ToolCallStreamer(nlohmann::ordered_json tools) : tools_(std::move(tools)) {}
+  // Entries for delta.tool_calls, in order; empty when the new text completes nothing.
+  std::vector<nlohmann::ordered_json> feed(const std::string& text);
+  bool started() const { return calls_ > 0; }                        // some call's header was sent
+  bool complete() const { return calls_ > 0 && state_ == kBetween; }  // every started call closed
+  bool malformed() const { return state_ == kBad; }
+  const std::string& text() const { return buf_; }  // everything fed
+
+ private:
+  enum State { kOpen, kFunction, kParams, kClose, kBetween, kBad };
+  nlohmann::ordered_json tools_;
+  std::string buf_;
+  size_t pos_ = 0;
+  State state_ = kOpen;
+  int calls_ = 0, params_ = 0;
+  std::string name_;
+};
+
 }  // namespace qwen35::server

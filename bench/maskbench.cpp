@@ -1,0 +1,178 @@
+// MaskBench correctness over JSONSchemaBench's real-world schemas: per schema, whether it compiles
+// (or is refused, and by which keyword), whether every valid instance is accepted and every
+// invalid one rejected. JSON output: the totals, refusals by keyword, per-subset counts, compile
+// time p50/p99 (noisy on a shared machine) and every invalid instance accepted (must be none).
+//
+//   ninja -C build maskbench && build/bin/maskbench [--every N] [--max-bytes B] PATH... > maskbench.json
+//
+// PATH: a MaskBench file (maskbench/data/*.json of guidance-ai/jsonschemabench: {schema, tests:
+// [{data, valid}]}), a folder of them (name order; --every N takes every Nth), or a .jsonl file of
+// {file, schema, tests} lines (tests/data/grammar/maskbench_sample.jsonl). Instances are written
+// as JSON text with their keys in the file's order and checked byte by byte with the matcher (the
+// token mask is the matcher's exact image: tests/grammar/token_mask_test.cpp checks it against a
+// brute-force oracle). A schema passes when it compiles, accepts all its valid instances and
+// rejects all its invalid ones.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "grammar/json_schema.h"
+#include "grammar/matcher.h"
+
+namespace {
+
+using json = nlohmann::ordered_json;
+using namespace qwen35;
+using namespace qwen35::grammar;
+
+struct Record {
+  std::string file;
+  json schema, tests;
+};
+
+struct Tally {
+  int schemas = 0, compiled = 0, refused = 0, errors = 0, passing = 0;
+  int valid = 0, valid_accepted = 0, invalid = 0, invalid_rejected = 0;
+  json to_json() const {
+    return {{"schemas", schemas},   {"compiled", compiled},          {"refused", refused},
+            {"other_errors", errors}, {"passing", passing},          {"valid", valid},
+            {"valid_accepted", valid_accepted}, {"invalid", invalid}, {"invalid_rejected", invalid_rejected}};
+  }
+};
+
+bool accepts(const std::shared_ptr<const Grammar>& g, const std::string& text) {
+  GrammarMatcher m(g);
+  return m.advance(text) && m.can_finish();
+}
+
+std::string subset_of(const std::string& file) {
+  const std::string base = std::filesystem::path(file).filename().string();
+  size_t end = base.find("---");
+  if (end == std::string::npos) {
+    end = base.size();
+    for (size_t i = 0; i + 1 < base.size(); ++i)
+      if (base[i] == '_' && std::isdigit(uint8_t(base[i + 1]))) {
+        end = i;
+        break;
+      }
+  }
+  return base.substr(0, end);
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, size_t(p * double(v.size())))];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int every = 1;
+  size_t max_bytes = 0;
+  std::vector<std::string> paths;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--every" && i + 1 < argc) {
+      every = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--max-bytes" && i + 1 < argc) {
+      max_bytes = size_t(std::atoll(argv[++i]));
+    } else {
+      paths.push_back(a);
+    }
+  }
+  if (paths.empty()) {
+    std::fprintf(stderr, "usage: maskbench [--every N] [--max-bytes B] PATH...\n");
+    return 2;
+  }
+  std::vector<Record> records;
+  for (const std::string& p : paths) {
+    if (std::filesystem::is_directory(p)) {
+      std::vector<std::string> files;
+      for (const auto& e : std::filesystem::directory_iterator(p))
+        if (e.path().extension() == ".json") files.push_back(e.path().string());
+      std::sort(files.begin(), files.end());
+      for (size_t i = 0; i < files.size(); i += size_t(every)) {
+        std::ifstream in(files[i]);
+        const json j = json::parse(in, nullptr, false);
+        if (j.is_discarded() || !j.contains("schema")) continue;
+        if (max_bytes && j["schema"].dump().size() > max_bytes) continue;
+        records.push_back({files[i], j["schema"], j.value("tests", json::array())});
+      }
+    } else if (p.size() > 6 && p.substr(p.size() - 6) == ".jsonl") {
+      std::ifstream in(p);
+      std::string line;
+      while (std::getline(in, line)) {
+        const json j = json::parse(line);
+        records.push_back({j["file"], j["schema"], j["tests"]});
+      }
+    } else {
+      std::ifstream in(p);
+      const json j = json::parse(in);
+      records.push_back({p, j["schema"], j.value("tests", json::array())});
+    }
+  }
+
+  Tally total;
+  std::map<std::string, Tally> by_subset;
+  std::map<std::string, int> refused_by_keyword;
+  std::map<std::string, int> errors_by_kind;
+  json invalid_accepted = json::array(), valid_rejected = json::array();
+  std::vector<double> compile_ms;
+  for (const Record& r : records) {
+    Tally& sub = by_subset[subset_of(r.file)];
+    ++total.schemas, ++sub.schemas;
+    std::shared_ptr<const Grammar> g;
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      g = compile_grammar(json_schema_to_grammar(r.schema));
+    } catch (const SchemaError& e) {
+      ++total.refused, ++sub.refused;
+      ++refused_by_keyword[e.keyword()];
+      continue;
+    } catch (const std::exception& e) {
+      ++total.errors, ++sub.errors;
+      std::string what = e.what();
+      ++errors_by_kind[what.substr(0, std::min(what.find(':', what.find(':') + 1), size_t(60)))];
+      continue;
+    }
+    compile_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    ++total.compiled, ++sub.compiled;
+    bool pass = true;
+    for (const json& t : r.tests) {
+      const std::string text = t["data"].dump();
+      const bool ok = accepts(g, text);
+      if (t["valid"].get<bool>()) {
+        ++total.valid, ++sub.valid;
+        total.valid_accepted += ok, sub.valid_accepted += ok;
+        if (!ok && valid_rejected.size() < 20) valid_rejected.push_back({{"file", r.file}, {"instance", text.substr(0, 300)}});
+        pass = pass && ok;
+      } else {
+        ++total.invalid, ++sub.invalid;
+        total.invalid_rejected += !ok, sub.invalid_rejected += !ok;
+        if (ok) invalid_accepted.push_back({{"file", r.file}, {"instance", text.substr(0, 300)}});
+        pass = pass && !ok;
+      }
+    }
+    total.passing += pass, sub.passing += pass;
+  }
+  json out = total.to_json();
+  out["refused_by_keyword"] = refused_by_keyword;
+  out["other_errors_by_kind"] = errors_by_kind;
+  out["by_subset"] = json::object();
+  for (const auto& [k, v] : by_subset) out["by_subset"][k] = v.to_json();
+  out["compile_ms_p50"] = percentile(compile_ms, 0.5);
+  out["compile_ms_p99"] = percentile(compile_ms, 0.99);
+  out["invalid_accepted"] = invalid_accepted;
+  out["valid_rejected_first_20"] = valid_rejected;
+  std::printf("%s\n", out.dump(2).c_str());
+  return invalid_accepted.empty() ? 0 : 1;
+}
