@@ -112,7 +112,8 @@ int run_generate(int argc, char** argv) {
                           {"accepted", r.accepted()}};
     out["pld"] = {{"drafted", r.pld_drafted}, {"accepted", r.pld_accepted}};
     out["mtp"] = {{"drafted", r.mtp_drafted}, {"accepted", r.mtp_accepted}};
-    out["usage"] = {{"prompt_tokens", r.prompt_tokens}, {"cached_tokens", r.cached_tokens},
+    out["usage"] = {{"prompt_tokens", r.prompt_tokens},         {"cached_tokens", r.cached_tokens},
+                    {"image_tokens", r.image_tokens},           {"video_tokens", r.video_tokens},
                     {"completion_tokens", r.completion_tokens}, {"reasoning_tokens", r.reasoning_tokens}};
     out["timings"] = {{"prefill_ms", r.timings.prefill_ms}, {"decode_ms", r.timings.decode_ms},
                       {"draft_ms", r.timings.draft_ms}, {"decode_tokens", r.timings.decode_tokens}};

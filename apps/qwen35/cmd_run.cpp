@@ -17,8 +17,9 @@ const char* kUsage =
     "usage: qwen35 run [-m MODEL_DIR] IMAGE|VIDEO|- \"prompt\" [options]\n"
     "\n"
     "Answers the prompt about IMAGE (JPEG, PNG, WebP, GIF, BMP; at most 64 MiB), VIDEO (MP4/MOV,\n"
-    "WebM/MKV, AVI, MPEG-TS, FLV; at most 1 GiB; 2 frames per second of it are used, as the official\n"
-    "processor does), or about nothing with '-'. Which one it is comes from the file's content.\n"
+    "WebM/MKV, AVI, MPEG-TS, FLV, animated GIF or WebP; at most 1 GiB; 2 frames per second of it are\n"
+    "used, as the official processor does), or about nothing with '-'. Which one it is comes from the\n"
+    "file's content.\n"
     "The answer goes to stdout as it is generated; the reasoning and one perf line\n"
     "go to stderr: vision ms | prefill tokens and ms | decode tokens and tok/s | drafts accepted.\n"
     "\n"
@@ -31,12 +32,13 @@ const char* kUsage =
     "  --video-max-tokens N  most tokens of a video: its frames are made smaller to fit (default 16384,\n"
     "                        above what the official processor's budget gives a clip of 3 frames or more)\n";
 
-// An image or a video, told apart by content (the extension may lie or be missing): what is not a
-// known image format goes to the video decoder, which names the problem if it is no video either.
+// An image or a video, told apart by content (the extension may lie or be missing): an animated
+// GIF or WebP is a short video, any other known image format an image, and the rest goes to the
+// video decoder, which names the problem if it is no video either.
 ContentPart read_media(const std::string& path, const VideoSampling& sampling) {
   const std::string s = read_capped(path, kMaxVideoFileBytes, "image or video file");
   std::vector<uint8_t> bytes(s.begin(), s.end());
-  if (sniff_image_format(bytes) != ImageFormat::kUnknown) {
+  if (sniff_image_format(bytes) != ImageFormat::kUnknown && !is_animated_image(bytes)) {
     if (bytes.size() > kMaxImageFileBytes) fail("image file '", path, "' is larger than ", kMaxImageFileBytes >> 20, " MiB");
     return ContentPart::Image(std::move(bytes));
   }

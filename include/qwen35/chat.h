@@ -250,6 +250,11 @@ struct GenerationResult {
   StopReason stop_reason = StopReason::kNone;
   int64_t prompt_tokens = 0;    // after image expansion
   int64_t cached_tokens = 0;    // prompt tokens reused from a cache
+  // Of the prompt tokens, the images' and videos' <|image_pad|> / <|video_pad|> tokens (the vision
+  // tower's outputs; a video's time stamps and the <|vision_start|> / <|vision_end|> around each
+  // pad run are text and not counted).
+  int64_t image_tokens = 0;
+  int64_t video_tokens = 0;
   int64_t completion_tokens = 0;
   // Of those, the ones generated inside a thought (after <think>, before </think>; the markers
   // not counted), the forced closing sentence of a reasoning budget included.

@@ -187,6 +187,14 @@ RgbImage decode_image(std::span<const uint8_t> bytes, const ImageDecodeOptions& 
   return orientation == 1 ? rgb : apply_orientation(rgb, orientation);
 }
 
+bool is_animated_image(std::span<const uint8_t> bytes) {
+  switch (sniff_image_format(bytes)) {
+    case ImageFormat::kGif: return image_codec::gif_frame_count(bytes, 2) > 1;
+    case ImageFormat::kWebp: return image_codec::webp_frame_count(bytes) > 1;
+    default: return false;
+  }
+}
+
 RgbImage load_image_file(const std::string& path, const ImageDecodeOptions& options) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);

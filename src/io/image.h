@@ -74,6 +74,9 @@ struct ImageDecodeOptions {
 
 // Decodes an image held in memory. Throws qwen35::Error naming the format and the problem.
 RgbImage decode_image(std::span<const uint8_t> bytes, const ImageDecodeOptions& options = {});
+// Whether `bytes` is a GIF or WebP of more than one frame (a short video, not only its first
+// frame). Reads the headers and skips the compressed data; false for anything it cannot parse.
+bool is_animated_image(std::span<const uint8_t> bytes);
 // Reads a file (bounded by max_file_bytes) and decodes it; the extension is ignored.
 RgbImage load_image_file(const std::string& path, const ImageDecodeOptions& options = {});
 

@@ -32,4 +32,9 @@ DecodedImage decode_webp(std::span<const uint8_t> bytes, const ImageDecodeOption
 DecodedImage decode_gif(std::span<const uint8_t> bytes, const ImageDecodeOptions& options);
 DecodedImage decode_bmp(std::span<const uint8_t> bytes, const ImageDecodeOptions& options);
 
+// Frames in the file, counted from the headers (the compressed data skipped), at most `most`; 0
+// when the file does not parse that far.
+int64_t gif_frame_count(std::span<const uint8_t> bytes, int64_t most);
+int64_t webp_frame_count(std::span<const uint8_t> bytes);
+
 }  // namespace qwen35::image_codec

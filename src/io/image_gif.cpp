@@ -46,6 +46,33 @@ using GifPtr = std::unique_ptr<GifFileType, GifCloser>;
 
 }  // namespace
 
+int64_t gif_frame_count(std::span<const uint8_t> bytes, int64_t most) {
+  MemoryReader reader{bytes.data(), bytes.size(), 0};
+  int open_error = 0;
+  GifPtr gif(DGifOpen(&reader, read_from_memory, &open_error));
+  if (!gif) return 0;
+  int64_t frames = 0;
+  while (frames < most) {
+    GifRecordType record;
+    if (DGifGetRecordType(gif.get(), &record) == GIF_ERROR || record == TERMINATE_RECORD_TYPE) break;
+    GifByteType* block = nullptr;
+    if (record == EXTENSION_RECORD_TYPE) {
+      int code = 0;
+      if (DGifGetExtension(gif.get(), &code, &block) == GIF_ERROR) return 0;
+      while (block)
+        if (DGifGetExtensionNext(gif.get(), &block) == GIF_ERROR) return 0;
+    } else if (record == IMAGE_DESC_RECORD_TYPE) {
+      // The LZW data is skipped block by block, never decompressed.
+      int code_size = 0;
+      if (DGifGetImageDesc(gif.get()) == GIF_ERROR || DGifGetCode(gif.get(), &code_size, &block) == GIF_ERROR) return 0;
+      while (block)
+        if (DGifGetCodeNext(gif.get(), &block) == GIF_ERROR) return 0;
+      ++frames;
+    }
+  }
+  return frames;
+}
+
 DecodedImage decode_gif(std::span<const uint8_t> bytes, const ImageDecodeOptions& options) {
   MemoryReader reader{bytes.data(), bytes.size(), 0};
   int open_error = 0;

@@ -66,6 +66,12 @@ void decode_first_frame(const WebPData& data, int width, int height, DecodedImag
 
 }  // namespace
 
+int64_t webp_frame_count(std::span<const uint8_t> bytes) {
+  const WebPData data{bytes.data(), bytes.size()};
+  std::unique_ptr<WebPDemuxer, DemuxDeleter> demux(WebPDemux(&data));
+  return demux ? int64_t(WebPDemuxGetI(demux.get(), WEBP_FF_FRAME_COUNT)) : 0;
+}
+
 DecodedImage decode_webp(std::span<const uint8_t> bytes, const ImageDecodeOptions& options) {
   WebPBitstreamFeatures features;
   const VP8StatusCode status = WebPGetFeatures(bytes.data(), bytes.size(), &features);

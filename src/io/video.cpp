@@ -126,9 +126,11 @@ FramePtr allocate_frame() {
 
 // Demuxers by FFmpeg name ("mov" reads MP4/MOV/3GP, "matroska" also WebM, "mpeg" MPEG-PS). Each
 // is also passed as format_whitelist, so FFmpeg itself refuses anything else.
-constexpr std::string_view kAllowedContainers[] = {"mov", "mp4", "matroska", "webm", "avi", "mpegts", "mpeg", "flv"};
-constexpr char kContainerWhitelist[] = "mov,mp4,matroska,webm,avi,mpegts,mpeg,flv";
-constexpr char kSupportedContainers[] = "MP4/MOV, Matroska/WebM, AVI, MPEG-TS/PS, FLV";
+// "gif" is the animated-GIF demuxer (frame times from the files' delays), not the gif_pipe image
+// reader.
+constexpr std::string_view kAllowedContainers[] = {"mov", "mp4", "matroska", "webm", "avi", "mpegts", "mpeg", "flv", "gif"};
+constexpr char kContainerWhitelist[] = "mov,mp4,matroska,webm,avi,mpegts,mpeg,flv,gif";
+constexpr char kSupportedContainers[] = "MP4/MOV, Matroska/WebM, AVI, MPEG-TS/PS, FLV, GIF";
 
 struct AllowedCodec {
   AVCodecID id;
@@ -139,7 +141,7 @@ constexpr AllowedCodec kAllowedCodecs[] = {
     {AV_CODEC_ID_VP8, "VP8"},         {AV_CODEC_ID_VP9, "VP9"},
     {AV_CODEC_ID_AV1, "AV1"},         {AV_CODEC_ID_MPEG4, "MPEG-4 Part 2"},
     {AV_CODEC_ID_MPEG1VIDEO, "MPEG-1"}, {AV_CODEC_ID_MPEG2VIDEO, "MPEG-2"},
-    {AV_CODEC_ID_MJPEG, "Motion JPEG"},
+    {AV_CODEC_ID_MJPEG, "Motion JPEG"}, {AV_CODEC_ID_GIF, "GIF"},
 };
 
 bool codec_allowed(AVCodecID id) {
@@ -192,9 +194,8 @@ std::string leading_bytes_hex(std::span<const uint8_t> bytes) {
 
 [[noreturn]] void refuse_container(const AVInputFormat& format) {
   const std::string_view name = format.name;
-  if (name.find("gif") != std::string_view::npos || name.find("webp") != std::string_view::npos)
-    fail("this is a ", name.find("gif") != std::string_view::npos ? "GIF" : "WebP",
-         " image, not a video (animated GIF and WebP are images here: decode_image gives their first frame)");
+  if (name.find("webp") != std::string_view::npos)
+    fail("this is a WebP image, which FFmpeg's libraries are not used for (AnimatedWebpDecoder reads WebP animations)");
   if (name.find("_pipe") != std::string_view::npos || name == "image2")
     fail("this is an image (", name, "), not a video: decode it with decode_image");
   fail("the container ", name, " (", format.long_name ? format.long_name : "?",
@@ -730,6 +731,7 @@ void VideoDecoder::open() {
     if (stream.duration != AV_NOPTS_VALUE && stream.duration > 0) s.info.duration_seconds = seconds(double(stream.duration), stream.time_base);
     else if (format.duration != AV_NOPTS_VALUE && format.duration > 0) s.info.duration_seconds = double(format.duration) / AV_TIME_BASE;
   }
+  if (parameters.codec_id == AV_CODEC_ID_GIF) check_animation_cost(s.info.frame_count, s.info.width, s.info.height, options);
   s.open_codec(stream);
   // The scan has consumed this demuxer; decoding reopens one at the top.
 }
@@ -791,6 +793,14 @@ std::vector<RgbImage> VideoDecoder::decode_all_frames() {
   std::vector<int64_t> all(size_t(state_->info.frame_count));
   std::iota(all.begin(), all.end(), 0);
   return decode_frames(all);
+}
+
+void check_animation_cost(int64_t frames, int width, int height, const VideoDecodeOptions& options) {
+  if (frames > options.max_frames) fail("the animation has ", frames, " frames, above the limit of ", options.max_frames);
+  const int64_t pixels = int64_t(width) * int64_t(height);
+  if (pixels > 0 && frames > options.max_animation_pixels / pixels)
+    fail("the animation's ", frames, " frames of ", width, "x", height, " (each drawn over the ones before it) exceed the limit of ",
+         options.max_animation_pixels, " pixels decoded");
 }
 
 std::vector<uint8_t> read_video_file(const std::string& path, const VideoDecodeOptions& options) {

@@ -27,11 +27,18 @@
 // Hostile input: the file size, the frame size (from the stream header, and again per decoded
 // frame), the frame count, the declared and measured durations and the output size are checked
 // before the work they bound. Only a short list of containers (MP4/MOV, Matroska/WebM, AVI,
-// MPEG-TS/PS, FLV) and codecs (H.264, HEVC, VP8, VP9, AV1, MPEG-4 Part 2, MPEG-1/2, Motion JPEG)
-// is accepted, and a demuxer cannot open other files or URLs (HLS, concat, MOV references).
-// Truncated packets, damaged frames and decoder errors are errors. Every failure is a
-// qwen35::Error naming the problem. Animated GIF and WebP are not videos here: they are refused
-// with that hint, and decode_image (image.h) gives their first frame.
+// MPEG-TS/PS, FLV, GIF) and codecs (H.264, HEVC, VP8, VP9, AV1, MPEG-4 Part 2, MPEG-1/2, Motion
+// JPEG, GIF) is accepted, and a demuxer cannot open other files or URLs (HLS, concat, MOV
+// references). Truncated packets, damaged frames and decoder errors are errors. Every failure is a
+// qwen35::Error naming the problem.
+//
+// Animated GIF is a short video here: FFmpeg's gif demuxer times each frame by its own delay (a
+// delay under 2/100 s counts as 1/10 s, as browsers show it), and its decoder draws each frame over
+// the canvas the frames before it left, RGBA that loses its alpha on conversion (as in torchcodec).
+// Only the first frame is a keyframe, so any frame costs every frame before it: frame count x
+// canvas pixels is bounded (max_animation_pixels). FFmpeg 5.1 cannot decode animated WebP, which
+// AnimatedWebpDecoder (video_webp.h) reads instead; decode_image (image.h) gives either format's
+// first frame as a still image.
 //
 // Threads: a VideoDecoder belongs to one thread at a time; different decoders are independent.
 // FFmpeg's log output is captured into these errors instead of going to stderr (process-wide).
@@ -59,7 +66,14 @@ struct VideoDecodeOptions {
   double max_duration_seconds = 24.0 * 3600.0;
   // Most RGB bytes one decode_frames call may return (frames asked x width x height x 3).
   int64_t max_output_bytes = int64_t(4) << 30;
+  // Animations (GIF, WebP) have no keyframe after the first: frame count x canvas pixels, the work
+  // of one pass, at most this (2 Gi pixels: 1000 frames of 1920x1080, 8000 of 480x540).
+  int64_t max_animation_pixels = int64_t(1) << 31;
 };
+
+// Throws qwen35::Error when an animation of `frames` frames of width x height passes
+// options.max_animation_pixels (or the frame limit).
+void check_animation_cost(int64_t frames, int width, int height, const VideoDecodeOptions& options);
 
 struct VideoInfo {
   std::string container;  // the demuxer's name, e.g. "mov,mp4,m4a,3gp,3g2,mj2"

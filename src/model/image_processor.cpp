@@ -17,10 +17,6 @@ namespace qwen35 {
 namespace {
 
 using nlohmann::json;
-using processor_json::get_bool;
-using processor_json::get_double;
-using processor_json::get_int;
-using processor_json::get_triple;
 
 // Python's round(): halves go to the even neighbour. nearbyint does that in the default
 // rounding mode, which nothing in this program changes.
@@ -29,45 +25,11 @@ double round_half_even(double x) { return std::nearbyint(x); }
 }  // namespace
 
 ImageProcessorConfig ImageProcessorConfig::parse(const std::string& json_text, const std::string& origin) {
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::exception& e) {
-    fail(origin, ": invalid JSON: ", e.what());
-  }
-  if (!j.is_object()) fail(origin, ": expected a JSON object");
-
+  const json j = processor_json::parse_object(json_text, origin);
   ImageProcessorConfig c;
-  c.patch_size = int(get_int(j, "patch_size", c.patch_size, origin));
-  c.temporal_patch_size = int(get_int(j, "temporal_patch_size", c.temporal_patch_size, origin));
-  c.merge_size = int(get_int(j, "merge_size", c.merge_size, origin));
-  // Current files: size = {shortest_edge, longest_edge} in pixels. Older ones used min_pixels /
-  // max_pixels, inside size or at the top level; the top-level keys win, as in HF.
-  if (j.contains("size") && !j.at("size").is_null()) {
-    const json& size = j.at("size");
-    if (!size.is_object()) fail(origin, ": size must be an object, got ", size.dump());
-    c.min_pixels = get_int(size, "shortest_edge", get_int(size, "min_pixels", c.min_pixels, origin), origin);
-    c.max_pixels = get_int(size, "longest_edge", get_int(size, "max_pixels", c.max_pixels, origin), origin);
-  }
-  c.min_pixels = get_int(j, "min_pixels", c.min_pixels, origin);
-  c.max_pixels = get_int(j, "max_pixels", c.max_pixels, origin);
-  c.image_mean = get_triple(j, "image_mean", c.image_mean, origin);
-  c.image_std = get_triple(j, "image_std", c.image_std, origin);
-  c.rescale_factor = get_double(j, "rescale_factor", c.rescale_factor, origin);
-  c.do_resize = get_bool(j, "do_resize", c.do_resize, origin);
-  c.do_rescale = get_bool(j, "do_rescale", c.do_rescale, origin);
-  c.do_normalize = get_bool(j, "do_normalize", c.do_normalize, origin);
-  // PIL's resampling enum: 3 = BICUBIC, the only filter implemented here.
-  const int64_t resample = get_int(j, "resample", 3, origin);
-  if (resample != 3) fail(origin, ": resample = ", resample, " is not supported (only 3 = BICUBIC)");
-
-  if (c.patch_size < 1 || c.patch_size > 1024) fail(origin, ": patch_size must be in [1, 1024], got ", c.patch_size);
-  if (c.temporal_patch_size < 1 || c.temporal_patch_size > 64)
-    fail(origin, ": temporal_patch_size must be in [1, 64], got ", c.temporal_patch_size);
-  if (c.merge_size < 1 || c.merge_size > 64) fail(origin, ": merge_size must be in [1, 64], got ", c.merge_size);
-  if (c.min_pixels < 1 || c.max_pixels < c.min_pixels)
-    fail(origin, ": need 1 <= min_pixels (", c.min_pixels, ") <= max_pixels (", c.max_pixels, ")");
-  processor_json::check_normalisation(c.image_mean, c.image_std, c.rescale_factor, origin);
+  // Current files: size = {shortest_edge, longest_edge} in pixels; older ones min_pixels / max_pixels.
+  processor_json::read_patch_config(j, c, /*legacy_pixel_keys=*/true, origin);
+  processor_json::check_patch_config(c, origin);
   return c;
 }
 

@@ -17,27 +17,18 @@
 
 #include "io/image.h"
 #include "model/mrope_positions.h"
+#include "model/vision_patch_config.h"
 
 namespace qwen35 {
 
 class GgufFile;
 
-struct ImageProcessorConfig {
-  int patch_size = 16;
-  int temporal_patch_size = 2;
-  int merge_size = 2;
-  int64_t min_pixels = 65536;     // size.shortest_edge (older files: min_pixels)
-  int64_t max_pixels = 16777216;  // size.longest_edge (older files: max_pixels)
-  std::array<double, 3> image_mean{0.5, 0.5, 0.5};
-  std::array<double, 3> image_std{0.5, 0.5, 0.5};
-  double rescale_factor = 1.0 / 255.0;
-  bool do_resize = true;
-  bool do_rescale = true;
-  bool do_normalize = true;
-
-  // Side of the square a merged token covers (32 for Qwen3.5); resized sides are multiples.
-  int factor() const { return patch_size * merge_size; }
-  int64_t patch_dim() const { return int64_t(3) * temporal_patch_size * patch_size * patch_size; }
+struct ImageProcessorConfig : VisionPatchConfig {
+  // One image's pixel budget: the published Qwen3.5 preprocessor_config.json's.
+  ImageProcessorConfig() {
+    min_pixels = 65536;
+    max_pixels = 16777216;
+  }
 
   // Parses preprocessor_config.json text; absent keys keep the defaults above (spec 1.8).
   // Throws qwen35::Error naming origin for bad values or an unsupported resample filter.

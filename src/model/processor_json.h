@@ -1,6 +1,7 @@
 // Typed reads of the keys of preprocessor_config.json and video_preprocessor_config.json, shared by
-// the image and video processors: an absent or null key keeps the caller's default, a wrong type is
-// an error naming the file (origin) and the key.
+// the image and video processors (their common part, VisionPatchConfig, read and checked in one
+// place): an absent or null key keeps the caller's default, a wrong type is an error naming the
+// file (origin) and the key.
 #pragma once
 
 #include <array>
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "model/vision_patch_config.h"
 
 namespace qwen35::processor_json {
 
@@ -64,16 +66,65 @@ inline std::optional<std::string> read_optional(const std::filesystem::path& pat
   return text.str();
 }
 
-// The checks both processors make on their normalisation: finite means, finite non-zero stds,
-// a positive rescale factor.
-inline void check_normalisation(const std::array<double, 3>& mean, const std::array<double, 3>& std_dev,
-                                double rescale_factor, const std::string& origin) {
+// The keys of VisionPatchConfig into `c` (absent keys keep its values), and the resample filter,
+// which must be 3 (PIL's BICUBIC, the only one implemented). With `legacy_pixel_keys`, also the
+// min_pixels / max_pixels of older image processor files, inside size or at the top level (the
+// top-level keys win, as in HF).
+inline void read_patch_config(const nlohmann::json& j, VisionPatchConfig& c, bool legacy_pixel_keys,
+                              const std::string& origin) {
+  c.patch_size = int(get_int(j, "patch_size", c.patch_size, origin));
+  c.temporal_patch_size = int(get_int(j, "temporal_patch_size", c.temporal_patch_size, origin));
+  c.merge_size = int(get_int(j, "merge_size", c.merge_size, origin));
+  if (j.contains("size") && !j.at("size").is_null()) {
+    const nlohmann::json& size = j.at("size");
+    if (!size.is_object()) fail(origin, ": size must be an object, got ", size.dump());
+    const int64_t min_pixels = legacy_pixel_keys ? get_int(size, "min_pixels", c.min_pixels, origin) : c.min_pixels;
+    const int64_t max_pixels = legacy_pixel_keys ? get_int(size, "max_pixels", c.max_pixels, origin) : c.max_pixels;
+    c.min_pixels = get_int(size, "shortest_edge", min_pixels, origin);
+    c.max_pixels = get_int(size, "longest_edge", max_pixels, origin);
+  }
+  if (legacy_pixel_keys) {
+    c.min_pixels = get_int(j, "min_pixels", c.min_pixels, origin);
+    c.max_pixels = get_int(j, "max_pixels", c.max_pixels, origin);
+  }
+  c.image_mean = get_triple(j, "image_mean", c.image_mean, origin);
+  c.image_std = get_triple(j, "image_std", c.image_std, origin);
+  c.rescale_factor = get_double(j, "rescale_factor", c.rescale_factor, origin);
+  c.do_resize = get_bool(j, "do_resize", c.do_resize, origin);
+  c.do_rescale = get_bool(j, "do_rescale", c.do_rescale, origin);
+  c.do_normalize = get_bool(j, "do_normalize", c.do_normalize, origin);
+  const int64_t resample = get_int(j, "resample", 3, origin);
+  if (resample != 3) fail(origin, ": resample = ", resample, " is not supported (only 3 = BICUBIC)");
+}
+
+// The checks both processors make: patch sizes in range, 1 <= min_pixels <= max_pixels, finite
+// means, finite non-zero stds, a positive rescale factor.
+inline void check_patch_config(const VisionPatchConfig& c, const std::string& origin) {
+  if (c.patch_size < 1 || c.patch_size > 1024) fail(origin, ": patch_size must be in [1, 1024], got ", c.patch_size);
+  if (c.temporal_patch_size < 1 || c.temporal_patch_size > 64)
+    fail(origin, ": temporal_patch_size must be in [1, 64], got ", c.temporal_patch_size);
+  if (c.merge_size < 1 || c.merge_size > 64) fail(origin, ": merge_size must be in [1, 64], got ", c.merge_size);
+  if (c.min_pixels < 1 || c.max_pixels < c.min_pixels)
+    fail(origin, ": need 1 <= size.shortest_edge (", c.min_pixels, ") <= size.longest_edge (", c.max_pixels, ")");
   for (int i = 0; i < 3; ++i) {
-    if (!std::isfinite(mean[size_t(i)]) || !std::isfinite(std_dev[size_t(i)]) || float(std_dev[size_t(i)]) == 0.0f)
+    if (!std::isfinite(c.image_mean[size_t(i)]) || !std::isfinite(c.image_std[size_t(i)]) ||
+        float(c.image_std[size_t(i)]) == 0.0f)
       fail(origin, ": image_mean must be finite and image_std finite and non-zero (channel ", i, ")");
   }
-  if (!(rescale_factor > 0) || !std::isfinite(rescale_factor))
-    fail(origin, ": rescale_factor must be positive, got ", rescale_factor);
+  if (!(c.rescale_factor > 0) || !std::isfinite(c.rescale_factor))
+    fail(origin, ": rescale_factor must be positive, got ", c.rescale_factor);
+}
+
+// The text of a processor config file parsed as a JSON object; throws naming origin.
+inline nlohmann::json parse_object(const std::string& json_text, const std::string& origin) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::exception& e) {
+    fail(origin, ": invalid JSON: ", e.what());
+  }
+  if (!j.is_object()) fail(origin, ": expected a JSON object");
+  return j;
 }
 
 }  // namespace qwen35::processor_json

@@ -21,7 +21,6 @@ using nlohmann::json;
 using processor_json::get_bool;
 using processor_json::get_double;
 using processor_json::get_int;
-using processor_json::get_triple;
 
 double metadata_fps(double fps) { return fps > 0 ? fps : kUnknownVideoFps; }
 
@@ -55,50 +54,20 @@ ChannelTables channel_tables(const VideoProcessorConfig& c) {
 }  // namespace
 
 VideoProcessorConfig VideoProcessorConfig::parse(const std::string& json_text, const std::string& origin) {
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::exception& e) {
-    fail(origin, ": invalid JSON: ", e.what());
-  }
-  if (!j.is_object()) fail(origin, ": expected a JSON object");
-
+  const json j = processor_json::parse_object(json_text, origin);
   VideoProcessorConfig c;
-  c.patch_size = int(get_int(j, "patch_size", c.patch_size, origin));
-  c.temporal_patch_size = int(get_int(j, "temporal_patch_size", c.temporal_patch_size, origin));
-  c.merge_size = int(get_int(j, "merge_size", c.merge_size, origin));
-  if (j.contains("size") && !j.at("size").is_null()) {
-    const json& size = j.at("size");
-    if (!size.is_object()) fail(origin, ": size must be an object, got ", size.dump());
-    c.min_pixels = get_int(size, "shortest_edge", c.min_pixels, origin);
-    c.max_pixels = get_int(size, "longest_edge", c.max_pixels, origin);
-  }
+  processor_json::read_patch_config(j, c, /*legacy_pixel_keys=*/false, origin);
   c.do_sample_frames = get_bool(j, "do_sample_frames", c.do_sample_frames, origin);
   c.sample_fps = get_double(j, "fps", c.sample_fps, origin);
   c.min_frames = get_int(j, "min_frames", c.min_frames, origin);
   c.max_frames = get_int(j, "max_frames", c.max_frames, origin);
   if (j.contains("num_frames") && !j.at("num_frames").is_null())
     fail(origin, ": num_frames is not supported (frames are sampled by fps)");
-  c.image_mean = get_triple(j, "image_mean", c.image_mean, origin);
-  c.image_std = get_triple(j, "image_std", c.image_std, origin);
-  c.rescale_factor = get_double(j, "rescale_factor", c.rescale_factor, origin);
-  c.do_resize = get_bool(j, "do_resize", c.do_resize, origin);
-  c.do_rescale = get_bool(j, "do_rescale", c.do_rescale, origin);
-  c.do_normalize = get_bool(j, "do_normalize", c.do_normalize, origin);
-  // PIL's resampling enum: 3 = BICUBIC, the only filter implemented here.
-  const int64_t resample = get_int(j, "resample", 3, origin);
-  if (resample != 3) fail(origin, ": resample = ", resample, " is not supported (only 3 = BICUBIC)");
 
-  if (c.patch_size < 1 || c.patch_size > 1024) fail(origin, ": patch_size must be in [1, 1024], got ", c.patch_size);
-  if (c.temporal_patch_size < 1 || c.temporal_patch_size > 64)
-    fail(origin, ": temporal_patch_size must be in [1, 64], got ", c.temporal_patch_size);
-  if (c.merge_size < 1 || c.merge_size > 64) fail(origin, ": merge_size must be in [1, 64], got ", c.merge_size);
-  if (c.min_pixels < 1 || c.max_pixels < c.min_pixels)
-    fail(origin, ": need 1 <= size.shortest_edge (", c.min_pixels, ") <= size.longest_edge (", c.max_pixels, ")");
+  processor_json::check_patch_config(c, origin);
   if (!(c.sample_fps > 0) || !std::isfinite(c.sample_fps)) fail(origin, ": fps must be positive, got ", c.sample_fps);
   if (c.min_frames < 1 || c.max_frames < c.min_frames)
     fail(origin, ": need 1 <= min_frames (", c.min_frames, ") <= max_frames (", c.max_frames, ")");
-  processor_json::check_normalisation(c.image_mean, c.image_std, c.rescale_factor, origin);
   return c;
 }
 
@@ -285,19 +254,23 @@ ProcessedVideo preprocess_video(const VideoFrameSource& source, const VideoProce
   return out;
 }
 
-ProcessedVideo preprocess_video(const VideoClipView& clip, const VideoProcessorConfig& config) {
+VideoFrameSource frame_source(const VideoClipView& clip) {
   if (clip.frames < 1 || clip.height < 1 || clip.width < 1)
     fail("a video needs frames of a positive size, got ", clip.frames, " frames of ", clip.width, "x", clip.height);
   const size_t frame_bytes = size_t(clip.height) * size_t(clip.width) * 3;
   if (clip.rgb.size() / frame_bytes != size_t(clip.frames) || clip.rgb.size() % frame_bytes != 0)
     fail("a video of ", clip.frames, " frames of ", clip.width, "x", clip.height, " needs ",
          size_t(clip.frames) * frame_bytes, " bytes of RGB, got ", clip.rgb.size());
-  VideoFrameSource source{clip.frames, clip.height, clip.width, clip.fps, [&](int64_t index) {
-                            RgbImage frame(int(clip.width), int(clip.height));
-                            std::memcpy(frame.pixels.data(), clip.rgb.data() + size_t(index) * frame_bytes, frame_bytes);
-                            return frame;
-                          }};
-  return preprocess_video(source, config);
+  return {clip.frames, clip.height, clip.width, clip.fps, [rgb = clip.rgb, width = int(clip.width), height = int(clip.height),
+                                                           frame_bytes](int64_t index) {
+            RgbImage frame(width, height);
+            std::memcpy(frame.pixels.data(), rgb.data() + size_t(index) * frame_bytes, frame_bytes);
+            return frame;
+          }};
+}
+
+ProcessedVideo preprocess_video(const VideoClipView& clip, const VideoProcessorConfig& config) {
+  return preprocess_video(frame_source(clip), config);
 }
 
 }  // namespace qwen35

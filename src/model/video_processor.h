@@ -22,28 +22,18 @@
 
 namespace qwen35 {
 
-struct VideoProcessorConfig {
-  int patch_size = 16;
-  int temporal_patch_size = 2;
-  int merge_size = 2;
-  // The pixel budget of the whole clip, all sampled frames together (size.shortest_edge and
-  // size.longest_edge). The defaults are the published Qwen3.5 video_preprocessor_config.json's:
-  // every Qwen3.5 release ships that file, so a folder without it (GGUF) gets the same numbers.
-  int64_t min_pixels = 4096;
-  int64_t max_pixels = 25165824;
+struct VideoProcessorConfig : VisionPatchConfig {
+  // The pixel budget of the whole clip, all sampled frames together. The defaults are the published
+  // Qwen3.5 video_preprocessor_config.json's: every Qwen3.5 release ships that file, so a folder
+  // without it (GGUF) gets the same numbers.
+  VideoProcessorConfig() {
+    min_pixels = 4096;
+    max_pixels = 25165824;
+  }
   bool do_sample_frames = true;  // false: every decoded frame is used
   double sample_fps = 2;         // frames sampled per second of the clip ("fps")
   int64_t min_frames = 4;
   int64_t max_frames = 768;
-  std::array<double, 3> image_mean{0.5, 0.5, 0.5};
-  std::array<double, 3> image_std{0.5, 0.5, 0.5};
-  double rescale_factor = 1.0 / 255.0;
-  bool do_resize = true;
-  bool do_rescale = true;
-  bool do_normalize = true;
-
-  int factor() const { return patch_size * merge_size; }
-  int64_t patch_dim() const { return int64_t(3) * temporal_patch_size * patch_size * patch_size; }
 
   // Parses video_preprocessor_config.json text; absent keys keep the defaults above. Throws
   // qwen35::Error naming origin for bad values or an unsupported resample filter.
@@ -125,11 +115,16 @@ struct VideoFrameSource {
   std::function<RgbImage(int64_t index)> frame;
 };
 
+// The frames of a clip in memory as a source (each asked frame copied out). Throws qwen35::Error
+// for no frames, a size that is not positive or RGB bytes that are not frames x height x width x 3.
+// The view's bytes must outlive the source.
+VideoFrameSource frame_source(const VideoClipView& clip);
+
 // The whole processor: sample, resize (resize_bicubic_torch), patchify, time stamps. Each sampled
 // frame is resized as soon as it arrives, so at most one frame of the source's size is held and
 // the other frames are never asked for. Throws qwen35::Error for an empty or inconsistent clip.
 ProcessedVideo preprocess_video(const VideoFrameSource& source, const VideoProcessorConfig& config);
-// The same over decoded frames in memory.
+// The same over decoded frames in memory (frame_source).
 ProcessedVideo preprocess_video(const VideoClipView& clip, const VideoProcessorConfig& config);
 
 }  // namespace qwen35

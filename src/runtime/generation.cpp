@@ -42,6 +42,7 @@ Generation::Impl::Impl(Session::Impl& s, PromptPlan p, const SamplingParams& prm
       constraint(s.engine, prm.format, plan.starts_in_reasoning, plan.split_reasoning),
       policy(prm.speculative, s.seq.has_mtp(), s.spec_costs) {
   result.prompt_tokens = plan.size();
+  for (const PromptImage& img : plan.images) (img.pad_id == engine.video_pad_id ? result.video_tokens : result.image_tokens) += img.count;
   result.timings.load_images_ms = plan.load_images_ms;
   history = plan.ids;
   next_prompt = session.reuse_prefix(plan);

@@ -8,17 +8,32 @@
 
 namespace qwen35 {
 
+namespace {
+
+// An encoded file's frames, decoded one by one as the processor asks for them.
+template <typename Decoder>
+VideoFrameSource encoded_source(const VideoInfo& info, Decoder& decoder) {
+  // The frame rate torchcodec reports in its exact mode, which the official pipeline reads.
+  return {info.frame_count, info.height, info.width, info.fps_from_content(), [&decoder](int64_t index) {
+            const int64_t one[1] = {index};
+            return std::move(decoder.decode_frames(one).at(0));
+          }};
+}
+
+}  // namespace
+
 RequestVideo::RequestVideo(const VideoInput& video, const VideoSourceLimits& limits) {
   switch (video.source) {
     case VideoInput::Source::kFile: {
-      decoder_ = std::make_unique<VideoDecoder>(std::span<const uint8_t>(video.file), limits.decode);
-      const VideoInfo& info = decoder_->info();
-      VideoDecoder* decoder = decoder_.get();
-      // The frame rate torchcodec reports in its exact mode, which the official pipeline reads.
-      source_ = {info.frame_count, info.height, info.width, info.fps_from_content(), [decoder](int64_t index) {
-                   const int64_t one[1] = {index};
-                   return std::move(decoder->decode_frames(one).at(0));
-                 }};
+      // FFmpeg 5.1 cannot decode WebP animations: libwebp reads any WebP, FFmpeg everything else.
+      const std::span<const uint8_t> bytes(video.file);
+      if (sniff_image_format(bytes) == ImageFormat::kWebp) {
+        webp_ = std::make_unique<AnimatedWebpDecoder>(bytes, limits.decode);
+        source_ = encoded_source(webp_->info(), *webp_);
+      } else {
+        decoder_ = std::make_unique<VideoDecoder>(bytes, limits.decode);
+        source_ = encoded_source(decoder_->info(), *decoder_);
+      }
       return;
     }
     case VideoInput::Source::kImages: {
@@ -42,18 +57,7 @@ RequestVideo::RequestVideo(const VideoInput& video, const VideoSourceLimits& lim
     }
     case VideoInput::Source::kFrames: {
       const VideoFrames& v = video.frames;
-      if (v.width <= 0 || v.height <= 0 || v.frames <= 0)
-        fail("a video needs at least one frame of a positive size, got ", v.frames, " frames of ", v.width, "x",
-             v.height);
-      const size_t frame_bytes = size_t(v.width) * size_t(v.height) * 3;
-      if (v.rgb.size() / frame_bytes != size_t(v.frames) || v.rgb.size() % frame_bytes != 0)
-        fail("a video of ", v.frames, " frames of ", v.width, "x", v.height, " needs ", size_t(v.frames) * frame_bytes,
-             " bytes of RGB, got ", v.rgb.size());
-      source_ = {v.frames, v.height, v.width, v.fps, [&v, frame_bytes](int64_t index) {
-                   RgbImage frame(v.width, v.height);
-                   std::copy_n(v.rgb.begin() + ptrdiff_t(size_t(index) * frame_bytes), frame_bytes, frame.pixels.begin());
-                   return frame;
-                 }};
+      source_ = frame_source(VideoClipView{v.rgb, v.frames, v.height, v.width, v.fps});
       return;
     }
   }
@@ -62,7 +66,9 @@ RequestVideo::RequestVideo(const VideoInput& video, const VideoSourceLimits& lim
 
 RequestVideo::~RequestVideo() = default;
 
-VideoDecodeStats RequestVideo::decode_stats() const { return decoder_ ? decoder_->stats() : VideoDecodeStats{}; }
+VideoDecodeStats RequestVideo::decode_stats() const {
+  return decoder_ ? decoder_->stats() : webp_ ? webp_->stats() : VideoDecodeStats{};
+}
 
 VideoProcessorConfig video_config_for(const VideoProcessorConfig& base, const VideoSampling& sampling, int64_t frames,
                                       int64_t height, int64_t width, double fps) {

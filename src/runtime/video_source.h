@@ -1,5 +1,5 @@
-// A request's video (an encoded file, frames as images, or decoded frames) -> the video
-// processor's frame source, and the processor settings its sampling asks for. Opening reads only
+// A request's video (an encoded file: a video, an animated GIF or WebP; frames as images, or
+// decoded frames) -> the video processor's frame source, and the processor settings its sampling asks for. Opening reads only
 // the container's headers (or the first image); the processor then pulls the sampled frames, and
 // nothing else is ever decoded.
 #pragma once
@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "io/video.h"
+#include "io/video_webp.h"
 #include "model/video_processor.h"
 #include "qwen35/chat.h"
 
@@ -33,7 +34,8 @@ class RequestVideo {
   VideoDecodeStats decode_stats() const;
 
  private:
-  std::unique_ptr<VideoDecoder> decoder_;
+  std::unique_ptr<VideoDecoder> decoder_;         // an encoded file (animated GIF included)...
+  std::unique_ptr<AnimatedWebpDecoder> webp_;     // ...or a WebP
   VideoFrameSource source_;
 };
 

@@ -4,7 +4,7 @@
 
 #include "server/api_handlers.h"
 #include "server/http/json_error.h"
-#include "server/http/remote_image.h"
+#include "server/http/remote_media.h"
 #include "server/http/transport.h"
 #include "server/job_answer.h"
 #include "server/openai/api_error.h"
@@ -107,8 +107,8 @@ void HttpServer::set_engine(std::unique_ptr<Engine> engine) {
   ctx.policy.images.video_caps.max_tokens = options_.video_max_tokens;
   ctx.policy.images.allow_remote = options_.allow_remote_images;
   if (options_.allow_remote_images)
-    ctx.policy.images.fetch_remote = [](const std::string& url, size_t max_bytes) {
-      return fetch_remote_image(url, max_bytes);
+    ctx.policy.images.fetch_remote = [](const std::string& url, size_t max_bytes, bool video) {
+      return fetch_remote_media(url, max_bytes, video ? MediaKind::kVideo : MediaKind::kImage);
     };
   created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   ready_.store(true, std::memory_order_release);

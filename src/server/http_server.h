@@ -58,7 +58,7 @@ struct ServerOptions {
   // leaves every clip of 3 frames or more as the official processor makes it; a minute of video
   // (12390 tokens at most) fits the default context of 32768 with room to talk about it.
   int64_t video_max_tokens = 16384;
-  bool allow_remote_images = false;                // fetch http(s) image URLs
+  bool allow_remote_images = false;                // fetch http(s) image and video URLs
   int64_t reasoning_budget = -1;                   // chats' default thought budget (-1: unlimited)
   int64_t max_tokens = 8192;                       // chats' default answer length (-1: up to the context)
   size_t max_connections = 512;

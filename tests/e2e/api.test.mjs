@@ -203,6 +203,8 @@ describe('chat completions', () => {
     // The golden case video_pan: 5 pairs of 30 tokens with their time stamps, 206 prompt tokens.
     const a = await ask({ type: 'video_url', video_url: { url: `data:video/mp4;base64,${b64}` } });
     assert.equal(a.usage.prompt_tokens, 206);
+    assert.equal(a.usage.prompt_tokens_details.video_tokens, 150);
+    assert.equal(a.usage.prompt_tokens_details.image_tokens, 0);
     assert.ok(a.timings.vision_ms > 0);
     const b = await ask({ type: 'input_video', input_video: { data: b64, format: 'mp4' } });
     assert.equal(b.usage.prompt_tokens, 206);

@@ -196,6 +196,10 @@ test('videos: attach a clip like an image; it is sent as a video_url part and an
   const preview = page.getByTestId('attachment-preview');
   await preview.waitFor();
   assert.equal(await preview.evaluate((e) => e.tagName), 'VIDEO');
+  // A thumbnail strip of the clip's frames, drawn by the browser.
+  await page.getByTestId('video-thumb').nth(5).waitFor({ timeout: 20_000 });
+  assert.equal(await page.getByTestId('video-thumb').count(), 6);
+  await screenshot(page, 'video-strip');
   await sendMessage(page, 'What happens?');
   await page.getByTestId('message-video').waitFor();
   const msg = await waitForAnswer(page, 120_000);
@@ -205,6 +209,30 @@ test('videos: attach a clip like an image; it is sent as a video_url part and an
   assert.equal(parts[0].video_url.url, 'data:video/mp4;base64,' + readFileSync(CLIP).toString('base64'));
   assert.deepEqual(parts[1], { type: 'text', text: 'What happens?' });
   assert.deepEqual(errors, []);
+});
+
+test('videos: an animated GIF goes as a video_url part and previews as an image; a still GIF as an image', async () => {
+  const { page } = await open();
+  await setSettings(page, { maxTokens: 4, thinking: false });
+  const requests = recordRequests(page);
+  // GIF89a, 1x1, two frames (and the same with one frame).
+  const screen = [71, 73, 70, 56, 57, 97, 1, 0, 1, 0, 0x80, 0, 0, 0, 0, 0, 255, 255, 255];
+  const frame = [0x21, 0xf9, 4, 0, 10, 0, 0, 0, 0x2c, 0, 0, 0, 0, 1, 0, 1, 0, 0, 2, 2, 0x44, 1, 0];
+  const gif = (frames) => Buffer.from([...screen, ...Array(frames).fill(frame).flat(), 0x3b]);
+  await page.getByTestId('file-input').setInputFiles([
+    { name: 'anim.gif', mimeType: 'image/gif', buffer: gif(2) },
+    { name: 'still.gif', mimeType: 'image/gif', buffer: gif(1) },
+  ]);
+  await page.getByTestId('attachment-preview').nth(1).waitFor();
+  assert.deepEqual(await page.getByTestId('attachment-preview').evaluateAll((es) => es.map((e) => e.tagName)), ['IMG', 'IMG']);
+  await sendMessage(page, 'What moves?');
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid=message-user]').length > 0);
+  await page.waitForTimeout(500);
+  const parts = requests[0].messages[0].content;
+  assert.equal(parts[0].type, 'video_url');
+  assert.equal(parts[0].video_url.url, 'data:image/gif;base64,' + gif(2).toString('base64'));
+  assert.equal(parts[1].type, 'image_url');
+  assert.equal(parts[1].image_url.url, 'data:image/gif;base64,' + gif(1).toString('base64'));
 });
 
 test('images: paste from the clipboard and drop onto the page', async () => {

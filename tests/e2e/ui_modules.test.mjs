@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import { SseParser, authHeaders, buildMessages, buildRequest, errorFrom, fetchModel, formatStats, statsFrom, streamChat } from '../../src/server/ui/web/api.js';
 import { DEFAULT_SETTINGS, Store, isQuotaError, titleOf, withoutImages } from '../../src/server/ui/web/storage.js';
 import { LANGUAGES, MESSAGES, language, pickLanguage, setLanguage, t } from '../../src/server/ui/web/i18n.js';
+import { isAnimatedImage, showsAsVideo } from '../../src/server/ui/web/attachments.js';
+import { STRIP_FRAMES, stripTimes } from '../../src/server/ui/web/thumbnails.js';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -399,4 +401,47 @@ test('i18n: every key the page and the modules use is in the tables', () => {
   assert.deepEqual(used.filter(([, k]) => !keys.has(k)), []);
   // And index.html's visible English matches the table (what shows before app.js runs).
   for (const m of html.matchAll(/data-i18n="([^"]+)"[^>]*>([^<]*)</g)) assert.equal(m[2], MESSAGES.en[m[1]], m[1]);
+});
+
+test('attachments: an animated GIF or WebP is a video, a still one (or a cut one) an image', () => {
+  const bytes = (...parts) => Uint8Array.from(parts.flat());
+  const ascii = (s) => [...s].map((c) => c.charCodeAt(0));
+  const le32 = (n) => [n & 255, (n >> 8) & 255, (n >> 16) & 255, n >>> 24];
+  // GIF89a, a 1x1 screen with a 2-entry global table, a graphic control extension, then frames.
+  const screen = [...ascii('GIF89a'), 1, 0, 1, 0, 0x80, 0, 0, 0, 0, 0, 255, 255, 255];
+  const control = [0x21, 0xf9, 4, 0, 10, 0, 0, 0];
+  const frame = [0x2c, 0, 0, 0, 0, 1, 0, 1, 0, 0, 2, 2, 0x44, 1, 0];
+  const gif = (n) => bytes(screen, ...Array(n).fill([...control, ...frame]), 0x3b);
+  assert.equal(isAnimatedImage(gif(1)), false);
+  assert.equal(isAnimatedImage(gif(2)), true);
+  assert.equal(isAnimatedImage(gif(3)), true);
+  const two = gif(2);
+  assert.equal(isAnimatedImage(two.slice(0, two.length - 3)), false, 'the second frame cut short');
+  // A frame with a local colour table (4 entries) is skipped past it.
+  const local = [0x2c, 0, 0, 0, 0, 1, 0, 1, 0, 0x81, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 2, 2, 0x44, 1, 0];
+  assert.equal(isAnimatedImage(bytes(screen, local, local, 0x3b)), true);
+  // WebP: RIFF, then chunks; ANMF chunks are the frames.
+  const chunk = (id, payload) => [...ascii(id), ...le32(payload.length), ...payload, ...(payload.length & 1 ? [0] : [])];
+  const webp = (...chunks) => {
+    const body = [...ascii('WEBP'), ...chunks.flat()];
+    return bytes(ascii('RIFF'), le32(body.length), body);
+  };
+  const vp8x = chunk('VP8X', [0x12, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+  const anmf = chunk('ANMF', Array(17).fill(0));
+  assert.equal(isAnimatedImage(webp(vp8x, chunk('ANIM', [0, 0, 0, 0, 0, 0]), anmf, anmf)), true);
+  assert.equal(isAnimatedImage(webp(vp8x, chunk('ANIM', [0, 0, 0, 0, 0, 0]), anmf)), false);
+  assert.equal(isAnimatedImage(webp(chunk('VP8L', Array(9).fill(0)))), false);
+  assert.equal(isAnimatedImage(bytes(ascii('\x89PNG'))), false);
+  assert.equal(isAnimatedImage(bytes([])), false);
+  // Previews: an animated image shows in <img>, a video file in <video>.
+  assert.equal(showsAsVideo({ kind: 'video', url: 'data:image/gif;base64,R0lG' }), false);
+  assert.equal(showsAsVideo({ kind: 'video', url: 'data:video/mp4;base64,AAAA' }), true);
+  assert.equal(showsAsVideo({ kind: 'image', url: 'data:image/png;base64,AAAA' }), false);
+});
+
+test('thumbnails: a strip shows the middles of equal parts of the clip', () => {
+  assert.equal(STRIP_FRAMES, 6);
+  assert.deepEqual(stripTimes(6), [0.5, 1.5, 2.5, 3.5, 4.5, 5.5]);
+  assert.deepEqual(stripTimes(1, 2), [0.25, 0.75]);
+  for (const unknown of [0, NaN, Infinity, -1, undefined]) assert.deepEqual(stripTimes(unknown), [0]);
 });

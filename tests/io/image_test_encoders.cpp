@@ -194,7 +194,7 @@ Bytes animated_webp(int canvas_width, int canvas_height, const std::vector<WebpF
     put_u24le(anmf, uint32_t(f.y / 2));
     put_u24le(anmf, uint32_t(f.width - 1));
     put_u24le(anmf, uint32_t(f.height - 1));
-    put_u24le(anmf, 100);  // duration, ms
+    put_u24le(anmf, uint32_t(f.duration_ms));
     anmf.push_back(0x02);  // do not blend, no disposal
     const Bytes image = image_chunks(f.simple_webp);
     anmf.insert(anmf.end(), image.begin(), image.end());
@@ -218,11 +218,11 @@ Bytes encode_gif(const GifSpec& spec) {
   if (EGifPutScreenDesc(gif, spec.screen_width, spec.screen_height, 8, 0, spec.local_palette ? nullptr : map) == GIF_ERROR)
     throw std::runtime_error("EGifPutScreenDesc failed");
   for (int frame = 0; frame < spec.frames; ++frame) {
-    if (spec.transparent >= 0) {
+    if (spec.transparent >= 0 || !spec.delays_cs.empty()) {
       GraphicsControlBlock gcb{};
       gcb.DisposalMode = DISPOSAL_UNSPECIFIED;
       gcb.UserInputFlag = false;
-      gcb.DelayTime = 10;
+      gcb.DelayTime = size_t(frame) < spec.delays_cs.size() ? spec.delays_cs[size_t(frame)] : 10;
       gcb.TransparentColor = spec.transparent;
       GifByteType ext[4];
       const size_t len = EGifGCBToExtension(&gcb, ext);
@@ -232,9 +232,11 @@ Bytes encode_gif(const GifSpec& spec) {
                          spec.local_palette ? map : nullptr) == GIF_ERROR)
       throw std::runtime_error("EGifPutImageDesc failed");
     Bytes line(size_t(spec.width));
+    const Bytes* indices = frame == 0                                           ? &spec.indices
+                           : size_t(frame) <= spec.later_indices.size() ? &spec.later_indices[size_t(frame) - 1]
+                                                                         : nullptr;
     auto put_row = [&](int y) {
-      for (int x = 0; x < spec.width; ++x)
-        line[size_t(x)] = frame == 0 ? spec.indices[size_t(y) * size_t(spec.width) + size_t(x)] : 0;
+      for (int x = 0; x < spec.width; ++x) line[size_t(x)] = indices ? (*indices)[size_t(y) * size_t(spec.width) + size_t(x)] : 0;
       EGifPutLine(gif, line.data(), spec.width);
     };
     if (spec.interlace) {

@@ -59,6 +59,7 @@ Bytes webp_with_exif(const Bytes& simple_webp, int width, int height, bool alpha
 struct WebpFrame {
   Bytes simple_webp;
   int x = 0, y = 0, width = 0, height = 0;  // x and y must be even
+  int duration_ms = 100;
 };
 Bytes animated_webp(int canvas_width, int canvas_height, const std::vector<WebpFrame>& frames);
 
@@ -71,7 +72,9 @@ struct GifSpec {
   int transparent = -1;
   bool interlace = false;
   bool local_palette = false;
-  int frames = 1;                                // extra frames repeat the first
+  int frames = 1;                                // extra frames: later_indices, else index 0
+  std::vector<Bytes> later_indices;              // frame f >= 1 uses later_indices[f - 1] when there
+  std::vector<int> delays_cs;                    // per frame, in 1/100 s; written with any transparency
 };
 Bytes encode_gif(const GifSpec& spec);
 

@@ -76,6 +76,12 @@ TEST_P(VideoChatGolden, MatchesOfficialPipeline) {
   GenerationResult r = session->chat(req, greedy(8, spec), nullptr, &st);
   ASSERT_TRUE(st.ok()) << st.message;
   EXPECT_EQ(r.prompt_tokens, int64_t(golden_ids.size()));
+  // Usage counts the pads of the official prompt: the video's in both cases, the image's in one.
+  const int64_t video_pad = engine.tokenize("<|video_pad|>").at(0), image_pad = engine.tokenize("<|image_pad|>").at(0);
+  EXPECT_EQ(r.video_tokens, std::count(golden_ids.begin(), golden_ids.end(), video_pad));
+  EXPECT_EQ(r.image_tokens, std::count(golden_ids.begin(), golden_ids.end(), image_pad));
+  EXPECT_GT(r.video_tokens, 0);
+  EXPECT_EQ(r.image_tokens > 0, name == "image_video");
   EXPECT_TRUE(std::equal(golden_ids.begin(), golden_ids.end(), session->tokens().begin())) << "prompt ids differ";
   EXPECT_GT(r.timings.vision_ms, 0.0);
   // No near ties in these goldens (a near tie would allow either of the two best tokens).

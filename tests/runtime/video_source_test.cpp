@@ -106,6 +106,41 @@ TEST(VideoSource, LongClipCostsItsSampledFramesNotItsLength) {
   EXPECT_EQ(sparse.timestamps, dense.timestamps);
 }
 
+TEST(VideoSource, AnimatedGifAndWebpAreSampledLikeAnyVideo) {
+  // 25 frames at 10 per second (the files' own delays): 5 sampled, as for any 2.5 s clip.
+  for (const std::string kind : {"gif", "webp"}) {
+    VideoSpec spec;
+    spec.muxer = kind, spec.encoder = kind == "gif" ? "gif" : "libwebp_anim", spec.frames = 25, spec.fps = 10;
+    const VideoInput input = VideoInput::File(encode_video(spec));
+    ASSERT_EQ(sniff_image_format(input.file), kind == "gif" ? ImageFormat::kGif : ImageFormat::kWebp);
+    EXPECT_TRUE(is_animated_image(input.file));
+    RequestVideo video(input);
+    const VideoFrameSource& source = video.source();
+    EXPECT_EQ(source.frames, 25) << kind;
+    EXPECT_NEAR(source.fps, 10.0, 1e-9) << kind;
+    EXPECT_EQ(sample_frame_indices(source.frames, source.fps, default_config()), (std::vector<int64_t>{0, 6, 12, 18, 24}));
+    const ProcessedVideo sparse = preprocess_video(source, default_config());
+    std::vector<std::string> stamps;
+    for (const double t : sparse.timestamps) stamps.push_back(timestamp_text(t));
+    EXPECT_EQ(stamps, (std::vector<std::string>{"<0.3 seconds>", "<1.5 seconds>", "<2.4 seconds>"})) << kind;
+
+    // Every frame decoded, then sampled: the same pixels.
+    std::vector<RgbImage> frames;
+    if (kind == "gif") {
+      frames = VideoDecoder(input.file).decode_all_frames();
+    } else {
+      std::vector<int64_t> all(25);
+      for (int64_t i = 0; i < 25; ++i) all[size_t(i)] = i;
+      frames = AnimatedWebpDecoder(input.file).decode_frames(all);
+    }
+    std::vector<uint8_t> rgb;
+    for (const RgbImage& f : frames) rgb.insert(rgb.end(), f.pixels.begin(), f.pixels.end());
+    const ProcessedVideo dense =
+        preprocess_video(VideoClipView{rgb, int64_t(frames.size()), spec.height, spec.width, source.fps}, default_config());
+    EXPECT_EQ(sparse.pixel_values(), dense.pixel_values()) << kind;
+  }
+}
+
 TEST(VideoSource, FramesAsImagesDecodeOnlyTheSampledOnes) {
   // The golden clip as 60 images, where every frame the processor does not sample is not even an
   // image: the request still gives the golden prompt and answer.

@@ -19,6 +19,8 @@ GenerationResult result(StopReason reason) {
   r.cached_tokens = 8;
   r.completion_tokens = 5;
   r.reasoning_tokens = 3;
+  r.image_tokens = 4;
+  r.video_tokens = 6;
   r.timings.prefill_tokens = 4;
   r.timings.prefill_ms = 2;
   r.timings.decode_tokens = 4;
@@ -64,6 +66,8 @@ TEST(OpenAIResponse, UsageAndTimings) {
   EXPECT_EQ(u["completion_tokens"], 5);
   EXPECT_EQ(u["total_tokens"], 17);
   EXPECT_EQ(u["prompt_tokens_details"]["cached_tokens"], 8);
+  EXPECT_EQ(u["prompt_tokens_details"]["image_tokens"], 4);
+  EXPECT_EQ(u["prompt_tokens_details"]["video_tokens"], 6);
   EXPECT_EQ(u["completion_tokens_details"]["reasoning_tokens"], 3);
   const json t = timings_json(result(StopReason::kEos));
   EXPECT_EQ(t["prompt_n"], 4);

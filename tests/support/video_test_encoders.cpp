@@ -109,8 +109,9 @@ void fill_flat(AVFrame& frame, const uint8_t yuv[3]) {
 
 void fill_frame(AVFrame& frame, int t) {
   const bool rgb = frame.format == AV_PIX_FMT_RGB24;
+  const bool gray = frame.format == AV_PIX_FMT_GRAY8;
   const int square = 8, sx = (t * 3) % std::max(1, frame.width - square), sy = (t * 2) % std::max(1, frame.height - square);
-  for (int plane = 0; plane < (rgb ? 1 : 3); ++plane) {
+  for (int plane = 0; plane < (rgb || gray ? 1 : 3); ++plane) {
     const int shift = plane == 0 || rgb ? 0 : 1;  // 4:2:0 chroma
     const int w = rgb ? frame.width * 3 : (frame.width + shift) >> shift;
     const int h = (frame.height + shift) >> shift;
@@ -156,6 +157,7 @@ VideoBytes encode_video(const VideoSpec& spec) {
   encoder->colorspace = AVColorSpace(spec.colorspace);
   encoder->color_range = AVColorRange(spec.color_range);
   if (spec.encoder == "png") encoder->pix_fmt = AV_PIX_FMT_RGB24;
+  else if (spec.encoder == "gif") encoder->pix_fmt = AV_PIX_FMT_GRAY8;
   else if (spec.encoder == "mjpeg") encoder->pix_fmt = AV_PIX_FMT_YUVJ420P;
   else encoder->pix_fmt = AV_PIX_FMT_YUV420P;
   if (muxer.get()->oformat->flags & AVFMT_GLOBALHEADER) encoder->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;

@@ -11,7 +11,7 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-// `what` is "image" or "video": the same sources (data: URLs, http(s) when allowed, local files in
+// Images and videos: the same sources (data: URLs, http(s) when allowed, local files in
 // the CLI) with their own size limits.
 std::vector<uint8_t> read_local_file(const std::string& path, size_t max_bytes, const char* what,
                                      const std::string& where) {
@@ -26,8 +26,9 @@ std::vector<uint8_t> read_local_file(const std::string& path, size_t max_bytes, 
   return bytes;
 }
 
-std::vector<uint8_t> load_url(const std::string& url, const ImageSourcePolicy& policy, size_t max_bytes,
-                              const char* what, const std::string& where) {
+std::vector<uint8_t> load_url(const std::string& url, const ImageSourcePolicy& policy, size_t max_bytes, bool video,
+                              const std::string& where) {
+  const char* what = video ? "video" : "image";
   if (url.rfind("data:", 0) == 0) {
     std::vector<uint8_t> bytes;
     try {
@@ -42,7 +43,7 @@ std::vector<uint8_t> load_url(const std::string& url, const ImageSourcePolicy& p
     if (!policy.allow_remote || !policy.fetch_remote)
       fail(where, ": remote ", what, " URLs are disabled (start the server with --allow-remote-images, or send a data: URL)");
     try {
-      return policy.fetch_remote(url, max_bytes);
+      return policy.fetch_remote(url, max_bytes, video);
     } catch (const Error& e) {
       fail(where, ": ", e.what());
     }
@@ -55,7 +56,7 @@ std::vector<uint8_t> load_url(const std::string& url, const ImageSourcePolicy& p
 }
 
 std::vector<uint8_t> load_image_url(const std::string& url, const ImageSourcePolicy& policy, const std::string& where) {
-  return load_url(url, policy, policy.max_image_bytes, "image", where);
+  return load_url(url, policy, policy.max_image_bytes, false, where);
 }
 
 std::string text_of(const json& v, const std::string& where) {
@@ -118,7 +119,7 @@ VideoInput parse_video_part(const json& part, const std::string& type, const Ima
   } else {
     const json* url = src.is_string() ? &src : src.is_object() && src.contains("url") ? &src["url"] : nullptr;
     if (!url || !url->is_string()) fail(sw, " must be {\"url\": string}");
-    video = VideoInput::File(load_url(url->get<std::string>(), policy, policy.max_video_bytes, "video", sw + ".url"));
+    video = VideoInput::File(load_url(url->get<std::string>(), policy, policy.max_video_bytes, true, sw + ".url"));
   }
   // Sampling: the request may ask for less than the server allows, never more.
   const VideoSampling& caps = policy.video_caps;

@@ -23,14 +23,15 @@ struct ImageSourcePolicy {
   // The most a video may ask for, and what it gets when it asks for nothing: max_tokens is the
   // server's --video-max-tokens (0: the processor's own budget), max_frames the frames sampled.
   VideoSampling video_caps;
-  // Fetches an http(s) URL into bytes; throws qwen35::Error. Required when allow_remote.
-  std::function<std::vector<uint8_t>(const std::string& url, size_t max_bytes)> fetch_remote;
+  // Fetches an http(s) URL of an image (video false) or a video into bytes; throws qwen35::Error.
+  // Required when allow_remote.
+  std::function<std::vector<uint8_t>(const std::string& url, size_t max_bytes, bool video)> fetch_remote;
 };
 
 // Parses `messages` (an array of {role, content, reasoning_content?, tool_calls?, tool_call_id?}).
 // Content: a string, null, or parts {"type":"text","text"} / {"type":"image_url","image_url":{"url"}}
 // (also "image_url" as a plain string, and {"type":"image","image": url}), and videos:
-//   {"type":"video_url","video_url":{"url"}}              an encoded file (data: URL, or as images are)
+//   {"type":"video_url","video_url":{"url"}}              an encoded file (data: URL, or http(s) as images are)
 //   {"type":"input_video","input_video":{"data","format"}} an encoded file in base64 (llama.cpp)
 //   {"type":"video","video": url | [image url, ...]}       a file, or its frames as images (vLLM, qwen-vl-utils)
 // with optional keys on the part (or inside video_url / input_video): "fps" (frames sampled per

@@ -51,7 +51,8 @@ json usage_json(const GenerationResult& r) {
   return json{{"prompt_tokens", r.prompt_tokens},
               {"completion_tokens", r.completion_tokens},
               {"total_tokens", r.prompt_tokens + r.completion_tokens},
-              {"prompt_tokens_details", {{"cached_tokens", r.cached_tokens}}},
+              {"prompt_tokens_details",
+               {{"cached_tokens", r.cached_tokens}, {"image_tokens", r.image_tokens}, {"video_tokens", r.video_tokens}}},
               {"completion_tokens_details", {{"reasoning_tokens", r.reasoning_tokens}}}};
 }
 

@@ -1,5 +1,5 @@
 // Public result types -> OpenAI response JSON: chat.completion, chat.completion.chunk (SSE),
-// text_completion, usage (with prompt_tokens_details.cached_tokens), llama.cpp-style timings and
+// text_completion, usage (with prompt_tokens_details: cached, image and video tokens), llama.cpp-style timings and
 // the "meta" of a /v1/models entry.
 //
 // The stream writers turn a generation's events into the exact bytes of a Server-Sent Events
@@ -35,8 +35,9 @@ ResponseMeta new_response_meta(const std::string& prefix, const std::string& mod
 // "stop" (end of sequence, stop string), "length" (max_tokens, context full); null otherwise.
 nlohmann::ordered_json finish_reason_json(StopReason r);
 
-// {prompt_tokens, completion_tokens, total_tokens, prompt_tokens_details: {cached_tokens},
-//  completion_tokens_details: {reasoning_tokens}}
+// {prompt_tokens, completion_tokens, total_tokens, prompt_tokens_details: {cached_tokens,
+//  image_tokens, video_tokens}, completion_tokens_details: {reasoning_tokens}}. The image and video
+// tokens are their pads among the prompt tokens (the names of OpenAI's realtime usage details).
 nlohmann::ordered_json usage_json(const GenerationResult& r);
 // {prompt_n, prompt_ms, prompt_per_second, predicted_n, predicted_ms, predicted_per_second, cached_n, vision_ms}
 nlohmann::ordered_json timings_json(const GenerationResult& r);

@@ -1,11 +1,12 @@
 // The chat page: state, event wiring and the streaming loop. Rendering lives in messages.js,
 // the protocol in api.js, persistence in storage.js, the words in i18n.js.
 import { buildRequest, fetchModel, statsFrom, streamChat } from './api.js';
-import { pastedImages, readImages, watchDrops } from './attachments.js';
+import { pastedImages, readImages, showsAsVideo, watchDrops } from './attachments.js';
 import { el, icon } from './dom.js';
 import { LANGUAGES, language, pickLanguage, setLanguage, t, translatePage } from './i18n.js';
 import { assistantMessage, emptyState, updateAssistant, userMessage } from './messages.js';
 import { Store, newId, titleOf } from './storage.js';
+import { videoStrip } from './thumbnails.js';
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -312,13 +313,21 @@ async function addFiles(files) {
   renderAttachments();
 }
 
+// One thumbnail strip per attached video, kept across re-renders (drawing one seeks the clip).
+const strips = new WeakMap();
+function stripOf(im) {
+  if (!strips.has(im)) strips.set(im, videoStrip(im.url));
+  return strips.get(im);
+}
+
 function renderAttachments() {
   ui.attachments.hidden = state.pending.length === 0;
   ui.attachments.replaceChildren(...state.pending.map((im, k) =>
     el('div', { class: 'attachment', 'data-testid': 'attachment' },
-      im.kind === 'video'
+      showsAsVideo(im)
         ? el('video', { src: im.url, title: im.name, muted: '', preload: 'metadata', 'data-testid': 'attachment-preview' })
         : el('img', { src: im.url, alt: im.name, 'data-testid': 'attachment-preview' }),
+      showsAsVideo(im) ? stripOf(im) : null,
       el('button', {
         type: 'button', class: 'attachment-remove', 'data-testid': 'attachment-remove',
         'aria-label': t('attach.remove', { name: im.name }),

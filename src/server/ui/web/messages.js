@@ -4,6 +4,7 @@
 import { el, toDom } from './dom.js';
 import { parseMarkdown } from './markdown.js';
 import { formatStats } from './api.js';
+import { showsAsVideo } from './attachments.js';
 import { t } from './i18n.js';
 
 const rendered = new WeakMap();  // content element -> the Markdown source it shows
@@ -15,7 +16,7 @@ export function emptyState(modelName) {
 }
 
 export function userMessage(msg) {
-  const images = (msg.images || []).map((im, k) => im.url && im.kind === 'video'
+  const images = (msg.images || []).map((im, k) => im.url && showsAsVideo(im)
     ? el('video', { class: 'msg-image', src: im.url, controls: '', preload: 'metadata', title: im.name || t('message.videoAlt', { n: k + 1 }), 'data-testid': 'message-video' })
     : im.url
     ? el('img', { class: 'msg-image', src: im.url, alt: im.name || t('message.imageAlt', { n: k + 1 }), 'data-testid': 'message-image', loading: 'lazy' })

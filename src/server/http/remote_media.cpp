@@ -1,7 +1,10 @@
-#include "server/http/remote_image.h"
+#include "server/http/remote_media.h"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <optional>
+#include <string_view>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -38,10 +41,10 @@ Origin parse_origin(const std::string& origin, const std::string& url) {
   std::string rest = origin.substr(o.https ? 8 : 7);
   if (!rest.empty() && rest[0] == '[') {
     const size_t close = rest.find(']');
-    if (close == std::string::npos) fail("image URL '", url, "' has a malformed host");
+    if (close == std::string::npos) fail("URL '", url, "' has a malformed host");
     o.host = rest.substr(1, close - 1);
     rest = rest.substr(close + 1);
-    if (!rest.empty() && rest[0] != ':') fail("image URL '", url, "' has a malformed host");
+    if (!rest.empty() && rest[0] != ':') fail("URL '", url, "' has a malformed host");
     o.port = rest.empty() ? "" : rest.substr(1);
   } else {
     const size_t colon = rest.rfind(':');
@@ -50,10 +53,12 @@ Origin parse_origin(const std::string& origin, const std::string& url) {
   }
   if (o.port.empty()) o.port = o.https ? "443" : "80";
   for (char c : o.port)
-    if (c < '0' || c > '9') fail("image URL '", url, "' has a malformed port");
-  if (o.host.empty()) fail("image URL '", url, "' has no host");
+    if (c < '0' || c > '9') fail("URL '", url, "' has a malformed port");
+  if (o.host.empty()) fail("URL '", url, "' has no host");
   return o;
 }
+
+const char* kind_name(MediaKind kind) { return kind == MediaKind::kVideo ? "video" : "image"; }
 
 // One GET: the status, the Location of a redirect, or the body (at most max_bytes).
 struct Answer {
@@ -65,10 +70,10 @@ struct Answer {
 
 template <typename Stream>
 asio::awaitable<void> exchange(Stream& stream, beast::tcp_stream& tcp, const Origin& o, const std::string& target,
-                               size_t max_bytes, const RemoteImageLimits& limits, Answer& a) {
+                               size_t max_bytes, MediaKind kind, const RemoteFetchLimits& limits, Answer& a) {
   http::request<http::empty_body> req{http::verb::get, target, 11};
   req.set(http::field::host, o.host);
-  req.set(http::field::accept, "image/*");
+  req.set(http::field::accept, kind == MediaKind::kVideo ? "video/*, image/gif, image/webp" : "image/*");
   req.set(http::field::user_agent, "qwen35");
   tcp.expires_after(std::chrono::seconds(limits.read_timeout_s));
   co_await http::async_write(stream, req, asio::use_awaitable);
@@ -90,8 +95,13 @@ asio::awaitable<void> exchange(Stream& stream, beast::tcp_stream& tcp, const Ori
     a.error = "the server sent a compressed answer (" + std::string(ce) + ")";
     co_return;
   }
+  if (const auto type = head[http::field::content_type]; !content_type_fits(std::string_view(type.data(), type.size()), kind)) {
+    a.error = "the server sent " + std::string(type) + ", not " + (kind == MediaKind::kVideo ? "a video" : "an image");
+    co_return;
+  }
   if (const auto len = parser.content_length(); len && *len > max_bytes) {
-    a.error = "the image is " + std::to_string(*len) + " bytes, over the limit of " + std::to_string(max_bytes);
+    a.error = "the " + std::string(kind_name(kind)) + " is " + std::to_string(*len) + " bytes, over the limit of " +
+              std::to_string(max_bytes);
     co_return;
   }
   parser.body_limit(max_bytes);
@@ -100,7 +110,7 @@ asio::awaitable<void> exchange(Stream& stream, beast::tcp_stream& tcp, const Ori
     boost::system::error_code ec;
     co_await http::async_read_some(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
     if (ec == http::error::body_limit) {
-      a.error = "the image is larger than the limit of " + std::to_string(max_bytes) + " bytes";
+      a.error = "the " + std::string(kind_name(kind)) + " is larger than the limit of " + std::to_string(max_bytes) + " bytes";
       co_return;
     }
     if (ec) throw boost::system::system_error(ec);
@@ -108,8 +118,8 @@ asio::awaitable<void> exchange(Stream& stream, beast::tcp_stream& tcp, const Ori
   a.body = std::move(parser.get().body());
 }
 
-asio::awaitable<void> get(const Origin& o, const std::string& target, size_t max_bytes, const RemoteImageLimits& limits,
-                          asio::ssl::context* tls, Answer& a) {
+asio::awaitable<void> get(const Origin& o, const std::string& target, size_t max_bytes, MediaKind kind,
+                          const RemoteFetchLimits& limits, asio::ssl::context* tls, Answer& a) {
   auto ex = co_await asio::this_coro::executor;
   tcp::resolver resolver(ex);
   const auto endpoints = co_await resolver.async_resolve(o.host, o.port, asio::use_awaitable);
@@ -117,7 +127,7 @@ asio::awaitable<void> get(const Origin& o, const std::string& target, size_t max
     beast::tcp_stream tcp(ex);
     tcp.expires_after(std::chrono::seconds(limits.connect_timeout_s));
     co_await tcp.async_connect(endpoints, asio::use_awaitable);
-    co_await exchange(tcp, tcp, o, target, max_bytes, limits, a);
+    co_await exchange(tcp, tcp, o, target, max_bytes, kind, limits, a);
     co_return;
   }
   beast::ssl_stream<beast::tcp_stream> tls_stream(ex, *tls);
@@ -129,7 +139,7 @@ asio::awaitable<void> get(const Origin& o, const std::string& target, size_t max
   co_await tcp.async_connect(endpoints, asio::use_awaitable);
   tcp.expires_after(std::chrono::seconds(limits.connect_timeout_s));
   co_await tls_stream.async_handshake(asio::ssl::stream_base::client, asio::use_awaitable);
-  co_await exchange(tls_stream, tcp, o, target, max_bytes, limits, a);
+  co_await exchange(tls_stream, tcp, o, target, max_bytes, kind, limits, a);
 }
 
 }  // namespace
@@ -138,23 +148,36 @@ SplitUrl split_url(const std::string& url) {
   size_t scheme_end = 0;
   if (url.rfind("http://", 0) == 0) scheme_end = 7;
   else if (url.rfind("https://", 0) == 0) scheme_end = 8;
-  else fail("image URL '", url, "' is not http(s)");
+  else fail("URL '", url, "' is not http(s)");
   const size_t host_end = url.find_first_of("/?#", scheme_end);
   SplitUrl s;
   s.origin = url.substr(0, host_end);
-  if (s.origin.size() == scheme_end) fail("image URL '", url, "' has no host");
+  if (s.origin.size() == scheme_end) fail("URL '", url, "' has no host");
   for (char c : s.origin)
-    if (c <= ' ' || c == '@' || c == '\\') fail("image URL '", url, "' has a malformed host");
+    if (c <= ' ' || c == '@' || c == '\\') fail("URL '", url, "' has a malformed host");
   std::string path = host_end == std::string::npos ? "/" : url.substr(host_end);
   if (const size_t hash = path.find('#'); hash != std::string::npos) path.resize(hash);
   if (path.empty() || path[0] != '/') path = "/" + path;
   for (char c : path)
-    if (c <= ' ' || c == 0x7f) fail("image URL '", url, "' has spaces or control characters in its path");
+    if (c <= ' ' || c == 0x7f) fail("URL '", url, "' has spaces or control characters in its path");
   s.path = path;
   return s;
 }
 
-std::vector<uint8_t> fetch_remote_image(const std::string& url, size_t max_bytes, const RemoteImageLimits& limits) {
+bool content_type_fits(std::string_view content_type, MediaKind kind) {
+  std::string type(content_type.substr(0, content_type.find(';')));
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.pop_back();
+  type.erase(0, std::min(type.find_first_not_of(" \t"), type.size()));
+  for (char& c : type) c = char(std::tolower(static_cast<unsigned char>(c)));
+  // No type, or one that says nothing about the bytes: the decoder will tell.
+  if (type.empty() || type == "application/octet-stream" || type == "binary/octet-stream") return true;
+  if (kind == MediaKind::kImage) return type.rfind("image/", 0) == 0;
+  return type.rfind("video/", 0) == 0 || type == "application/mp4" || type == "image/gif" || type == "image/webp";
+}
+
+std::vector<uint8_t> fetch_remote_media(const std::string& url, size_t max_bytes, MediaKind kind,
+                                        const RemoteFetchLimits& limits) {
+  const char* what = kind_name(kind);
   const auto deadline = Clock::now() + std::chrono::seconds(limits.total_timeout_s);
   std::string current = url;
   for (int hop = 0; hop <= limits.max_redirects; ++hop) {
@@ -170,7 +193,7 @@ std::vector<uint8_t> fetch_remote_image(const std::string& url, size_t max_bytes
     Answer a;
     bool finished = false;
     std::string failure;
-    asio::co_spawn(ioc, get(o, u.path, max_bytes, limits, tls ? &*tls : nullptr, a), [&](std::exception_ptr ep) {
+    asio::co_spawn(ioc, get(o, u.path, max_bytes, kind, limits, tls ? &*tls : nullptr, a), [&](std::exception_ptr ep) {
       finished = true;
       if (!ep) return;
       try {
@@ -184,23 +207,23 @@ std::vector<uint8_t> fetch_remote_image(const std::string& url, size_t max_bytes
     const auto left = deadline - Clock::now();
     if (left > Clock::duration::zero()) ioc.run_for(left);
     if (!finished)
-      fail("cannot fetch image '", url, "': the download took longer than ", limits.total_timeout_s, " s");
-    if (!failure.empty()) fail("cannot fetch image '", url, "': ", failure);
-    if (!a.error.empty()) fail("cannot fetch image '", url, "': ", a.error);
+      fail("cannot fetch ", what, " '", url, "': the download took longer than ", limits.total_timeout_s, " s");
+    if (!failure.empty()) fail("cannot fetch ", what, " '", url, "': ", failure);
+    if (!a.error.empty()) fail("cannot fetch ", what, " '", url, "': ", a.error);
     if (a.status >= 300 && a.status < 400 && !a.location.empty()) {
       std::string location = a.location;
       if (location.rfind("http://", 0) != 0 && location.rfind("https://", 0) != 0) {
-        if (location[0] != '/') fail("cannot fetch image '", url, "': unsupported redirect to '", location, "'");
+        if (location[0] != '/') fail("cannot fetch ", what, " '", url, "': unsupported redirect to '", location, "'");
         location = u.origin + location;
       }
       current = location;
       continue;
     }
-    if (a.status != 200) fail("cannot fetch image '", url, "': the server answered HTTP ", a.status);
-    if (a.body.empty()) fail("cannot fetch image '", url, "': the response is empty");
+    if (a.status != 200) fail("cannot fetch ", what, " '", url, "': the server answered HTTP ", a.status);
+    if (a.body.empty()) fail("cannot fetch ", what, " '", url, "': the response is empty");
     return std::move(a.body);
   }
-  fail("cannot fetch image '", url, "': more than ", limits.max_redirects, " redirects");
+  fail("cannot fetch ", what, " '", url, "': more than ", limits.max_redirects, " redirects");
 }
 
 }  // namespace qwen35::server
