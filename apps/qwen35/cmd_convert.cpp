@@ -88,7 +88,7 @@ int cmd_convert(int argc, char** argv) {
     if (auto n = model->gguf()->get_string_opt("general.name")) o.name = std::string(*n);
   const TextConfig& tc = model->config().text;
   o.file_type = preset_file_type(preset);
-  o.plan_types = preset_plan(preset, tc.num_heads / tc.num_kv_heads);
+  o.plan_types = preset_plan(preset, tc.num_heads / tc.num_kv_heads, tc.num_experts);
   GgufWriter w;
   export_text_gguf(*model, o, w);
   if (from_gguf) {
@@ -105,7 +105,7 @@ int cmd_convert(int argc, char** argv) {
       fail(input, " has no vision tower", from_gguf ? " (no mmproj next to it; give --mmproj-in FILE)" : "");
     GgufExportOptions v = o;
     v.file_type = preset_file_type(mmproj_preset);
-    v.plan_types = preset_plan(mmproj_preset, 1);
+    v.plan_types = preset_plan(mmproj_preset, 1, 0);
     std::array<double, 3> mean{0.5, 0.5, 0.5}, stdev{0.5, 0.5, 0.5};
     if (from_gguf) {
       for (int i = 0; i < 3; ++i) {

@@ -26,19 +26,15 @@ bool mmproj_preset_ok(QuantPreset p) {
   return p == QuantPreset::F32 || p == QuantPreset::F16 || p == QuantPreset::BF16 || p == QuantPreset::Q8_0;
 }
 
-std::function<std::vector<DType>(const std::vector<ExportTensor>&)> preset_plan(QuantPreset p, int n_gqa) {
-  return [p, n_gqa](const std::vector<ExportTensor>& tensors) {
+std::function<std::vector<DType>(const std::vector<ExportTensor>&)> preset_plan(QuantPreset p, int n_gqa, int n_experts) {
+  return [p, n_gqa, n_experts](const std::vector<ExportTensor>& tensors) {
     std::vector<GgufTensorShape> shapes;
     int n_layers = 0;
     for (const ExportTensor& t : tensors) {
       shapes.push_back({t.name, t.ne});
       n_layers = std::max(n_layers, gguf_layer_index(t.name) + 1);
-      // llama-quantize's rules for stacked experts (layer from the name, counters per tensor) are
-      // not reproduced yet: write such a model in a float type and quantize it with llama-quantize.
-      if (t.name.ends_with("_exps.weight") && is_block_format(preset_default_type(p)))
-        fail("--type ", preset_name(p), ": quantizing a mixture-of-experts model is not supported yet (use bf16, f16 or f32)");
     }
-    return preset_tensor_types(p, shapes, n_layers, n_gqa);
+    return preset_tensor_types(p, shapes, n_layers, n_gqa, n_experts);
   };
 }
 

@@ -18,8 +18,8 @@ std::string preset_names();
 bool mmproj_preset_ok(QuantPreset p);
 
 // The exporter's type plan for `p` over the tensors of one file, for a decoder with `n_gqa` query
-// heads per KV head: llama-quantize's rules (F32/F16/BF16 and everything it never quantizes are
-// what llama.cpp's converter writes).
-std::function<std::vector<DType>(const std::vector<ExportTensor>&)> preset_plan(QuantPreset p, int n_gqa);
+// heads per KV head and `n_experts` routed experts (0: dense): llama-quantize's rules (F32/F16/BF16
+// and everything it never quantizes are what llama.cpp's converter writes).
+std::function<std::vector<DType>(const std::vector<ExportTensor>&)> preset_plan(QuantPreset p, int n_gqa, int n_experts);
 
 }  // namespace qwen35::app

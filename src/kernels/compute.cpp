@@ -84,16 +84,16 @@ void guided_fractions(int threads, std::vector<double>& f) {
 }
 }  // namespace
 
-void linear_fused(const Compute& c, Activations& x, std::span<const LinearOut> outs) {
-  const LinearOut* o = outs.data();
-  const int n_out = int(outs.size());
-  std::vector<const ActRows*>& acts = x.pass_acts_;
-  std::vector<Activations::PassItem>& items = x.pass_items_;
-  std::vector<size_t>& starts = x.pass_starts_;
+void linear_pass(const Compute& c, Activations& list, Activations* const* xs, const LinearOut* o, int n_out) {
+  auto input = [&](int i) -> Activations& { return xs ? *xs[i] : list; };
+  std::vector<const ActRows*>& acts = list.pass_acts_;
+  std::vector<Activations::PassItem>& items = list.pass_items_;
+  std::vector<size_t>& starts = list.pass_starts_;
   acts.assign(size_t(n_out), nullptr);
-  // Quantize the input once per format before the parallel pass.
+  // Quantize each input once per format before the parallel pass.
   for (int i = 0; i < n_out; ++i) {
     const WeightMatrix& w = *o[i].w;
+    Activations& x = input(i);
     if (w.cols != x.n()) fail("linear: weight has ", w.cols, " columns, input rows have ", x.n());
     if (is_block_format(w.dtype)) acts[size_t(i)] = &x.quantized(c, act_format_for(w.dtype));
   }
@@ -120,7 +120,7 @@ void linear_fused(const Compute& c, Activations& x, std::span<const LinearOut> o
   // Chunks claimed dynamically in order: whichever thread finishes first takes the next, so a
   // slow core is helped by the other. Chunk k starts at the first item whose preceding cost
   // reaches fractions[k] of the total.
-  std::vector<double>& fractions = x.pass_fractions_;
+  std::vector<double>& fractions = list.pass_fractions_;
   guided_fractions(c.pool->limit(), fractions);
   starts.assign(1, 0);
   {
@@ -143,10 +143,21 @@ void linear_fused(const Compute& c, Activations& x, std::span<const LinearOut> o
       if (acts[size_t(it.out)]) {
         block_kernel(c, w)(*acts[size_t(it.out)], w, it.r0, it.r1, out.y, out.y_stride);
       } else {
+        const Activations& x = input(it.out);
         float_kernel(c, w.dtype)(x.x(), x.T(), x.stride(), w, it.r0, it.r1, out.y, out.y_stride);
       }
     }
   }, n_chunks);
+}
+
+void linear_fused(const Compute& c, Activations& x, std::span<const LinearOut> outs) {
+  linear_pass(c, x, nullptr, outs.data(), int(outs.size()));
+}
+
+void linear_each(const Compute& c, std::span<Activations* const> xs, std::span<const LinearOut> outs) {
+  if (xs.size() != outs.size()) fail("linear_each: ", xs.size(), " inputs for ", outs.size(), " outputs");
+  if (outs.empty()) return;
+  linear_pass(c, *xs[0], xs.data(), outs.data(), int(outs.size()));
 }
 
 void linear(const Compute& c, Activations& x, const WeightMatrix& w, float* y, int64_t y_stride) {

@@ -46,7 +46,7 @@ class Activations {
 
   // The work list of the last linear pass over these rows: the rows' owner keeps its memory
   // (a decoded token makes over a hundred passes), and the pass's tasks read it from here.
-  friend void linear_fused(const Compute& c, Activations& x, std::span<const LinearOut> outs);
+  friend void linear_pass(const Compute& c, Activations& list, Activations* const* xs, const LinearOut* o, int n_out);
   struct PassItem {
     int out;  // index into the outputs
     int64_t r0, r1;
@@ -77,6 +77,14 @@ void linear_fused(const Compute& c, Activations& x, std::span<const LinearOut> o
 inline void linear_fused(const Compute& c, Activations& x, std::initializer_list<LinearOut> outs) {
   linear_fused(c, x, std::span<const LinearOut>(outs.begin(), outs.size()));
 }
+// Several matrices, each over inputs of its own (xs[i] for outs[i]), in one parallel pass: a
+// decoded token's expert down projections. Each output is what linear(xs[i], outs[i]) gives; the
+// pass's work list lives in xs[0].
+void linear_each(const Compute& c, std::span<Activations* const> xs, std::span<const LinearOut> outs);
+
+// Both of the above: the pass over outputs o[0, n_out), output i reading xs[i] (xs null: all read
+// `list`), its work list kept in `list`.
+void linear_pass(const Compute& c, Activations& list, Activations* const* xs, const LinearOut* o, int n_out);
 
 // Dequantizes row r of any weight matrix (plain or packed by any table) to f32.
 void weight_row_to_f32(const WeightMatrix& w, int64_t r, float* out);

@@ -144,13 +144,6 @@ struct AttnArgs {
 };
 using AttentionFn = void (*)(const AttnArgs& a);
 
-// The router of a mixture-of-experts FFN for one token: probs[n] = softmax(logits[n]) over all n
-// experts in f32 (max subtracted, e^x summed left to right); ids[k] = the k largest probabilities
-// best first, equal ones lower id first; weights[k] = each chosen probability divided by the sum of
-// the k (summed best first). Every table uses the reference's code: which experts run never
-// depends on the table.
-using MoeRouteFn = void (*)(const float* logits, int64_t n, int k, float* probs, int32_t* ids, float* weights);
-
 // Block-format weights against quantized activations (a.fmt == act_format_for(w.dtype)):
 // y[t, o] = the canonical dot (kernels/quant/quant_ref.h) of weight row o with activation row t,
 // for t < a.T and o in [o_begin, o_end). For packed weights o_begin is a multiple of group_rows.
@@ -207,7 +200,6 @@ struct KernelTable {
   DeltaRecurrentFn delta_recurrent = nullptr;
   DeltaChunkFn delta_chunk = nullptr;
   AttentionFn attention = nullptr;
-  MoeRouteFn moe_route = nullptr;
 };
 
 const KernelTable& ref_table();

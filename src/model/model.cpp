@@ -146,6 +146,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
   WeightModelShape shape;
   shape.n_layers = tc.num_layers;
   shape.n_gqa = tc.num_kv_heads > 0 ? tc.num_heads / tc.num_kv_heads : 1;
+  shape.n_experts = tc.num_experts;
   shape.tied_embeddings = tied;
   // The MTP head: mtp.* of a folder or the GGUF MTP block. Under a preset its matrices get the
   // types llama-quantize gives them in a file that bundles the head as one more block, while the

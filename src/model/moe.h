@@ -3,10 +3,12 @@
 // SwiGLU MLP, the k experts and weights chosen per token by the router (kernels' moe_route).
 //
 // The rows of a call are grouped by expert (count, sort, gather), so each chosen expert's matrices
-// stream once for all the rows that chose it through the ordinary matmul kernels (one row when
-// decoding: only the k chosen experts are read). A row's k expert outputs are then summed in the
-// row's own top-k order, so its result never depends on the other rows of the block, the block
-// size or the thread count.
+// stream once for all the rows that chose it through the ordinary matmul kernels and mlp_forward.
+// A single row (decoding) reads only its k experts and skips the grouping: their gate and up
+// projections run as one pass over the row as it is (quantized once, for the router), their down
+// projections and the shared expert's as one more (kernels::linear_each). A row's k expert
+// outputs are then summed in the row's own top-k order, so its result never depends on the other
+// rows of the block, the block size or the thread count.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,7 @@
 
 #include "kernels/compute.h"
 #include "model/config.h"
+#include "model/mlp.h"
 #include "model/text_weights.h"
 
 namespace qwen35 {
@@ -37,10 +40,13 @@ struct MoeScratch {
   std::vector<int64_t> fill;              // [E]
   std::vector<int32_t> row_of;            // [T * k]: grouped row of (token t, slot j)
   std::vector<float> xg;                  // [T * k, H] inputs gathered by expert
-  std::vector<float> g, u;                // [T * k, I]
   std::vector<float> y;                   // [T * k, H] expert outputs
   std::vector<float> sg, su;              // [T, Is] shared expert
   std::vector<float> shared_out;          // [T, H]
+  MlpScratch expert;                      // one expert's rows (a decoded token's k experts: k rows)
+  std::vector<kernels::LinearOut> outs;   // a decoded token's 2k gate and up, then k + 1 down projections
+  std::vector<kernels::Activations> down_in;  // [k + 1]: their inputs (the k experts', the shared one's)
+  std::vector<kernels::Activations*> down_x;
   kernels::Activations expert_in, mid;
   void reserve(const TextConfig& cfg, int64_t tokens);
   // The routing of the last moe_forward call.

@@ -52,7 +52,7 @@ bool contains(std::string_view s, std::string_view part) { return s.find(part) !
 
 // llama-quantize's tensor categories: by substring, first match wins (the order matters: the
 // DeltaNet attn_qkv lands in kQkv, which counts as V-like).
-enum class Category { kTokenEmbd, kOutput, kQkv, kKvB, kV, kK, kQ, kAttnOutput, kFfnUp, kFfnGate, kFfnDown, kOther };
+enum class Category { kTokenEmbd, kOutput, kQkv, kKvB, kV, kAttnK, kQ, kAttnOutput, kFfnUp, kFfnGate, kFfnDown, kOther };
 
 Category categorize(std::string_view name) {
   if (name == "output.weight") return Category::kOutput;
@@ -60,7 +60,7 @@ Category categorize(std::string_view name) {
   if (contains(name, "attn_qkv.weight")) return Category::kQkv;
   if (contains(name, "attn_kv_b.weight")) return Category::kKvB;
   if (contains(name, "attn_v.weight")) return Category::kV;
-  if (contains(name, "attn_k.weight")) return Category::kK;
+  if (contains(name, "attn_k.weight")) return Category::kAttnK;
   if (contains(name, "attn_q.weight")) return Category::kQ;
   if (contains(name, "attn_output.weight")) return Category::kAttnOutput;
   if (contains(name, "ffn_up")) return Category::kFfnUp;
@@ -93,9 +93,18 @@ DType shape_fallback(DType t, int64_t ne0, const std::string& name) {
   return ne0 % block_of(fallback) == 0 ? fallback : DType::F16;
 }
 
-// llama_tensor_get_type_impl for the presets above (no importance matrix, dense model, not
-// Falcon, not 70B). `base` is the preset's default type.
-DType mix_rule(QuantPreset p, DType base, Category cat, const QuantMixContext& ctx) {
+// An expert model's ffn_down layer: the N of "blk.N." (llama.cpp parses the name, since some
+// models' expert tensors do not come in layer order).
+int moe_layer(const std::string& name, int n_layers) {
+  const int i = gguf_layer_index(name);
+  if (i < 0) fail("tensor '", name, "': no layer in its name (an expert model's ffn_down must have one)");
+  if (i >= n_layers) fail("tensor '", name, "': layer ", i, " is not below the model's ", n_layers, " blocks");
+  return i;
+}
+
+// llama_tensor_get_type_impl for the presets above (no importance matrix, not Falcon, not 70B).
+// `base` is the preset's default type.
+DType mix_rule(QuantPreset p, DType base, const std::string& name, Category cat, const QuantMixContext& ctx) {
   using P = QuantPreset;
   if (cat == Category::kOutput || (ctx.tied_embeddings && cat == Category::kTokenEmbd)) {
     if (ctx.ne0 % block_of(base) != 0) return DType::Q8_0;
@@ -104,6 +113,9 @@ DType mix_rule(QuantPreset p, DType base, Category cat, const QuantMixContext& c
   if (cat == Category::kTokenEmbd) return base;
   if (is_v_like(cat)) {
     const int i = ctx.i_attention_wv;
+    // llama.cpp: "for the 8-expert model, bumping this to Q8_0 trades just ~128MB", whatever the
+    // preset chose (the DeltaNet attn_qkv is V-like, so it too).
+    if (ctx.n_expert == 8) return DType::Q8_0;
     if (p == P::Q2_K) return ctx.n_gqa >= 4 ? DType::Q4_K : DType::Q3_K;
     if (p == P::Q3_K_M) return i < 2 ? DType::Q5_K : DType::Q4_K;
     if (p == P::Q3_K_L) return DType::Q5_K;
@@ -112,8 +124,9 @@ DType mix_rule(QuantPreset p, DType base, Category cat, const QuantMixContext& c
     if (p == P::Q4_K_S && i < 4) return DType::Q5_K;
     return base;
   }
+  if (cat == Category::kAttnK && ctx.n_expert == 8) return DType::Q8_0;
   if (cat == Category::kFfnDown) {
-    const int i = ctx.i_ffn_down, n = ctx.n_layers;
+    const int i = ctx.n_expert > 1 ? moe_layer(name, ctx.n_layers) : ctx.i_ffn_down, n = ctx.n_layers;
     if (p == P::Q2_K) return DType::Q3_K;
     if (p == P::Q3_K_M) return i < n / 16 ? DType::Q5_K : DType::Q4_K;
     if (p == P::Q3_K_L) return DType::Q5_K;
@@ -122,6 +135,11 @@ DType mix_rule(QuantPreset p, DType base, Category cat, const QuantMixContext& c
     if (p == P::Q5_K_M && use_more_bits(i, n)) return DType::Q6_K;
     if (p == P::Q4_K_S && i < n / 8) return DType::Q5_K;
     return base;
+  }
+  if (cat == Category::kAttnOutput && ctx.n_expert == 8) {
+    const bool q5 = p == P::Q2_K || p == P::Q3_K_S || p == P::Q3_K_M || p == P::IQ4_NL || p == P::Q4_K_S ||
+                    p == P::Q4_K_M || p == P::IQ4_XS;
+    return q5 ? DType::Q5_K : base;
   }
   if (cat == Category::kAttnOutput) {
     if (p == P::Q2_K) return DType::Q3_K;
@@ -168,10 +186,11 @@ DType preset_tensor_type(QuantPreset p, const std::string& name, const QuantMixC
   if (!tensor_allows_quantization(name, ctx.n_dims)) return DType::F32;
   const DType base = preset_default_type(p);
   if (!is_block_format(base)) return base;  // F32 / F16 / BF16: no per-tensor rules, no fallback
-  return shape_fallback(mix_rule(p, base, categorize(name), ctx), ctx.ne0, name);
+  return shape_fallback(mix_rule(p, base, name, categorize(name), ctx), ctx.ne0, name);
 }
 
-std::vector<DType> preset_tensor_types(QuantPreset p, const std::vector<GgufTensorShape>& tensors, int n_layers, int n_gqa) {
+std::vector<DType> preset_tensor_types(QuantPreset p, const std::vector<GgufTensorShape>& tensors, int n_layers, int n_gqa,
+                                       int n_expert) {
   std::vector<size_t> order(tensors.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   // llama-quantize's order (sort_like_llama_quantize), as indices into `tensors`.
@@ -182,6 +201,7 @@ std::vector<DType> preset_tensor_types(QuantPreset p, const std::vector<GgufTens
   QuantMixContext ctx;
   ctx.n_layers = n_layers;
   ctx.n_gqa = n_gqa;
+  ctx.n_expert = n_expert;
   ctx.tied_embeddings = true;
   for (const GgufTensorShape& t : tensors) {
     const Category c = categorize(t.name);

@@ -8,6 +8,11 @@
 // tensors (attn_v, and also the DeltaNet attn_qkv, whose category llama.cpp groups with attn_v)
 // and the index among the ffn_down tensors. preset_tensor_types() computes those counters from
 // the whole tensor list; preset_tensor_type() takes them from the caller.
+//
+// Mixture-of-experts models (expert_count > 1) differ in two ways: an ffn_down tensor's layer is
+// the one in its name (blk.N., so a layer's stacked experts ffn_down_exps and its shared expert's
+// ffn_down_shexp both count as that layer), and a model of exactly 8 experts gets llama.cpp's
+// Mixtral rules (attn_v-like and attn_k in Q8_0, attn_output in Q5_K under the mixes that name it).
 #pragma once
 
 #include <cstdint>
@@ -59,7 +64,8 @@ struct QuantMixContext {
   int n_layers = 0;        // block_count, MTP blocks included (the ffn_down counter's range)
   int n_attention_wv = 0;  // V-like tensors in the whole model (attn_v, attn_qkv, attn_kv_b)
   int i_attention_wv = 0;  // this tensor's index among them (V-like tensors only)
-  int i_ffn_down = 0;      // this tensor's index among the ffn_down tensors (ffn_down only)
+  int i_ffn_down = 0;      // this tensor's index among the ffn_down tensors (ffn_down only; dense models)
+  int n_expert = 0;        // expert_count (0 or 1: a dense model)
   int n_gqa = 0;           // attention heads / KV heads
   bool tied_embeddings = false;  // no output.weight: token_embd is also the output matrix
   int n_dims = 2;
@@ -72,12 +78,16 @@ bool tensor_allows_quantization(std::string_view gguf_name, int n_dims);
 
 // The dtype llama-quantize gives the tensor. Tensors it never quantizes keep the converter's
 // dtype, which is F32 for every such Qwen3.5 tensor. Throws when the row length fits neither the
-// chosen format nor its fallback's blocks and llama-quantize would fail too.
+// chosen format nor its fallback's blocks and llama-quantize would fail too, and (MoE) when an
+// ffn_down tensor's name has no layer below n_layers.
 DType preset_tensor_type(QuantPreset p, const std::string& gguf_name, const QuantMixContext& ctx);
 
 // The dtype of each tensor (same order as `tensors`, which may come in any order: the counters
-// run in llama-quantize's order). n_layers: block_count including MTP blocks; n_gqa: heads/KV heads.
-std::vector<DType> preset_tensor_types(QuantPreset p, const std::vector<GgufTensorShape>& tensors, int n_layers, int n_gqa);
+// run in llama-quantize's order). n_layers: block_count including MTP blocks; n_gqa: heads/KV
+// heads; n_expert: expert_count (0 for a dense model). A stacked expert tensor may come as one
+// 3-D tensor or as its E per-expert matrices of the same name: the types are the same.
+std::vector<DType> preset_tensor_types(QuantPreset p, const std::vector<GgufTensorShape>& tensors, int n_layers, int n_gqa,
+                                       int n_expert = 0);
 
 // Bytes of the tensor data of a mix (no GGUF header, no alignment padding).
 uint64_t mix_bytes(const std::vector<GgufTensorShape>& tensors, const std::vector<DType>& types);

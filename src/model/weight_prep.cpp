@@ -58,16 +58,11 @@ std::vector<DType> choose_weight_types(const std::string& weights, const std::ve
   const std::optional<QuantPreset> preset = parse_quant_preset(w);
   if (!preset) fail("--weights ", weights, ": unknown weight type (expected one of: ", weight_type_names(), ")");
   const bool to_float = *preset == QuantPreset::F32 || *preset == QuantPreset::F16 || *preset == QuantPreset::BF16;
-  // llama-quantize's mix sees each stacked expert tensor as one 3-D tensor (its counters and
-  // layer rules); the per-expert views here would count it E times. (Experts already in a block
-  // format, a quantized GGUF's, are kept as they are anyway.)
-  for (const NamedMatrix& m : matrices)
-    if (!to_float && m.name.ends_with("_exps.weight") && dtype_info(m.w->dtype).is_float)
-      fail("--weights ", weights, ": quantizing a mixture-of-experts model at load is not supported yet (use a GGUF "
-           "quantized by llama-quantize, or --weights bf16, f16 or f32)");
+  // A stacked expert tensor arrives as its E per-expert views, one name E times: the mix gives
+  // each the type of the 3-D tensor (an expert model's rules read the layer from the name).
   std::vector<GgufTensorShape> shapes;
   for (const NamedMatrix& m : matrices) shapes.push_back(GgufTensorShape{m.name, {m.w->cols, m.w->rows}});
-  const std::vector<DType> mix = preset_tensor_types(*preset, shapes, shape.n_layers, shape.n_gqa);
+  const std::vector<DType> mix = preset_tensor_types(*preset, shapes, shape.n_layers, shape.n_gqa, shape.n_experts);
   for (size_t i = 0; i < matrices.size(); ++i) {
     if (!dtype_info(types[i]).is_float) continue;  // already a block format: GGUF weights stay as they are
     // The MoE router and shared-expert gate keep their stored floats under every preset: their

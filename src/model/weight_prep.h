@@ -35,6 +35,7 @@ struct NamedMatrix {
 struct WeightModelShape {
   int n_layers = 0;
   int n_gqa = 1;
+  int n_experts = 0;  // routed experts of an MoE model (its mix has rules of its own)
   bool tied_embeddings = false;
 };
 std::vector<DType> choose_weight_types(const std::string& weights, const std::vector<NamedMatrix>& matrices,

@@ -108,7 +108,7 @@ TEST(CliGguf, BadOptionsAreClearErrors) {
 }
 
 // The mixture-of-experts model: convert writes a qwen35moe file, info shows the experts, and
-// generating from the file gives the folder's tokens; quantizing presets are refused for now.
+// generating from the file gives the folder's tokens; a quantizing preset writes the MoE mix.
 TEST(CliGguf, MoeConvertInfoGenerate) {
   const std::string dir = temp_dir("cli_gguf_moe");
   const std::string model = dir + "/tiny-moe.gguf";
@@ -132,9 +132,21 @@ TEST(CliGguf, MoeConvertInfoGenerate) {
   } else {
     ADD_FAILURE() << a.out << "\n" << b.out;
   }
+  // A preset writes llama-quantize's MoE mix (the tiny model's rows of 32 and 64 take the K-quants'
+  // fallbacks: ffn_down_exps Q8_0 in the "more bits" layers 0 and 7, Q5_0 in layer 2), and the file
+  // generates what the BF16 file quantized at load does.
   r = run("convert -m " + tiny_moe_model_dir() + " --out " + dir + "/q.gguf --type q4_k_m");
-  EXPECT_NE(r.status, 0);
-  EXPECT_TRUE(has(r.out, "quantizing a mixture-of-experts model is not supported yet")) << r.out;
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto q = GgufFile::open(dir + "/q.gguf");
+  EXPECT_EQ(q->get_int("general.file_type"), 15);
+  EXPECT_EQ(q->get_tensor("blk.0.ffn_down_exps.weight").dtype, DType::Q8_0);
+  EXPECT_EQ(q->get_tensor("blk.2.ffn_down_exps.weight").dtype, DType::Q5_0);
+  EXPECT_EQ(q->get_tensor("blk.7.ffn_down_exps.weight").dtype, DType::Q8_0);
+  EXPECT_EQ(q->get_tensor("blk.2.ffn_gate_inp.weight").dtype, DType::F32);
+  const RunOutput c = run("generate -m " + dir + "/q.gguf --ids 248045,846,198 -n 6 --json"),
+                  d = run("generate -m " + model + " --weights q4_k_m --ids 248045,846,198 -n 6 --json");
+  ASSERT_TRUE(has(c.out, "\"ids\"") && has(d.out, "\"ids\"")) << c.out << "\n" << d.out;
+  EXPECT_EQ(ids(c.out).substr(0, ids(c.out).find(']')), ids(d.out).substr(0, ids(d.out).find(']')));
 }
 
 }  // namespace

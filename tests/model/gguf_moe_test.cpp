@@ -215,6 +215,40 @@ TEST(GgufMoe, Q8FileAgreesOnEveryTable) {
   EXPECT_GT(std::sqrt(num / den), 1e-4);
 }
 
+// llama-gguf-split's layout, cut in the middle of a layer's experts (its gate experts in the
+// first part, its up and down experts in the second): the model is the single file's, bit for bit.
+TEST(GgufMoe, SplitFileLoadsFromItsFirstPart) {
+  const ConvertedMoe& c = converted_moe(DType::BF16);
+  const GgufFile& full = *c.model->gguf();
+  size_t cut = 0;
+  while (cut < full.tensors().size() && full.tensors()[cut].name != "blk.4.ffn_up_exps.weight") ++cut;
+  ASSERT_LT(cut, full.tensors().size());
+  ASSERT_EQ(full.tensors()[cut - 1].name, "blk.4.ffn_gate_exps.weight");
+  GgufWriter p1, p2;
+  for (const auto& [k, v] : full.metadata()) p1.set_value(k, v);
+  for (GgufWriter* w : {&p1, &p2}) {
+    w->set_u16("split.no", w == &p1 ? 0 : 1);
+    w->set_u16("split.count", 2);
+    w->set_i32("split.tensors.count", int32_t(full.tensors().size()));
+  }
+  for (size_t i = 0; i < full.tensors().size(); ++i) {
+    const GgufTensor& t = full.tensors()[i];
+    (i < cut ? p1 : p2).add_tensor_bytes(t.name, *t.dtype, t.shape(), t.data, size_t(t.nbytes));
+  }
+  const std::string dir = temp_dir("gguf_moe_split");
+  p1.write(dir + "/tiny-moe-00001-of-00002.gguf");
+  p2.write(dir + "/tiny-moe-00002-of-00002.gguf");
+  auto m = Model::load(dir + "/tiny-moe-00001-of-00002.gguf");
+  EXPECT_EQ(m->gguf()->part_paths().size(), 2u);
+  const Golden g("tiny-qwen35-moe/golden/text_L7.safetensors");
+  const auto ids = g.i64("input_ids");
+  DecoderState a = DecoderState::create(m->config().text), b = a;
+  const RunResult split = run_tokens(*m, ids, a, 7), whole = run_tokens(*c.model, ids, b, 7);
+  EXPECT_EQ(split.logits, whole.logits);
+  ASSERT_NE(m->mtp(), nullptr);  // the MTP block sits in the second part
+  EXPECT_TRUE(m->mtp()->weights().layer.is_moe());
+}
+
 TEST(GgufMoe, BrokenExpertTensorsNameTheProblem) {
   const GgufFile& src = *converted_moe(DType::BF16).model->gguf();
   auto without = [&](const std::string& drop, const std::string& file) {

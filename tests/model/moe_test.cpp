@@ -205,9 +205,9 @@ TEST(Moe, ImagePromptMatchesOfficialImplementation) {
   EXPECT_EQ(expect_layer_routes_match(g, "", obs.layers, cfg.num_layers, rows), rows);
 }
 
-// --weights on an MoE folder: float types convert every expert (the router keeps its stored
-// floats); block presets are refused for now, naming the alternatives.
-TEST(Moe, WeightsAtLoadConvertFloatsAndRefuseBlockPresets) {
+// --weights on an MoE folder: float types convert every expert, the router keeps its stored floats
+// (the block presets: quantized_moe_test).
+TEST(Moe, WeightsAtLoadConvertFloats) {
   ModelLoadOptions o;
   o.weights = "f16";
   auto m = Model::load(tiny_moe_model_dir(), o);
@@ -224,16 +224,22 @@ TEST(Moe, WeightsAtLoadConvertFloatsAndRefuseBlockPresets) {
   // F16 keeps BF16's 8 significant bits; only values below F16's normal range round. The logits stay
   // within the golden tolerance of the BF16 run's.
   EXPECT_LE(max_abs_error(f16.logits, bf16.logits), 1e-3);
-  for (const char* preset : {"q8_0", "q4_k_m"}) {
-    o.weights = preset;
-    try {
-      Model::load(tiny_moe_model_dir(), o);
-      ADD_FAILURE() << preset << " was accepted";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("quantizing a mixture-of-experts model at load is not supported yet"),
-                std::string::npos)
-          << e.what();
-    }
+}
+
+// A decoded token's MoE FFN costs three passes over the pool whatever k: the router's (with the
+// shared expert's gate and up), the k experts' gate and up, and the k + 1 down projections.
+TEST(Moe, ADecodedTokenTakesThreePoolPasses) {
+  const Golden g("tiny-qwen35-moe/golden/text_L7.safetensors");
+  const Model& m = tiny_moe_model();
+  const TextConfig& cfg = m.config().text;
+  const MoeWeights& w = m.text_weights().layers[1].moe;
+  const std::vector<float> x = g.f32("moe_trace.input");
+  const std::vector<float> row(x.begin(), x.begin() + cfg.hidden_size);
+  ThreadPool two(2);
+  for (const kernels::KernelTable* table : kernels::supported_tables()) {
+    const uint64_t before = two.sync_count();
+    run_moe({table, &two}, cfg, w, row);
+    EXPECT_EQ(two.sync_count() - before, 3u) << table->name;
   }
 }
 

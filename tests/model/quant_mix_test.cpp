@@ -1,10 +1,15 @@
 // llama-quantize's per-tensor type choice for Qwen3.5 (shared/spec/gguf.md section 6, llama.cpp
-// src/llama-quant.cpp at 3f545be), checked against the spec's statements and against the sizes of
-// files stock llama-quantize made from Qwen3.5-9B (gguf.md section 7.1).
+// src/llama-quant.cpp at 3f545be), checked against the spec's statements, against the sizes of
+// files stock llama-quantize made from Qwen3.5-9B (gguf.md section 7.1), and for qwen35moe against
+// llama-quantize's own choices for every tensor of four MoE files (tests/data/gguf/README.md).
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <map>
+#include <optional>
 #include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "model/config.h"
@@ -240,6 +245,127 @@ TEST(QuantMix, Sizes9BMatchStockLlamaQuantizeFiles) {
   for (const auto& [p, size] : files) EXPECT_EQ(int64_t(size) - int64_t(bytes(p)), header) << preset_name(p);
   std::printf("[ mix      ] 9B Q4_K_M: %llu bytes of tensor data (%llu of them F32); GGUF header %lld bytes\n",
               static_cast<unsigned long long>(q4km), static_cast<unsigned long long>(f32), static_cast<long long>(header));
+}
+
+// ---- mixture of experts ------------------------------------------------------------------------
+
+struct MoeFile {
+  std::string name;
+  int n_layers, n_gqa, n_expert;
+  std::vector<GgufTensorShape> tensors;
+  // preset -> ggml type label per tensor; nullopt where llama-quantize refuses the preset
+  std::map<std::string, std::optional<std::vector<std::string>>> types;
+};
+
+std::vector<MoeFile> moe_files() {
+  const nlohmann::json j = nlohmann::json::parse(test::read_text_file(test::data_path("gguf/moe_quant_types.json")));
+  std::vector<MoeFile> out;
+  for (const nlohmann::json& m : j.at("models")) {
+    MoeFile f{m.at("name").get<std::string>(), m.at("n_layers").get<int>(), m.at("n_gqa").get<int>(),
+              m.at("n_expert").get<int>(), {}, {}};
+    for (const nlohmann::json& t : m.at("tensors"))
+      f.tensors.push_back({t.at(0).get<std::string>(), t.at(1).get<std::vector<int64_t>>()});
+    for (const auto& [preset, types] : m.at("types").items())
+      if (types.is_null()) f.types[preset] = std::nullopt;
+      else f.types[preset] = types.get<std::vector<std::string>>();
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::string upper(std::string s) {
+  for (char& c : s) c = char(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Tensors of `f` whose type under `p` differs from llama-quantize's, given the expert count.
+int mismatches(const MoeFile& f, const std::string& preset, int n_expert, bool report) {
+  const std::optional<QuantPreset> p = parse_quant_preset(preset);
+  EXPECT_TRUE(p.has_value()) << preset;
+  if (!p) return 0;
+  const std::vector<DType> ours = preset_tensor_types(*p, f.tensors, f.n_layers, f.n_gqa, n_expert);
+  const std::vector<std::string>& theirs = *f.types.at(preset);
+  int bad = 0;
+  for (size_t i = 0; i < f.tensors.size(); ++i) {
+    if (std::string(dtype_name(ours[i])) == upper(theirs[i])) continue;
+    ++bad;
+    if (report) ADD_FAILURE() << f.name << " " << preset << " " << f.tensors[i].name << ": " << dtype_name(ours[i]) << ", llama-quantize " << theirs[i];
+  }
+  return bad;
+}
+
+// Every tensor of the tiny MoE (with and without its MTP block, hidden 64 so the K-quants fall
+// back), of the first 8 layers of 35B-A3B at real shapes (256 experts), and of the same file read
+// as an 8-expert model (llama.cpp's Mixtral rules), under every preset; and where llama-quantize
+// refuses a preset (the tiny model's shared expert rows of 48 fit no 32-element block and those
+// formats have no fallback), so do we.
+TEST(QuantMix, MoeMixesAreLlamaQuantizes) {
+  const std::vector<MoeFile> files = moe_files();
+  ASSERT_EQ(files.size(), 4u);
+  int checked = 0, dense_rules_differ = 0, refused = 0;
+  for (const MoeFile& f : files) {
+    ASSERT_EQ(f.types.size(), all_quant_presets().size()) << f.name;
+    for (const auto& [preset, maybe_types] : f.types) {
+      if (!maybe_types) {
+        EXPECT_THROW(preset_tensor_types(*parse_quant_preset(preset), f.tensors, f.n_layers, f.n_gqa, f.n_expert), Error)
+            << f.name << " " << preset;
+        ++refused;
+        continue;
+      }
+      const std::vector<std::string>& types = *maybe_types;
+      ASSERT_EQ(types.size(), f.tensors.size()) << f.name << " " << preset;
+      EXPECT_EQ(mismatches(f, preset, f.n_expert, true), 0) << f.name << " " << preset;
+      checked += int(types.size());
+      // The data tells the MoE rules from the dense ones (a test of the expert rules that the
+      // dense rules also passed would prove nothing).
+      dense_rules_differ += mismatches(f, preset, 0, false) > 0;
+    }
+  }
+  EXPECT_GE(dense_rules_differ, 8);
+  EXPECT_EQ(refused, 12);
+  std::printf("[ mix      ] %d tensor types as llama-quantize chose them, %d refusals; the dense rules differ in %d file x preset cases\n",
+              checked, refused, dense_rules_differ);
+}
+
+// The at-load path hands the mix each expert as a matrix of its own (E of one name): they get the
+// 3-D tensor's type, so the counters and the layer rule are unaffected.
+TEST(QuantMix, PerExpertMatricesTakeTheStackedTensorsType) {
+  const MoeFile f = moe_files().at(2);  // 35B-A3B, 8 layers
+  ASSERT_EQ(f.n_expert, 256);
+  std::vector<GgufTensorShape> split;
+  std::vector<size_t> from;
+  for (size_t i = 0; i < f.tensors.size(); ++i) {
+    const GgufTensorShape& t = f.tensors[i];
+    const int copies = t.ne.size() == 3 ? int(t.ne[2]) : 1;
+    for (int e = 0; e < copies; ++e) {
+      split.push_back({t.name, {t.ne[0], t.ne.size() > 1 ? t.ne[1] : 1}});
+      if (t.ne.size() == 1) split.back().ne.pop_back();
+      from.push_back(i);
+    }
+  }
+  for (QuantPreset p : {QuantPreset::Q4_K_M, QuantPreset::Q5_K_M, QuantPreset::Q3_K_M, QuantPreset::Q4_K_S}) {
+    const std::vector<DType> stacked = preset_tensor_types(p, f.tensors, f.n_layers, f.n_gqa, f.n_expert);
+    const std::vector<DType> each = preset_tensor_types(p, split, f.n_layers, f.n_gqa, f.n_expert);
+    for (size_t k = 0; k < split.size(); ++k) ASSERT_EQ(each[k], stacked[from[k]]) << preset_name(p) << " " << split[k].name;
+  }
+}
+
+TEST(QuantMix, ExpertDownProjectionsNeedTheirLayer) {
+  QuantMixContext ctx;
+  ctx.n_layers = 8;
+  ctx.n_expert = 256;
+  ctx.ne0 = 512;
+  ctx.n_dims = 3;
+  EXPECT_EQ(preset_tensor_type(QuantPreset::Q4_K_M, "blk.0.ffn_down_exps.weight", ctx), DType::Q6_K);
+  EXPECT_EQ(preset_tensor_type(QuantPreset::Q4_K_M, "blk.2.ffn_down_exps.weight", ctx), DType::Q4_K);
+  EXPECT_EQ(preset_tensor_type(QuantPreset::Q4_K_M, "blk.7.ffn_down_shexp.weight", ctx), DType::Q6_K);
+  try {
+    preset_tensor_type(QuantPreset::Q4_K_M, "blk.8.ffn_down_exps.weight", ctx);
+    ADD_FAILURE() << "a layer past the model was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("layer 8 is not below the model's 8 blocks"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(preset_tensor_type(QuantPreset::Q4_K_M, "ffn_down_exps.weight", ctx), Error);
 }
 
 }  // namespace

@@ -344,11 +344,12 @@ ChatRequest two_turn(const std::string& first, const GenerationResult& answer, c
 }
 
 // A follow-up turn processes only the previous answer and the new message, and gives the same
-// tokens as a cold run of the whole conversation.
+// tokens as a cold run of the whole conversation (dense and MoE).
 TEST(PrefixReuse, FollowUpTurnReusesStateAndMatchesColdRun) {
-  const Engine& engine = tiny_engine();
+  for (const Engine* e : tiny_engines())
   for (bool thinking : {true, false}) {
-    SCOPED_TRACE(thinking ? "thinking" : "no thinking");
+    const Engine& engine = *e;
+    SCOPED_TRACE(engine.info().name + (thinking ? ", thinking" : ", no thinking"));
     auto session = engine.new_session();
     ChatRequest turn1;
     turn1.messages.push_back(ChatMessage::Text("system", "You are terse."));
@@ -379,9 +380,11 @@ TEST(PrefixReuse, FollowUpTurnReusesStateAndMatchesColdRun) {
   }
 }
 
-// Two sessions sharing a PrefixCache reuse each other's system prompt.
+// Two sessions sharing a PrefixCache reuse each other's system prompt (dense and MoE).
 TEST(PrefixReuse, AcrossSessionsThroughSharedCache) {
-  const Engine& engine = tiny_engine();
+  for (const Engine* e : tiny_engines()) {
+  const Engine& engine = *e;
+  SCOPED_TRACE(engine.info().name);
   PrefixCache cache(size_t(256) << 20);
   auto a = engine.new_session(&cache), b = engine.new_session(&cache);
   ChatRequest ra, rb;
@@ -400,6 +403,7 @@ TEST(PrefixReuse, AcrossSessionsThroughSharedCache) {
   GenerationResult cold = engine.new_session()->chat(rb, greedy(4), nullptr, &st);
   EXPECT_EQ(y.tokens, cold.tokens);
   EXPECT_GT(cache.hits(), 0);
+  }
 }
 
 TEST(PrefixCacheBudget, EvictsLeastRecentlyUsedWithinBudget) {

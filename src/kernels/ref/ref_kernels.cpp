@@ -130,7 +130,6 @@ KernelTable make_ref() {
   k.delta_recurrent = ref::delta_recurrent;
   k.delta_chunk = ref::delta_chunk;
   k.attention = ref::attention;
-  k.moe_route = ref::moe_route;
   return k;
 }
 

@@ -33,7 +33,5 @@ void decay_gate(const float* neg_a, const float* dt_bias, float* g, int64_t n);
 void gelu_erf(const float* x, float* y, int64_t n);
 void rope(float* x, int64_t heads, int64_t head_stride, int half, const float* cos, const float* sin);
 void causal_conv(const ConvArgs& a);
-// ref/moe_route.cpp
-void moe_route(const float* logits, int64_t n, int k, float* probs, int32_t* ids, float* weights);
 
 }  // namespace qwen35::kernels::ref

@@ -1,10 +1,11 @@
-// The mixture-of-experts router of one token (transformers' Qwen3_5MoeTopKRouter): softmax over
-// every expert in f32, torch.topk of the probabilities, renormalised over the chosen ones.
+// The mixture-of-experts router of one token: softmax over every expert in f32, torch.topk of the
+// probabilities, renormalised over the chosen ones.
+#include "kernels/moe_route.h"
+
+#include <algorithm>
 #include <cmath>
 
-#include "kernels/ref/ref_ops.h"
-
-namespace qwen35::kernels::ref {
+namespace qwen35::kernels {
 
 void moe_route(const float* logits, int64_t n, int k, float* probs, int32_t* ids, float* weights) {
   float max = logits[0];
@@ -31,4 +32,4 @@ void moe_route(const float* logits, int64_t n, int k, float* probs, int32_t* ids
   for (int j = 0; j < k; ++j) weights[j] = probs[ids[j]] / chosen;
 }
 
-}  // namespace qwen35::kernels::ref
+}  // namespace qwen35::kernels
