@@ -51,8 +51,8 @@ class DecoderBackend {
   // advances), others as the residual stream after their last layer. out [T, H] on the host may be
   // null where only logits are wanted.
   virtual void finish(const std::vector<float>& final_norm, float* out) = 0;
-  // logits[n, vocab] = the call's last n output rows * lm_head^T.
-  virtual void logits(const kernels::WeightMatrix& lm_head, int64_t n, float* out) = 0;
+  // logits[rows.size(), vocab] = the call's output rows `rows` * lm_head^T.
+  virtual void logits(const kernels::WeightMatrix& lm_head, std::span<const int64_t> rows, float* out) = 0;
 };
 
 }  // namespace qwen35

@@ -225,9 +225,15 @@ void CpuDecoderBackend::finish(const std::vector<float>& final_norm, float* out)
   out_ = out;
 }
 
-void CpuDecoderBackend::logits(const kernels::WeightMatrix& lm_head, int64_t n, float* out) {
+void CpuDecoderBackend::logits(const kernels::WeightMatrix& lm_head, std::span<const int64_t> rows, float* out) {
   if (!out_) fail("CpuDecoderBackend::logits before a forward");
-  kernels::linear(c_, out_ + (T_all_ - n) * cfg_.hidden_size, n, lm_head, out);
+  const int64_t H = cfg_.hidden_size, n = int64_t(rows.size());
+  logit_rows_.resize(size_t(n * H));
+  for (int64_t i = 0; i < n; ++i) {
+    if (rows[size_t(i)] < 0 || rows[size_t(i)] >= T_all_) fail("logits of row ", rows[size_t(i)], " of ", T_all_);
+    std::memcpy(logit_rows_.data() + i * H, out_ + rows[size_t(i)] * H, size_t(H) * sizeof(float));
+  }
+  kernels::linear(c_, logit_rows_.data(), n, lm_head, out);
 }
 
 }  // namespace qwen35

@@ -3,7 +3,9 @@
 // call: its outputs are the reference's bits.
 #pragma once
 
+#include <memory>
 #include <span>
+#include <vector>
 
 #include "kernels/compute.h"
 #include "model/config.h"
@@ -30,7 +32,7 @@ class CpuDecoderBackend final : public DecoderBackend {
   void add() override;
   void observe(int layer, DecoderObserver& observer) override;
   void finish(const std::vector<float>& final_norm, float* out) override;
-  void logits(const kernels::WeightMatrix& lm_head, int64_t n, float* out) override;
+  void logits(const kernels::WeightMatrix& lm_head, std::span<const int64_t> rows, float* out) override;
 
  private:
   class LayerRows;
@@ -42,6 +44,7 @@ class CpuDecoderBackend final : public DecoderBackend {
   std::unique_ptr<LayerRows> rows_;
   int64_t T_all_ = 0;
   const float* out_ = nullptr;  // the last finish()'s rows, for logits()
+  std::vector<float> logit_rows_;
 };
 
 }  // namespace qwen35

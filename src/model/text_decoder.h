@@ -99,8 +99,10 @@ class TextDecoder {
   // backend computed them).
   void forward_on(DecoderBackend& b, const float* inputs, const int32_t* positions,
                   std::span<const DecoderSegment> segments, float* out, DecoderObserver* observer = nullptr) const;
-  // logits[n, vocab] of the last n rows of b's last forward_on.
-  void logits_on(DecoderBackend& b, int64_t n, float* out) const { b.logits(w_.lm_head, n, out); }
+  // logits[rows.size(), vocab] of rows `rows` of b's last forward_on.
+  void logits_on(DecoderBackend& b, std::span<const int64_t> rows, float* out) const {
+    b.logits(w_.lm_head, rows, out);
+  }
 
   // Advances the DeltaNet states, as they were before the last traced forward() of ws, by that
   // block's first n tokens, recurrently and without the matmuls: the DeltaNet side of feeding
