@@ -83,6 +83,47 @@ TEST(VulkanEngine, GreedyCompletionsGiveTheGoldenTokens) {
   EXPECT_EQ(backend->device().validation_errors(), 0);
 }
 
+// Two generations stepped together (their passes batched into one device pass per round) give
+// the tokens each gives alone on the device.
+TEST(VulkanEngine, BatchedGenerationsGiveTheirSoloTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  const std::unique_ptr<Engine> engine = load("vulkan");
+  ASSERT_TRUE(engine);
+  const std::vector<std::vector<int32_t>> prompts = {{9707, 11, 1879, 0, 3555, 374, 279}, {3838, 374, 220, 17}};
+  constexpr int64_t kTokens = 4;
+  std::vector<std::vector<int32_t>> solo;
+  for (const auto& p : prompts) {
+    Status st;
+    solo.push_back(engine->new_session()->complete(p, greedy(kTokens), nullptr, &st).tokens);
+    ASSERT_TRUE(st.ok()) << st.message;
+  }
+  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<std::unique_ptr<Generation>> gens;
+  for (const auto& p : prompts) {
+    Status st;
+    sessions.push_back(engine->new_session());
+    gens.push_back(sessions.back()->start_completion(p, greedy(kTokens), nullptr, &st));
+    ASSERT_TRUE(gens.back()) << st.message;
+  }
+  GenerationBatch batch(*engine);
+  std::vector<bool> running(gens.size(), true);
+  for (int round = 0; round < 64; ++round) {
+    std::vector<Generation*> step;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < gens.size(); ++i)
+      if (running[i]) step.push_back(gens[i].get()), index.push_back(i);
+    if (step.empty()) break;
+    std::vector<GenerationBatch::Outcome> out;
+    batch.step(step, out);
+    for (size_t j = 0; j < step.size(); ++j) {
+      ASSERT_FALSE(out[j].error) << "generation " << index[j] << " threw";
+      running[index[j]] = out[j].more;
+    }
+  }
+  for (size_t i = 0; i < gens.size(); ++i) EXPECT_EQ(gens[i]->result().tokens, solo[i]) << "generation " << i;
+  EXPECT_GT(batch.batched_rows(), batch.batches());  // the passes really were shared
+}
+
 TEST(VulkanEngine, AutoLeavesASoftwareRasterizerToTheCpu) {
   if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
   const std::vector<vk::DeviceInfo> devices = vk::list_devices();
