@@ -221,6 +221,7 @@ int cmd_bench(int argc, char** argv) {
                           {"model_type", "qwen35 " + (info.weights.empty() ? std::string("native") : info.weights)},
                           {"model_size", info.weight_bytes},
                           {"kernels", info.kernels},
+                          {"device", info.device},
                           {"type_k", info.kv_type},
                           {"type_v", info.kv_type},
                           {"n_threads", t},

@@ -17,7 +17,7 @@ const std::set<std::string>& engine_option_names() {
   static const std::set<std::string> names = {"-m",          "--model",         "--threads",         "--ctx",
                                                 "--image-size", "--prefill-block", "--decoding-prefill-block", "--decoding-prefill-layers", "--decoding-prefill-share", "--image-min-pixels", "--image-max-pixels",
                                                 "--image-max-tokens", "--mmproj",    "--mtp",
-                                                "--weights",    "--kv-type",       "--weights-cache", "--spec",
+                                                "--weights",    "--kv-type",       "--weights-cache", "--spec",       "--device",
                                                 "--draft-max",  "--draft-vocab"};
   return names;
 }
@@ -46,6 +46,10 @@ const char* kEngineOptionsHelp =
     "                        (default: the checkpoint's own types, or q4_k_m when they would not\n"
     "                        fit comfortably in memory)\n"
     "  --kv-type f16|f32     attention KV cache elements (default f16; f32: the reference's math)\n"
+    "  --device auto|cpu|vulkan|vulkan:N  where the text decoder runs (default auto: a Vulkan GPU\n"
+    "                        when there is one, else the CPU; a software rasterizer such as\n"
+    "                        lavapipe counts as none; N: `qwen35 info --devices`). On a device:\n"
+    "                        no speculative decoding or prefix-cache snapshots yet, no MoE models\n"
     "  --weights-cache DIR|on|off  keep the prepared (repacked) weights of models over 1 GiB in DIR\n"
     "                        and map them on later starts (default $QWEN35_CACHE_DIR, else\n"
     "                        $XDG_CACHE_HOME/qwen35, else ~/.cache/qwen35; one file per model;\n"
@@ -153,6 +157,7 @@ EngineOptions engine_options_from(const Args& args) {
   o.image_max_pixels = args.get_int_in("--image-max-pixels", 0, 0, int64_t(1) << 30);
   o.kv_type = args.get_or("--kv-type", "f16");
   if (o.kv_type != "f16" && o.kv_type != "f32") fail("option --kv-type must be f16 or f32, got ", o.kv_type);
+  o.device = args.get_or("--device", "auto");
   o.weights = args.get_or("--weights", "");
   if (!args.has("--weights")) {
     std::string notice;

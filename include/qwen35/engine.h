@@ -63,6 +63,11 @@ struct EngineOptions {
   // Attention KV cache element type: "f16" (half the memory and bandwidth) or "f32" (the
   // reference's math exactly, for parity checks).
   std::string kv_type = "f16";
+  // Where the text decoder runs: "cpu", "vulkan" (the best Vulkan device), "vulkan:N" (device N of
+  // `qwen35 info --devices`) or "auto" (a Vulkan GPU when there is one, else the CPU; a software
+  // rasterizer such as lavapipe counts as none). On a device the weights stay in their stored
+  // formats, and speculative decoding, the prefix cache's snapshots and MoE models are not there yet.
+  std::string device = "cpu";
   // A folder for prepared (repacked / quantized) weights: the first load writes them there, later
   // loads of the same model files, weights and kernels map them instead. Empty: none.
   std::string weights_cache_dir;
@@ -85,6 +90,7 @@ struct ModelInfo {
   std::string weights;       // the --weights choice in effect ("" = the checkpoint's own types)
   std::string kv_type;       // "f16" or "f32"
   std::string kernels;       // kernel table in use (ref, avx2, avx512, amx)
+  std::string device;        // where the text decoder runs: "cpu" or "vulkan:N (name)"
   int threads = 0;
   std::string format;        // "gguf" or "safetensors"
   std::string file_type;     // "Q4_K_M", "BF16", ... (llama.cpp's file type, or the main dtype)

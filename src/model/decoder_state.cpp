@@ -66,6 +66,15 @@ void KvCache::truncate(int64_t length) {
   length_ = length;
 }
 
+BackendStateSlot::BackendStateSlot(const BackendStateSlot& other) : std::unique_ptr<BackendState>() {
+  if (other) fail("a decoder state whose caches live on a device cannot be copied");
+}
+
+BackendStateSlot& BackendStateSlot::operator=(const BackendStateSlot& other) {
+  if (other || *this) fail("a decoder state whose caches live on a device cannot be copied");
+  return *this;
+}
+
 DecoderState DecoderState::create(const TextConfig& cfg, DType kv_dtype) {
   DecoderState s;
   for (LayerKind kind : cfg.layer_kinds) {
@@ -91,6 +100,7 @@ void DecoderState::reset() {
     std::fill(d.recurrent.begin(), d.recurrent.end(), 0.0f);
   }
   for (KvCache& c : kv) c.truncate(0);
+  if (device) device->reset();
   n_past = 0;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/dtype.h"
@@ -60,10 +61,33 @@ class KvCache {
   std::vector<uint8_t, UninitializedAllocator<uint8_t>> v_;
 };
 
+// A backend's copy of a sequence's state where it computes (a device's buffers for the KV caches
+// and DeltaNet states, made on its first pass); the CPU computes on the vectors of DecoderState.
+class BackendState {
+ public:
+  virtual ~BackendState() = default;
+  virtual void reset() = 0;  // back to an empty sequence
+};
+
+// DecoderState::device. A state whose caches live on a device is not copied by value (its host
+// vectors are stale): copying one throws; copying a host state copies nothing here.
+class BackendStateSlot : public std::unique_ptr<BackendState> {
+ public:
+  using std::unique_ptr<BackendState>::unique_ptr;
+  using std::unique_ptr<BackendState>::operator=;
+  BackendStateSlot() = default;
+  BackendStateSlot(BackendStateSlot&&) = default;
+  BackendStateSlot& operator=(BackendStateSlot&&) = default;
+  BackendStateSlot(const BackendStateSlot& other);
+  BackendStateSlot& operator=(const BackendStateSlot& other);
+};
+
 struct DecoderState {
   std::vector<DeltaNetState> deltanet;  // one per DeltaNet layer, in layer order
   std::vector<KvCache> kv;              // one per attention layer, in layer order
   int64_t n_past = 0;                   // tokens processed
+  // Null unless a device backend has run this sequence: then the caches live there, not above.
+  BackendStateSlot device;
 
   static DecoderState create(const TextConfig& cfg, DType kv_dtype = DType::F32);
   void reserve(int64_t tokens);

@@ -9,6 +9,7 @@
 #include "kernels/compute.h"
 #include "model/attention.h"
 #include "model/config.h"
+#include "model/decoder_backend.h"
 #include "model/decoder_state.h"
 #include "model/deltanet.h"
 #include "model/mlp.h"
@@ -93,6 +94,16 @@ class TextDecoder {
                      std::span<const DecoderSegment> segments, DecoderWorkspace& ws, float* out,
                      DecoderObserver* observer = nullptr) const;
 
+  // The one forward, on any backend (decoder_backend.h): forward_batch is this on the CPU backend.
+  // out [sum T, H] on the host may be null when only logits_on follows (the rows stay where the
+  // backend computed them).
+  void forward_on(DecoderBackend& b, const float* inputs, const int32_t* positions,
+                  std::span<const DecoderSegment> segments, float* out, DecoderObserver* observer = nullptr) const;
+  // logits[rows.size(), vocab] of rows `rows` of b's last forward_on.
+  void logits_on(DecoderBackend& b, std::span<const int64_t> rows, float* out) const {
+    b.logits(w_.lm_head, rows, out);
+  }
+
   // Advances the DeltaNet states, as they were before the last traced forward() of ws, by that
   // block's first n tokens, recurrently and without the matmuls: the DeltaNet side of feeding
   // those n tokens again (attention KV and n_past are the caller's).
@@ -102,8 +113,8 @@ class TextDecoder {
   void logits(const kernels::Compute& c, const float* hidden, int64_t n, float* out) const;
 
  private:
-  // Checks the segments, records their first rows in ws.segment_rows and sizes ws; the rows in all.
-  int64_t lay_out_segments(std::span<const DecoderSegment> segments, DecoderWorkspace& ws) const;
+  // Checks the segments' tokens and layer ranges; the rows in all.
+  int64_t count_rows(std::span<const DecoderSegment> segments) const;
 
   const TextConfig& cfg_;
   const TextWeights& w_;

@@ -96,7 +96,26 @@ void BatchGate::run(std::vector<Pending*>& batch) {
     segments_.push_back({f.state, f.n, f.mode, f.traces, f.first_layer, f.end_layer});
     row += f.n;
   }
-  dec.forward_batch(engine_.compute, emb_.data(), pos_.data(), segments_, ws_, hidden_.data());
+  if (engine_.device) {
+    // One pass on the device from the rows to the logits; hidden rows come back only where a
+    // feed asks for them.
+    bool want_hidden = false;
+    device_rows_.clear();
+    row = 0;
+    for (const Pending* p : batch) {
+      const Feed& f = *p->feed;
+      want_hidden = want_hidden || f.hidden;
+      const int64_t k = logit_rows_of(f);
+      for (int64_t i = 0; i < k; ++i) device_rows_.push_back(row + f.n - k + i);
+      row += f.n;
+    }
+    logits_.resize(size_t(logit_rows * V));
+    std::lock_guard<std::mutex> lock(engine_.device_mutex);
+    dec.forward_on(*engine_.device, emb_.data(), pos_.data(), segments_, want_hidden ? hidden_.data() : nullptr);
+    dec.logits_on(*engine_.device, device_rows_, logits_.data());
+  } else {
+    dec.forward_batch(engine_.compute, emb_.data(), pos_.data(), segments_, ws_, hidden_.data());
+  }
   row = 0;
   for (const Pending* p : batch) {
     const Feed& f = *p->feed;
@@ -104,20 +123,22 @@ void BatchGate::run(std::vector<Pending*>& batch) {
     row += f.n;
   }
   if (logit_rows == 0) return;
-  // One pass of the LM head over every row that wants logits.
-  rows_in_.resize(size_t(logit_rows * H));
-  logits_.resize(size_t(logit_rows * V));
-  row = 0;
-  int64_t out = 0;
-  for (const Pending* p : batch) {
-    const Feed& f = *p->feed;
-    const int64_t k = logit_rows_of(f);
-    std::memcpy(rows_in_.data() + out * H, hidden_.data() + (row + f.n - k) * H, size_t(k * H) * sizeof(float));
-    row += f.n;
-    out += k;
+  if (!engine_.device) {
+    // One pass of the LM head over every row that wants logits.
+    rows_in_.resize(size_t(logit_rows * H));
+    logits_.resize(size_t(logit_rows * V));
+    row = 0;
+    int64_t out = 0;
+    for (const Pending* p : batch) {
+      const Feed& f = *p->feed;
+      const int64_t k = logit_rows_of(f);
+      std::memcpy(rows_in_.data() + out * H, hidden_.data() + (row + f.n - k) * H, size_t(k * H) * sizeof(float));
+      row += f.n;
+      out += k;
+    }
+    dec.logits(engine_.compute, rows_in_.data(), logit_rows, logits_.data());
   }
-  dec.logits(engine_.compute, rows_in_.data(), logit_rows, logits_.data());
-  out = 0;
+  int64_t out = 0;
   for (const Pending* p : batch) {
     const Feed& f = *p->feed;
     const int64_t k = logit_rows_of(f);

@@ -95,6 +95,7 @@ class BatchGate {
   // Buffers of the batched pass (used by the executing thread only).
   DecoderWorkspace ws_;
   std::vector<float> emb_, hidden_, rows_in_, logits_;
+  std::vector<int64_t> device_rows_;  // the rows whose logits a device pass returns
   std::vector<int32_t> pos_;
   std::vector<DecoderSegment> segments_;
 };

@@ -10,6 +10,7 @@
 #include "io/gguf.h"
 #include "text/chat_template_check.h"
 #include "text/tokenizer_gguf.h"
+#include "runtime/device_choice.h"
 #include "runtime/engine_internal.h"
 #include "runtime/output_constraint.h"
 #include "runtime/session_impl.h"
@@ -76,7 +77,11 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     e.pool = std::make_unique<ThreadPool>(options.threads);
     e.compute = kernels::Compute{&kernels::active_table(), e.pool.get()};
     progress("weights", 0.1);
+    std::string device_why;
+    const int device_index = choose_decoder_device(options.device, device_why);
+    if (options.on_notice) options.on_notice("text decoder on " + device_why);
     ModelLoadOptions load;
+    load.prepare = device_index < 0;  // a device reads the weights in their stored formats
     load.mmproj = options.mmproj_path;
     load.no_mmproj = options.no_mmproj;
     load.mtp = options.mtp_path;
@@ -144,8 +149,15 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
       fail("draft max ", spec.draft_max, " must be in [1, ", SpeculativeParams::kMaxDraft, "]");
     if (spec.mode == SpecMode::kMtp && !e.model->mtp())
       fail("speculative mode 'mtp' needs a multi-token-prediction head, and this model has none (no mtp.* tensors, no GGUF MTP block or --mtp sidecar)");
-    if (spec.mode == SpecMode::kAuto || spec.mode == SpecMode::kMtp) e.mtp = e.model->mtp();
     e.defaults.speculative = spec;
+    if (device_index >= 0) {
+      // Verify blocks are traced, and rewinds read the DeltaNet states: both host-side for now.
+      if (spec.mode == SpecMode::kMtp) fail("speculative mode 'mtp' does not run on a Vulkan device yet");
+      e.defaults.speculative.mode = SpecMode::kOff;
+      e.device = open_decoder_device(device_index, *e.model);
+    } else if (spec.mode == SpecMode::kAuto || spec.mode == SpecMode::kMtp) {
+      e.mtp = e.model->mtp();
+    }
     for (int64_t id : cfg.eos_token_ids) e.eos_ids.push_back(int32_t(id));
     for (const char* name : {"<|im_end|>", "<|endoftext|>"})
       if (auto id = e.tokenizer->token_to_id(name)) e.eos_ids.push_back(*id);
@@ -200,6 +212,7 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     info.weight_bytes = e.model->weight_bytes();
     info.weights = options.weights;
     info.kv_type = options.kv_type;
+    info.device = device_index < 0 ? "cpu" : device_why;
     info.kernels = std::string(e.compute.k->name);
     info.threads = e.pool->size();
     info.format = e.model->is_gguf() ? "gguf" : "safetensors";

@@ -9,6 +9,7 @@
 #include "core/thread_pool.h"
 #include "grammar/token_mask.h"
 #include "kernels/compute.h"
+#include "model/decoder_backend.h"
 #include "model/draft_vocab.h"
 #include "model/image_processor.h"
 #include "model/video_processor.h"
@@ -38,6 +39,10 @@ struct EngineImpl {
   const MtpHead* mtp = nullptr;  // the MTP head when requests may use it (options.speculative)
   std::optional<DraftVocab> draft_vocab;  // the ids its drafts pick from, when it runs
   DType kv_dtype = DType::F16;
+  // The text decoder's backend when it runs on a device (options.device), else null (the CPU's
+  // kernel table through `compute`). One forward at a time: device_mutex.
+  std::unique_ptr<DecoderBackend> device;
+  mutable std::mutex device_mutex;
 
   const TextConfig& text_config() const { return model->config().text; }
   bool is_eos(int32_t id) const;

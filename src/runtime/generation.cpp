@@ -117,7 +117,9 @@ void Generation::Impl::prefill_step(BatchGate* gate) {
   next_prompt += n;
   result.timings.prefill_tokens += n;
 
-  if (std::find(plan.snapshot_points.begin(), plan.snapshot_points.end(), next_prompt) != plan.snapshot_points.end())
+  // (The prefix cache keeps host snapshots: not of a sequence whose states live on a device.)
+  if (!engine.device &&
+      std::find(plan.snapshot_points.begin(), plan.snapshot_points.end(), next_prompt) != plan.snapshot_points.end())
     impl_of(*session.cache).put(session.seq.snapshot());
   if (last) {
     session.seq.set_rope_delta(plan.rope_delta);
@@ -329,7 +331,7 @@ void Generation::Impl::close_thought(BatchGate* gate) {
 }
 
 int Generation::Impl::prefill_layers(int64_t n) const {
-  if (prefill_layer_budget <= 0) return 0;
+  if (prefill_layer_budget <= 0 || engine.device) return 0;  // a device pass takes every layer
   const int64_t layers = prefill_layer_budget / std::max<int64_t>(n, 1);
   return int(std::clamp<int64_t>(layers, 1, engine.text_config().num_layers));
 }

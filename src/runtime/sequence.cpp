@@ -80,9 +80,20 @@ bool Sequence::advance_block(int layers, int64_t n_logits, float* logits, BatchG
     if (gate) {
       // The gate's batched pass; the rows come back as the solo pass leaves them, and the traces
       // land in this sequence's workspace.
+      float* hidden = engine_.device && !has_mtp() ? nullptr : block_.rows.data();
       BatchGate::Feed f{&state_, block_.rows.data(), block_.positions.data(), n, block_.mode, n_logits, logits,
-                        block_.rows.data(), traces, first, end};
+                        hidden, traces, first, end};
       gate->forward(f);
+    } else if (engine_.device) {
+      // One pass on the device, from the rows to the logits; the hidden rows come back only for
+      // the MTP head (which does not run on a device yet).
+      const DecoderSegment seg{&state_, n, block_.mode, traces, first, end};
+      std::lock_guard<std::mutex> lock(engine_.device_mutex);
+      dec.forward_on(*engine_.device, block_.rows.data(), block_.positions.data(),
+                     std::span<const DecoderSegment>(&seg, 1), has_mtp() ? block_.rows.data() : nullptr);
+      logit_rows_.resize(size_t(n_logits));
+      for (int64_t i = 0; i < n_logits; ++i) logit_rows_[size_t(i)] = n - n_logits + i;
+      dec.logits_on(*engine_.device, logit_rows_, logits);
     } else {
       const DecoderSegment seg{&state_, n, block_.mode, traces, first, end};
       dec.forward_batch(engine_.compute, block_.rows.data(), block_.positions.data(),
@@ -110,6 +121,12 @@ bool Sequence::advance_block(int layers, int64_t n_logits, float* logits, BatchG
 void Sequence::discard_block() {
   if (block_.n == 0) return;
   reset();
+}
+
+void Sequence::require_host_state(const char* what) const {
+  if (state_.device)
+    fail("Sequence::", what, ": the sequence's states are on the Vulkan device, where snapshots and rewinds "
+         "are not supported yet");
 }
 
 void Sequence::require_no_block(const char* what) const {
@@ -191,6 +208,7 @@ void Sequence::mtp_draft(int32_t next, int k, std::vector<int32_t>& out) {
 
 void Sequence::save_deltanet(DeltaNetSave& save) const {
   require_no_block("save_deltanet");
+  require_host_state("save_deltanet");
   save.states.resize(state_.deltanet.size());
   for (size_t i = 0; i < state_.deltanet.size(); ++i) {
     // Assignment into existing vectors reuses their buffers: no allocation after the first save.
@@ -202,6 +220,7 @@ void Sequence::save_deltanet(DeltaNetSave& save) const {
 
 void Sequence::rewind(const DeltaNetSave& save) {
   require_no_block("rewind");
+  require_host_state("rewind");
   if (save.length > length()) fail("Sequence::rewind: save is ahead of the sequence");
   for (size_t i = 0; i < state_.deltanet.size(); ++i) {
     std::copy(save.states[i].conv.begin(), save.states[i].conv.end(), state_.deltanet[i].conv.begin());
@@ -224,6 +243,7 @@ void Sequence::rewind(const DeltaNetSave& save) {
 
 void Sequence::rewind(const DeltaNetSave& save, int64_t keep) {
   require_no_block("rewind");
+  require_host_state("rewind");
   if (keep == 0) return rewind(save);
   if (traced_from_ != save.length || keep < 0 || keep > traced_tokens_ || save.length + keep > length())
     fail("Sequence::rewind: ", keep, " tokens after the save were not fed in one traced block");
@@ -249,6 +269,7 @@ void Sequence::rewind(const DeltaNetSave& save, int64_t keep) {
 
 std::unique_ptr<SnapshotData> Sequence::snapshot() const {
   require_no_block("snapshot");
+  require_host_state("snapshot");
   auto s = std::make_unique<SnapshotData>();
   s->tokens = tokens_;
   s->keys = keys_;
@@ -275,6 +296,7 @@ std::unique_ptr<SnapshotData> Sequence::snapshot() const {
 }
 
 void Sequence::restore(const SnapshotData& s) {
+  require_host_state("restore");
   const int64_t n = int64_t(s.tokens.size());
   // A snapshot of another model would overrun the state buffers.
   bool same_shape = s.deltanet.size() == state_.deltanet.size() && s.keys_rows.size() == state_.kv.size();

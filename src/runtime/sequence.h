@@ -127,7 +127,10 @@ class Sequence {
     int next_layer = 0;
   } block_;
   void require_no_block(const char* what) const;
+  // Snapshots and rewinds copy the host's states: refused once the states live on a device.
+  void require_host_state(const char* what) const;
   std::vector<int32_t> pos_;
+  std::vector<int64_t> logit_rows_;  // the rows whose logits a device pass returns
   std::vector<uint64_t> key_buf_;
   int64_t traced_from_ = -1, traced_tokens_ = 0;  // the last fed block, when it was traced
 

@@ -186,6 +186,36 @@ int best_device(const std::vector<DeviceInfo>& devices) {
   return best;
 }
 
+DeviceChoice choose_device(const std::string& spec, const std::vector<DeviceInfo>& devices) {
+  const auto named = [&](const DeviceInfo& d) { return str(d.name, " (", d.type, ", device ", d.index, ")"); };
+  if (spec == "cpu") return {-1, "the CPU (--device cpu)"};
+  if (spec == "auto") {
+    const int best = best_device(devices);
+    if (best < 0) return {-1, "the CPU: no usable Vulkan device"};
+    const DeviceInfo& d = devices[size_t(best)];
+    if (d.type == "cpu") return {-1, str("the CPU: the only Vulkan device is a software rasterizer, ", named(d))};
+    return {best, str("Vulkan on ", named(d))};
+  }
+  if (spec == "vulkan") {
+    const int best = best_device(devices);
+    if (best < 0) fail("--device vulkan: no usable Vulkan device", devices.empty() ? " (no Vulkan driver found)" : "");
+    return {best, str("Vulkan on ", named(devices[size_t(best)]))};
+  }
+  if (spec.starts_with("vulkan:")) {
+    const std::string n = spec.substr(7);
+    int index = -1;
+    if (!n.empty() && n.size() <= 3 && std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      index = std::stoi(n);
+    if (index < 0) fail("--device ", spec, ": expected vulkan:N with N a device number (qwen35 info --devices)");
+    if (index >= int(devices.size()))
+      fail("--device ", spec, ": there are ", devices.size(), " Vulkan devices (qwen35 info --devices)");
+    const DeviceInfo& d = devices[size_t(index)];
+    if (!d.usable) fail("--device ", spec, ": ", d.name, " lacks ", d.missing);
+    return {index, str("Vulkan on ", named(d))};
+  }
+  fail("--device ", spec, ": expected auto, cpu, vulkan or vulkan:N");
+}
+
 std::unique_ptr<Device> Device::open(const DeviceOptions& opt) {
   std::unique_ptr<Device> dev(new Device());
   dev->validation_ = opt.validation;

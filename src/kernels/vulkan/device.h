@@ -33,7 +33,9 @@ class DeviceError : public Error {
 // Throws DeviceError unless r is VK_SUCCESS; `what` names the step.
 void check(VkResult r, const char* what);
 
-// What `qwen35 info --devices` lists, and what selection looks at.
+// What `qwen35 info --devices` lists, and what selection looks at. Of the features, only float64
+// changes what runs (the qmatmul variant); the others are listed for the reader of `info --devices`
+// and enabled at device creation only once a shader needs them.
 struct DeviceInfo {
   int index = 0;  // in the loader's order
   std::string name;
@@ -57,6 +59,15 @@ std::vector<DeviceInfo> list_devices();
 // The device selection prefers: discrete, then integrated, then virtual, then cpu (lavapipe); -1 if
 // none is usable.
 int best_device(const std::vector<DeviceInfo>& devices);
+// What `--device` asks for, against the devices the loader finds: "cpu"; "vulkan" (the best usable
+// device) or "vulkan:N" (device N of list_devices); "auto": the best usable device unless it is a
+// software rasterizer (type cpu: lavapipe), which would be slower than the CPU backend itself.
+// Throws for a malformed spec, and for a Vulkan device asked for by name that is missing or unusable.
+struct DeviceChoice {
+  int index = -1;   // the Vulkan device to open; -1: the CPU backend
+  std::string why;  // one line for the start-up notice
+};
+DeviceChoice choose_device(const std::string& spec, const std::vector<DeviceInfo>& devices);
 // QWEN35_VULKAN_VALIDATION=1: the Khronos validation layer is enabled and its errors counted.
 bool validation_from_env();
 

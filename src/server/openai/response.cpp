@@ -145,7 +145,8 @@ nlohmann::json model_meta(const ModelInfo& info) {
                       {"file_type", info.file_type},
                       {"file_bytes", info.file_bytes},
                       {"has_mtp", info.has_mtp},
-                      {"kernels", info.kernels}};
+                      {"kernels", info.kernels},
+                      {"device", info.device}};
   if (!info.mmproj_path.empty()) m["mmproj"] = info.mmproj_path;
   return m;
 }

@@ -32,6 +32,31 @@ TEST(VulkanDevice, SelectionPrefersDiscreteThenIntegratedThenCpu) {
   EXPECT_EQ(best_device(d), -1);
 }
 
+// --device: auto leaves a software rasterizer to the CPU backend, vulkan[:N] insists.
+TEST(VulkanDevice, DeviceChoiceFollowsTheSpec) {
+  std::vector<DeviceInfo> d(2);
+  d[0].type = "cpu";
+  d[0].name = "llvmpipe";
+  d[1].type = "integrated";
+  d[1].name = "iGPU";
+  d[1].index = 1;
+  d[0].usable = true;
+  EXPECT_EQ(choose_device("cpu", d).index, -1);
+  EXPECT_EQ(choose_device("auto", d).index, -1);  // only lavapipe is usable
+  EXPECT_NE(choose_device("auto", d).why.find("software rasterizer"), std::string::npos);
+  EXPECT_EQ(choose_device("vulkan", d).index, 0);
+  EXPECT_EQ(choose_device("vulkan:0", d).index, 0);
+  EXPECT_THROW(choose_device("vulkan:1", d), Error);  // not usable
+  d[1].usable = true;
+  EXPECT_EQ(choose_device("auto", d).index, 1);
+  EXPECT_EQ(choose_device("vulkan", d).index, 1);
+  EXPECT_EQ(choose_device("vulkan:1", d).index, 1);
+  EXPECT_EQ(choose_device("auto", {}).index, -1);
+  EXPECT_THROW(choose_device("vulkan", {}), Error);
+  for (const char* bad : {"vulkan:2", "vulkan:", "vulkan:x", "vulkan:-1", "gpu", "", "Vulkan"})
+    EXPECT_THROW(choose_device(bad, d), Error) << bad;
+}
+
 TEST(VulkanDevice, ListsTheOpenedDevice) {
   QWEN35_NEED_VULKAN();
   const std::vector<DeviceInfo> all = list_devices();

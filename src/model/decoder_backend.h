@@ -1,0 +1,58 @@
+// What the text decoder's forward runs on. TextDecoder::forward_on (text_decoder.cpp) is the one
+// forward: the layer loop, which rows each layer takes, pre-norm, mixer, residual, FFN, final
+// norm and LM head, in that order; a backend runs each step where its tensors live. The CPU
+// backend (decoder_cpu.h) runs the kernel table on host rows; the Vulkan backend
+// (model/vulkan/decoder_vulkan.h) records the same steps into one command buffer on device-resident
+// tensors.
+//
+// A backend holds the call's residual stream x, the normed rows and the mixer / FFN output; each
+// step names what it reads and writes. A step computes every row the same way whatever the rows
+// of the call (PLD, prefix reuse and batching rest on it on every backend).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "model/text_weights.h"
+
+namespace qwen35 {
+
+class DecoderObserver;
+struct DecoderSegment;
+
+class DecoderBackend {
+ public:
+  virtual ~DecoderBackend() = default;
+
+  // Takes the call's rows inputs [T, H] (the segments' rows in order, T in all, checked by the
+  // caller) at positions [3, T] as the residual stream x.
+  virtual void begin(const float* inputs, const int32_t* positions, std::span<const DecoderSegment> segments,
+                     int64_t T) = 0;
+  // Lays out the rows of layer i; false when no segment with rows is in its range.
+  virtual bool enter_layer(int i) = 0;
+
+  // normed = RMSNorm(x) * w.
+  virtual void norm(const std::vector<float>& w) = 0;
+  // mixed = the mixer over normed, each segment on its own state: its index-th DeltaNet layer or
+  // attention layer (appending its rows to that layer's KV cache).
+  virtual void deltanet(const DeltaNetWeights& w, int index) = 0;
+  virtual void attention(const AttentionWeights& w, int index) = 0;
+  // x += mixed, then normed = RMSNorm(x) * w.
+  virtual void add_norm(const std::vector<float>& w) = 0;
+  // mixed = FFN(normed): SwiGLU, or the mixture of experts (layer: what the observer is told).
+  virtual void mlp(const MlpWeights& w) = 0;
+  virtual void moe(const MoeWeights& w, int layer, DecoderObserver* observer) = 0;
+  // x += mixed.
+  virtual void add() = 0;
+  virtual void observe(int layer, DecoderObserver& observer) = 0;
+
+  // The rows leave the decoder: a segment through the last layer final-normed (its state's n_past
+  // advances), others as the residual stream after their last layer. out [T, H] on the host may be
+  // null where only logits are wanted.
+  virtual void finish(const std::vector<float>& final_norm, float* out) = 0;
+  // logits[rows.size(), vocab] = the call's output rows `rows` * lm_head^T.
+  virtual void logits(const kernels::WeightMatrix& lm_head, std::span<const int64_t> rows, float* out) = 0;
+};
+
+}  // namespace qwen35

@@ -1,0 +1,437 @@
+#include "model/vulkan/decoder_vulkan.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "kernels/quant/act_format.h"
+
+namespace qwen35 {
+
+using vk::Addr;
+using vk::Buffer;
+
+// One sequence's caches on the device: per DeltaNet layer its conv [C, K] and recurrent [Hv, dk, dv]
+// states, per attention layer its K and V rows [capacity, n_kv * hd] in the host caches' dtype.
+class VulkanDecoderBackend::State final : public BackendState {
+ public:
+  struct Kv {
+    BufferPtr k, v;
+    int64_t length = 0;
+  };
+
+  // Starts from the host state as it is (a sequence may begin on the CPU).
+  State(vk::Device& dev, const DecoderState& host) : kv_layers(host.kv.size()), dev_(dev) {
+    for (const DeltaNetState& d : host.deltanet) {
+      conv.push_back(from_host(d.conv.data(), d.conv.size() * sizeof(float)));
+      recurrent.push_back(from_host(d.recurrent.data(), d.recurrent.size() * sizeof(float)));
+    }
+    if (host.kv.empty()) return;
+    kv_dtype = host.kv[0].dtype();
+    row_bytes = host.kv[0].row_bytes();
+    int64_t longest = 0;
+    for (const KvCache& c : host.kv) longest = std::max(longest, c.length());
+    reserve(std::max<int64_t>(longest, 64));
+    for (size_t i = 0; i < host.kv.size(); ++i) {
+      const size_t bytes = size_t(host.kv[i].length()) * row_bytes;
+      if (bytes) {
+        dev_.upload(*kv[i].k, 0, host.kv[i].key_row(0), bytes);
+        dev_.upload(*kv[i].v, 0, host.kv[i].value_row(0), bytes);
+      }
+      kv[i].length = host.kv[i].length();
+    }
+  }
+
+  void reset() override {
+    vk::Pass p(dev_);
+    for (size_t i = 0; i < conv.size(); ++i) {
+      p.fill_zero(*conv[i], 0, conv[i]->size());
+      p.fill_zero(*recurrent[i], 0, recurrent[i]->size());
+    }
+    p.run();
+    for (Kv& c : kv) c.length = 0;
+  }
+
+  // Room for `tokens` rows in every KV cache, keeping the rows it has (amortised growth).
+  void reserve(int64_t tokens) {
+    if (tokens <= capacity) return;
+    const int64_t grown = std::max(tokens, 2 * capacity);
+    std::vector<Kv> next(kv_count());
+    vk::Pass p(dev_);
+    for (size_t i = 0; i < next.size(); ++i) {
+      next[i].k = std::make_unique<Buffer>(dev_, size_t(grown) * row_bytes);
+      next[i].v = std::make_unique<Buffer>(dev_, size_t(grown) * row_bytes);
+      if (i < kv.size()) {
+        next[i].length = kv[i].length;
+        const size_t bytes = size_t(kv[i].length) * row_bytes;
+        if (bytes) {
+          p.copy(*kv[i].k, 0, *next[i].k, 0, bytes);
+          p.copy(*kv[i].v, 0, *next[i].v, 0, bytes);
+        }
+      }
+    }
+    p.run();
+    kv = std::move(next);
+    capacity = grown;
+  }
+
+  size_t kv_count() const { return kv_layers; }
+
+  std::vector<BufferPtr> conv, recurrent;
+  std::vector<Kv> kv;
+  size_t kv_layers = 0;
+  int64_t capacity = 0;
+  DType kv_dtype = DType::F16;
+  size_t row_bytes = 0;
+
+ private:
+  BufferPtr from_host(const void* data, size_t bytes) {
+    auto b = std::make_unique<Buffer>(dev_, std::max<size_t>(bytes, 4));
+    if (bytes) dev_.upload(*b, 0, data, bytes);
+    return b;
+  }
+  vk::Device& dev_;
+};
+
+VulkanDecoderBackend::VulkanDecoderBackend(vk::Device& dev, const TextConfig& cfg, const TextWeights& w)
+    : dev_(dev), cfg_(cfg), rope_(cfg) {
+  upload_all(w);
+}
+
+VulkanDecoderBackend::VulkanDecoderBackend(std::unique_ptr<vk::Device> dev, const TextConfig& cfg, const TextWeights& w)
+    : owned_(std::move(dev)), dev_(*owned_), cfg_(cfg), rope_(cfg) {
+  upload_all(w);
+}
+
+std::unique_ptr<VulkanDecoderBackend> VulkanDecoderBackend::open(int index, const TextConfig& cfg, const TextWeights& w) {
+  vk::DeviceOptions o;
+  o.index = index;
+  return std::unique_ptr<VulkanDecoderBackend>(new VulkanDecoderBackend(vk::Device::open(o), cfg, w));
+}
+
+void VulkanDecoderBackend::upload_all(const TextWeights& w) {
+  upload(w.lm_head);  // (the embedding rows are looked up on the host: TextDecoder::embed)
+  upload(w.final_norm);
+  for (const LayerWeights& L : w.layers) {
+    upload(L.input_norm);
+    upload(L.post_norm);
+    if (L.kind == LayerKind::kDeltaNet) {
+      const DeltaNetWeights& n = L.deltanet;
+      for (const kernels::WeightMatrix* m : {&n.in_qkv, &n.in_z, &n.in_b, &n.in_a, &n.out}) upload(*m);
+      for (const std::vector<float>* v : {&n.conv_t, &n.neg_a, &n.dt_bias, &n.norm}) upload(*v);
+    } else {
+      const AttentionWeights& a = L.attention;
+      for (const kernels::WeightMatrix* m : {&a.q, &a.k, &a.v, &a.o}) upload(*m);
+      upload(a.q_norm);
+      upload(a.k_norm);
+    }
+    if (!L.is_moe())
+      for (const kernels::WeightMatrix* m : {&L.mlp.gate, &L.mlp.up, &L.mlp.down}) upload(*m);
+  }
+}
+
+VulkanDecoderBackend::~VulkanDecoderBackend() = default;
+
+void VulkanDecoderBackend::upload(const kernels::WeightMatrix& w) {
+  if (w.layout != 0) fail("vulkan: the weights are repacked for the CPU's kernels (load the model with prepare = false)");
+  if (!vk::has_matmul(w.dtype)) fail("vulkan: no device kernel for ", dtype_name(w.dtype), " weights");
+  Matrix d;
+  d.buf = std::make_unique<Buffer>(dev_, std::max<size_t>(w.bytes(), 4));
+  dev_.upload(*d.buf, 0, w.data, w.bytes());
+  d.m = {w.dtype, d.buf->address(), w.rows, w.cols, w.row_bytes};
+  max_cols_ = std::max(max_cols_, w.cols);
+  matrices_[&w] = std::move(d);
+}
+
+void VulkanDecoderBackend::upload(const std::vector<float>& v) {
+  auto b = std::make_unique<Buffer>(dev_, std::max<size_t>(v.size() * sizeof(float), 4));
+  if (!v.empty()) dev_.upload(*b, 0, v.data(), v.size() * sizeof(float));
+  vectors_[&v] = std::move(b);
+}
+
+const vk::DeviceMatrix& VulkanDecoderBackend::matrix(const kernels::WeightMatrix& w) const {
+  const auto it = matrices_.find(&w);
+  if (it == matrices_.end()) fail("vulkan: a weight matrix that was not uploaded");
+  return it->second.m;
+}
+
+Addr VulkanDecoderBackend::vec(const std::vector<float>& v) const {
+  const auto it = vectors_.find(&v);
+  if (it == vectors_.end()) fail("vulkan: a weight vector that was not uploaded");
+  return it->second->address();
+}
+
+VulkanDecoderBackend::State& VulkanDecoderBackend::state_of(DecoderState& s) {
+  if (!s.device) {
+    s.device = std::make_unique<State>(dev_, s);
+  }
+  auto* st = dynamic_cast<State*>(s.device.get());
+  if (!st) fail("vulkan: the sequence's state lives on another backend");
+  return *st;
+}
+
+void VulkanDecoderBackend::reserve(int64_t T) {
+  if (T <= capacity_) return;
+  const int64_t H = cfg_.hidden_size, C = cfg_.conv_dim(), Hv = cfg_.linear_value_heads;
+  const int64_t VS = cfg_.deltanet_value_size(), QK = int64_t(cfg_.linear_key_heads) * cfg_.linear_key_dim;
+  const int64_t hd = cfg_.head_dim, QD = cfg_.num_heads * hd, KD = cfg_.num_kv_heads * hd;
+  const int64_t QG = QD * (cfg_.attn_output_gate ? 2 : 1), I = cfg_.intermediate_size;
+  auto rows = [&](int64_t n) { return std::make_unique<Buffer>(dev_, size_t(std::max<int64_t>(T * n, 1)) * 4); };
+  x_ = rows(H);
+  normed_ = rows(H);
+  mixed_ = rows(H);
+  hidden_ = rows(H);
+  cos_ = rows(rope_.half());
+  sin_ = rows(rope_.half());
+  act_q_ = std::make_unique<Buffer>(dev_, size_t(T * max_cols_ + 4));
+  act_d_ = rows(max_cols_ / 32 + 1);
+  qkv_ = rows(C);
+  conv_out_ = rows(C);
+  z_ = rows(VS);
+  beta_ = rows(Hv);
+  g_ = rows(Hv);
+  q_ = rows(std::max(QK, QD));  // DeltaNet's normed q, then attention's normed, rotated queries
+  k_ = rows(QK);
+  core_ = rows(VS);
+  qg_ = rows(QG);
+  kr_ = rows(KD);
+  vr_ = rows(KD);
+  attn_ = rows(QD);
+  gate_ = rows(I);
+  up_ = rows(I);
+  capacity_ = T;
+}
+
+void VulkanDecoderBackend::flush() {
+  if (!pass_) return;
+  std::unique_ptr<vk::Pass> p = std::move(pass_);
+  p->run();
+}
+
+void VulkanDecoderBackend::linear(const kernels::WeightMatrix& w, Addr x, int64_t T, int64_t x_stride, Addr y,
+                                  int64_t y_stride) {
+  const vk::DeviceMatrix& m = matrix(w);
+  if (!is_block_format(m.dtype)) return vk::matmul(*pass_, m, x, T, x_stride, y, y_stride);
+  const kernels::ActFormat fmt = kernels::act_format_for(m.dtype);
+  vk::quantize_act(*pass_, fmt, x, T, x_stride, m.cols, act_q_->address(), act_d_->address());
+  vk::qmatmul(*pass_, m, act_q_->address(), act_d_->address(), T, y, y_stride);
+}
+
+void VulkanDecoderBackend::begin(const float* inputs, const int32_t* positions,
+                                 std::span<const DecoderSegment> segments, int64_t T) {
+  flush();
+  have_rows_ = false;
+  for (const DecoderSegment& sg : segments) {
+    if (sg.first_layer != 0 || (sg.end_layer >= 0 && sg.end_layer != cfg_.num_layers))
+      fail("vulkan: a segment through layers [", sg.first_layer, ", ", sg.end_layer,
+           ") (only whole passes run on the device yet)");
+    if (sg.traces) fail("vulkan: traced blocks (speculative verification) do not run on the device yet");
+    if (sg.T == 0) continue;
+    State& st = state_of(*sg.state);
+    st.reserve((st.kv.empty() ? 0 : st.kv[0].length) + sg.T);
+  }
+  segments_ = segments;
+  T_ = T;
+  reserve(T);
+  if (!logits_) {  // one row (decoding) fits without a second pass
+    logits_ = std::make_unique<Buffer>(dev_, size_t(cfg_.vocab_size) * sizeof(float));
+    logits_rows_ = 1;
+  }
+  const int64_t H = cfg_.hidden_size;
+  const int half = rope_.half();
+  dev_.upload(*x_, 0, inputs, size_t(T * H) * sizeof(float));
+  // The rotary angles of every row (host bookkeeping, as the CPU's set_positions).
+  std::vector<float> cs(size_t(T * half)), sn(size_t(T * half));
+  for (int64_t t = 0; t < T; ++t)
+    rope_.angles(positions[t], positions[T + t], positions[2 * T + t], cs.data() + t * half, sn.data() + t * half);
+  dev_.upload(*cos_, 0, cs.data(), cs.size() * sizeof(float));
+  dev_.upload(*sin_, 0, sn.data(), sn.size() * sizeof(float));
+  pass_ = std::make_unique<vk::Pass>(dev_);
+}
+
+void VulkanDecoderBackend::norm(const std::vector<float>& w) {
+  const int64_t H = cfg_.hidden_size;
+  vk::rms_norm(*pass_, x_->address(), H, vec(w), cfg_.rms_norm_eps, normed_->address(), H, H, T_);
+}
+
+void VulkanDecoderBackend::add_norm(const std::vector<float>& w) {
+  vk::add(*pass_, mixed_->address(), x_->address(), T_ * cfg_.hidden_size);
+  norm(w);
+}
+
+void VulkanDecoderBackend::add() { vk::add(*pass_, mixed_->address(), x_->address(), T_ * cfg_.hidden_size); }
+
+void VulkanDecoderBackend::deltanet(const DeltaNetWeights& w, int index) {
+  vk::Pass& p = *pass_;
+  const int64_t T = T_, H = cfg_.hidden_size, C = cfg_.conv_dim(), Hk = cfg_.linear_key_heads;
+  const int64_t Hv = cfg_.linear_value_heads;
+  const int dk = cfg_.linear_key_dim, dv = cfg_.linear_value_dim;
+  const int64_t QK = Hk * dk, VS = Hv * dv;
+  linear(w.in_qkv, normed_->address(), T, H, qkv_->address(), C);  // [T, C]
+  linear(w.in_z, normed_->address(), T, H, z_->address(), VS);     // [T, VS]
+  linear(w.in_b, normed_->address(), T, H, beta_->address(), Hv);  // [T, Hv] logits
+  linear(w.in_a, normed_->address(), T, H, g_->address(), Hv);     // [T, Hv] decay input
+  int64_t row = 0;
+  for (const DecoderSegment& sg : segments_) {  // the conv on each sequence's state
+    if (sg.T == 0) continue;
+    State& st = state_of(*sg.state);
+    vk::causal_conv(p, {qkv_->address(size_t(row * C) * 4), vec(w.conv_t), st.conv[size_t(index)]->address(),
+                        conv_out_->address(size_t(row * C) * 4), sg.T, C, cfg_.conv_kernel});
+    row += sg.T;
+  }
+  vk::sigmoid(p, beta_->address(), beta_->address(), T * Hv);
+  for (int64_t t = 0; t < T; ++t) {  // per token: the gates' weights are per head, the q/k heads C apart
+    vk::decay_gate(p, vec(w.neg_a), vec(w.dt_bias), g_->address(size_t(t * Hv) * 4), Hv);
+    const Addr in = conv_out_->address(size_t(t * C) * 4);
+    vk::l2_norm(p, in, dk, 1.0f / std::sqrt(float(dk)), 1e-6f, q_->address(size_t(t * QK) * 4), dk, dk, Hk);
+    vk::l2_norm(p, in + size_t(QK) * 4, dk, 1.0f, 1e-6f, k_->address(size_t(t * QK) * 4), dk, dk, Hk);
+  }
+  row = 0;
+  for (const DecoderSegment& sg : segments_) {  // the delta rule, recurrent, on each sequence's state
+    if (sg.T == 0) continue;
+    vk::DeltaDeviceArgs d;
+    d.q = q_->address(size_t(row * QK) * 4);
+    d.k = k_->address(size_t(row * QK) * 4);
+    d.v = conv_out_->address(size_t(row * C + 2 * QK) * 4);
+    d.beta = beta_->address(size_t(row * Hv) * 4);
+    d.g = g_->address(size_t(row * Hv) * 4);
+    d.S = state_of(*sg.state).recurrent[size_t(index)]->address();
+    d.o = core_->address(size_t(row * VS) * 4);
+    d.T = sg.T;
+    d.Hv = Hv;
+    d.Hk = Hk;
+    d.dk = dk;
+    d.dv = dv;
+    d.qk_stride = QK;
+    d.v_stride = C;
+    d.gate_stride = Hv;
+    d.o_stride = VS;
+    d.tiled = w.v_heads_tiled;
+    vk::delta_recurrent(p, d);
+    row += sg.T;
+  }
+  vk::gated_rms_norm(p, core_->address(), dv, vec(w.norm), z_->address(), dv, cfg_.rms_norm_eps, core_->address(), dv,
+                     dv, T * Hv);
+  linear(w.out, core_->address(), T, VS, mixed_->address(), H);
+}
+
+void VulkanDecoderBackend::attention(const AttentionWeights& w, int index) {
+  vk::Pass& p = *pass_;
+  const int64_t T = T_, H = cfg_.hidden_size;
+  const int nq = cfg_.num_heads, nkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
+  const int64_t QD = int64_t(nq) * hd, KD = int64_t(nkv) * hd, QG = w.q.rows;
+  const bool gated = cfg_.attn_output_gate;
+  const int64_t head_stride = gated ? 2 * hd : hd;  // q_proj rows per head: [query ; gate] when gated
+  linear(w.q, normed_->address(), T, H, qg_->address(), QG);
+  linear(w.k, normed_->address(), T, H, kr_->address(), KD);
+  linear(w.v, normed_->address(), T, H, vr_->address(), KD);
+  vk::rms_norm(p, qg_->address(), head_stride, vec(w.q_norm), cfg_.rms_norm_eps, q_->address(), hd, hd, T * nq);
+  vk::rms_norm(p, kr_->address(), hd, vec(w.k_norm), cfg_.rms_norm_eps, kr_->address(), hd, hd, T * nkv);
+  vk::RopeArgs r;
+  r.cos = cos_->address();
+  r.sin = sin_->address();
+  r.T = T;
+  r.half = rope_.half();
+  r.cs_stride = rope_.half();
+  r.head_stride = hd;
+  r.x = q_->address();
+  r.heads = nq;
+  r.token_stride = QD;
+  vk::rope(p, r);
+  r.x = kr_->address();
+  r.heads = nkv;
+  r.token_stride = KD;
+  vk::rope(p, r);
+  int64_t row = 0;
+  for (const DecoderSegment& sg : segments_) {  // each sequence's rows join its cache, then attend
+    if (sg.T == 0) continue;
+    State::Kv& kv = state_of(*sg.state).kv[size_t(index)];
+    const DType dt = state_of(*sg.state).kv_dtype;
+    const size_t at = size_t(kv.length * KD) * (dt == DType::F16 ? 2 : 4);
+    if (dt == DType::F16) {
+      vk::to_f16(p, kr_->address(size_t(row * KD) * 4), kv.k->address(at), sg.T * KD);
+      vk::to_f16(p, vr_->address(size_t(row * KD) * 4), kv.v->address(at), sg.T * KD);
+    } else {
+      p.copy(*kr_, size_t(row * KD) * 4, *kv.k, at, size_t(sg.T * KD) * 4);
+      p.copy(*vr_, size_t(row * KD) * 4, *kv.v, at, size_t(sg.T * KD) * 4);
+    }
+    vk::AttnDeviceArgs a;
+    a.q = q_->address(size_t(row * QD) * 4);
+    a.o = attn_->address(size_t(row * QD) * 4);
+    a.k = kv.k->address();
+    a.v = kv.v->address();
+    a.q_stride = QD;
+    a.o_stride = QD;
+    a.kv_stride = KD;
+    a.kv_dtype = dt;
+    a.n_q = sg.T;
+    a.n_kv0 = kv.length + 1;  // causal: row t sees the cache and rows [0, t]
+    a.kv_heads = nkv;
+    a.group = nq / nkv;
+    a.head_dim = hd;
+    a.scale = 1.0f / std::sqrt(float(hd));
+    vk::attention(p, a);
+    kv.length += sg.T;
+    row += sg.T;
+  }
+  if (gated)
+    for (int64_t t = 0; t < T; ++t)
+      for (int h = 0; h < nq; ++h)
+        vk::sigmoid_gate(p, qg_->address(size_t(t * QG + h * 2 * hd + hd) * 4), attn_->address(size_t(t * QD + h * hd) * 4),
+                         hd);
+  linear(w.o, attn_->address(), T, QD, mixed_->address(), H);
+}
+
+void VulkanDecoderBackend::mlp(const MlpWeights& w) {
+  const int64_t T = T_, H = cfg_.hidden_size, I = w.gate.rows;
+  linear(w.gate, normed_->address(), T, H, gate_->address(), I);
+  linear(w.up, normed_->address(), T, H, up_->address(), I);
+  vk::swiglu(*pass_, gate_->address(), up_->address(), gate_->address(), T * I);
+  linear(w.down, gate_->address(), T, I, mixed_->address(), H);
+}
+
+void VulkanDecoderBackend::moe(const MoeWeights&, int, DecoderObserver*) {
+  fail("vulkan: the mixture-of-experts FFN does not run on the device yet (use --device cpu)");
+}
+
+void VulkanDecoderBackend::observe(int, DecoderObserver&) {
+  fail("vulkan: observers read the host's rows (run the CPU backend)");
+}
+
+void VulkanDecoderBackend::finish(const std::vector<float>& final_norm, float* out) {
+  const int64_t H = cfg_.hidden_size;
+  vk::rms_norm(*pass_, x_->address(), H, vec(final_norm), cfg_.rms_norm_eps, hidden_->address(), H, H, T_);
+  for (const DecoderSegment& sg : segments_) sg.state->n_past += sg.T;
+  have_rows_ = true;
+  if (!out) return;
+  flush();
+  dev_.download(*hidden_, 0, out, size_t(T_ * H) * sizeof(float));
+}
+
+void VulkanDecoderBackend::logits(const kernels::WeightMatrix& lm_head, std::span<const int64_t> rows, float* out) {
+  if (!have_rows_) fail("VulkanDecoderBackend::logits before a forward");
+  const int64_t n = int64_t(rows.size()), H = cfg_.hidden_size, V = lm_head.rows;
+  if (n == 0) return flush();
+  bool consecutive = true;
+  for (int64_t i = 0; i < n; ++i) {
+    if (rows[size_t(i)] < 0 || rows[size_t(i)] >= T_) fail("vulkan: logits of row ", rows[size_t(i)], " of ", T_);
+    consecutive = consecutive && rows[size_t(i)] == rows[0] + i;
+  }
+  if (n > logits_rows_) {
+    flush();  // the forward's pass; the LM head runs in one of its own after the buffer grows
+    logits_ = std::make_unique<Buffer>(dev_, size_t(n * V) * sizeof(float));
+    logits_rows_ = n;
+  }
+  if (!pass_) pass_ = std::make_unique<vk::Pass>(dev_);
+  Addr in = hidden_->address(size_t(rows[0] * H) * 4);
+  if (!consecutive) {  // gather the rows into normed_, free once the layers are done
+    for (int64_t i = 0; i < n; ++i)
+      pass_->copy(*hidden_, size_t(rows[size_t(i)] * H) * 4, *normed_, size_t(i * H) * 4, size_t(H) * 4);
+    in = normed_->address();
+  }
+  linear(lm_head, in, n, H, logits_->address(), V);
+  flush();
+  dev_.download(*logits_, 0, out, size_t(n * V) * sizeof(float));
+}
+
+}  // namespace qwen35

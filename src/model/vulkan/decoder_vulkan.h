@@ -1,0 +1,99 @@
+// The decoder's forward (TextDecoder::forward_on) on a Vulkan device. The weights are uploaded once,
+// in their stored formats (a model loaded with prepare = false: plain GGUF block rows or float
+// rows); each sequence's KV caches (f16 or f32, as its host caches) and DeltaNet conv and
+// recurrent states live on the device (DecoderState::device); a call is recorded as one command
+// buffer, from the inputs to the LM head, and only the logits (or the hidden rows, when asked
+// for) come back.
+//
+// Not on the device yet (each a clear error): the mixture-of-experts FFN, observers, traced blocks
+// (speculative verification), segments that stop part-way through the layers, and the
+// chunkwise-parallel delta rule (a block of several tokens runs the recurrent form over them).
+//
+// Thread contract: one call at a time, as its Device.
+#pragma once
+
+#include <memory>
+#include <unordered_map>
+
+#include "kernels/vulkan/buffer.h"
+#include "kernels/vulkan/device.h"
+#include "kernels/vulkan/ops.h"
+#include "kernels/vulkan/pass.h"
+#include "model/config.h"
+#include "model/decoder_backend.h"
+#include "model/rope.h"
+#include "model/text_decoder.h"
+
+namespace qwen35 {
+
+class VulkanDecoderBackend final : public DecoderBackend {
+ public:
+  // Uploads every decoder weight but the embedding (looked up on the host) and the experts (throws
+  // DeviceError when the device is short of memory).
+  VulkanDecoderBackend(vk::Device& dev, const TextConfig& cfg, const TextWeights& w);
+  // The same on device `index` of vk::list_devices(), opened for this backend alone.
+  static std::unique_ptr<VulkanDecoderBackend> open(int index, const TextConfig& cfg, const TextWeights& w);
+  ~VulkanDecoderBackend() override;
+
+  vk::Device& device() const { return dev_; }
+
+  void begin(const float* inputs, const int32_t* positions, std::span<const DecoderSegment> segments,
+             int64_t T) override;
+  bool enter_layer(int i) override { return true; }
+  void norm(const std::vector<float>& w) override;
+  void deltanet(const DeltaNetWeights& w, int index) override;
+  void attention(const AttentionWeights& w, int index) override;
+  void add_norm(const std::vector<float>& w) override;
+  void mlp(const MlpWeights& w) override;
+  void moe(const MoeWeights& w, int layer, DecoderObserver* observer) override;
+  void add() override;
+  void observe(int layer, DecoderObserver& observer) override;
+  // With out null the pass waits for logits() (or the next begin()) to be submitted.
+  void finish(const std::vector<float>& final_norm, float* out) override;
+  void logits(const kernels::WeightMatrix& lm_head, std::span<const int64_t> rows, float* out) override;
+
+ private:
+  class State;
+  using BufferPtr = std::unique_ptr<vk::Buffer>;
+  struct Matrix {
+    BufferPtr buf;
+    vk::DeviceMatrix m;
+  };
+  void upload(const kernels::WeightMatrix& w);
+  void upload(const std::vector<float>& v);
+  const vk::DeviceMatrix& matrix(const kernels::WeightMatrix& w) const;
+  vk::Addr vec(const std::vector<float>& v) const;
+  State& state_of(DecoderState& s);
+  void reserve(int64_t T);
+  void flush();
+  // y[T, w.rows] (rows y_stride apart) = x[T, w.cols] (rows x_stride apart) * w^T.
+  void linear(const kernels::WeightMatrix& w, vk::Addr x, int64_t T, int64_t x_stride, vk::Addr y, int64_t y_stride);
+
+  VulkanDecoderBackend(std::unique_ptr<vk::Device> dev, const TextConfig& cfg, const TextWeights& w);
+  void upload_all(const TextWeights& w);
+
+  std::unique_ptr<vk::Device> owned_;  // when open() made the device
+  vk::Device& dev_;
+  const TextConfig& cfg_;
+  MRope rope_;
+  std::unordered_map<const void*, Matrix> matrices_;  // by the host WeightMatrix
+  std::unordered_map<const void*, BufferPtr> vectors_;  // by the host vector (norms, conv taps, gates)
+  int64_t max_cols_ = 0;                              // of any matrix (activation scratch)
+
+  // The call: its segments, rows and pass.
+  std::span<const DecoderSegment> segments_;
+  int64_t T_ = 0;
+  std::unique_ptr<vk::Pass> pass_;
+  bool have_rows_ = false;  // the last call's hidden rows are in hidden_
+
+  // Scratch for `capacity_` rows, grown between passes.
+  int64_t capacity_ = 0;
+  BufferPtr x_, normed_, mixed_, hidden_, cos_, sin_, act_q_, act_d_;
+  BufferPtr qkv_, conv_out_, z_, beta_, g_, q_, k_, core_;  // DeltaNet
+  BufferPtr qg_, kr_, vr_, attn_;                          // attention
+  BufferPtr gate_, up_;                                    // MLP
+  BufferPtr logits_;
+  int64_t logits_rows_ = 0;
+};
+
+}  // namespace qwen35

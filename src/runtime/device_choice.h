@@ -1,0 +1,18 @@
+// --device: which backend the text decoder runs on (EngineOptions::device).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "model/decoder_backend.h"
+#include "model/model.h"
+
+namespace qwen35 {
+
+// The Vulkan device `spec` asks for (-1: the CPU), and a line saying which and why. Throws for a
+// malformed spec and for a device asked for by name that is missing (or a build without Vulkan).
+int choose_decoder_device(const std::string& spec, std::string& why);
+// The decoder's backend on Vulkan device `index` (a model loaded with prepare = false).
+std::unique_ptr<DecoderBackend> open_decoder_device(int index, const Model& model);
+
+}  // namespace qwen35

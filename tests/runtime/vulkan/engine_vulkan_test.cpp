@@ -1,0 +1,150 @@
+// The engine with --device vulkan on whatever Vulkan device the machine has (lavapipe here), with
+// the validation layer on: greedy completions of the tiny model's golden prompts give the golden
+// tokens (either of the two best at a near tie), and --device auto leaves lavapipe to the CPU.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "kernels/vulkan/device.h"
+#include "model/vulkan/decoder_vulkan.h"
+#include "qwen35/engine.h"
+#include "runtime/engine_impl.h"
+#include "runtime/engine_internal.h"
+#include "support/logit_checks.h"
+#include "support/test_data.h"
+
+namespace qwen35 {
+namespace {
+
+bool have_vulkan() {
+  if (!vk::list_devices().empty()) return true;
+  const char* req = std::getenv("QWEN35_REQUIRE_VULKAN");
+  if (req && std::strcmp(req, "1") == 0) ADD_FAILURE() << "no Vulkan driver (QWEN35_REQUIRE_VULKAN=1)";
+  return false;
+}
+
+std::unique_ptr<Engine> load(const std::string& device) {
+  EngineOptions o;
+  o.model_dir = test::tiny_model_dir();
+  o.threads = 2;
+  o.context_size = 256;
+  o.device = device;
+  Status st;
+  std::unique_ptr<Engine> e = Engine::load(o, &st);
+  EXPECT_TRUE(e) << st.message;
+  return e;
+}
+
+SamplingParams greedy(int64_t n) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = n;
+  p.ignore_eos = true;
+  return p;
+}
+
+TEST(VulkanEngine, GreedyCompletionsGiveTheGoldenTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  setenv("QWEN35_VULKAN_VALIDATION", "1", 1);
+  const std::unique_ptr<Engine> engine = load("vulkan");
+  unsetenv("QWEN35_VULKAN_VALIDATION");
+  ASSERT_TRUE(engine);
+  EXPECT_EQ(engine->info().device.rfind("Vulkan on ", 0), 0u) << engine->info().device;
+  auto* backend = dynamic_cast<VulkanDecoderBackend*>(impl_of(*engine).device.get());
+  ASSERT_NE(backend, nullptr);
+  ASSERT_TRUE(backend->device().validation());
+
+  const test::Golden g("tiny-qwen35/golden/greedy.safetensors");
+  constexpr int64_t kSteps = 6;  // lavapipe runs the 248320-row LM head once per token
+  for (const std::string p : {"p0.", "p2."}) {
+    SCOPED_TRACE(p);
+    const auto prompt64 = g.i64(p + "prompt_ids");
+    const auto want = g.i64(p + "generated_ids");
+    const auto gaps = g.f32(p + "step_top1_top2_gap");
+    const auto top = g.i64(p + "step_top_ids");
+    const int64_t K = g.shape(p + "step_top_ids")[1];
+    Status st;
+    const GenerationResult r =
+        engine->new_session()->complete(std::vector<int32_t>(prompt64.begin(), prompt64.end()), greedy(kSteps), nullptr,
+                                        &st);
+    ASSERT_TRUE(st.ok()) << st.message;
+    ASSERT_EQ(int64_t(r.tokens.size()), kSteps);
+    for (int64_t s = 0; s < kSteps; ++s) {
+      if (gaps[size_t(s)] < test::kLogitTol) {  // a near tie: either of the two best, then stop comparing
+        EXPECT_TRUE(r.tokens[size_t(s)] == top[size_t(s * K)] || r.tokens[size_t(s)] == top[size_t(s * K + 1)]);
+        if (r.tokens[size_t(s)] != want[size_t(s)]) break;
+      } else {
+        EXPECT_EQ(r.tokens[size_t(s)], want[size_t(s)]) << "step " << s;
+      }
+    }
+  }
+  EXPECT_EQ(backend->device().validation_errors(), 0);
+}
+
+// Two generations stepped together (their passes batched into one device pass per round) give
+// the tokens each gives alone on the device.
+TEST(VulkanEngine, BatchedGenerationsGiveTheirSoloTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  const std::unique_ptr<Engine> engine = load("vulkan");
+  ASSERT_TRUE(engine);
+  const std::vector<std::vector<int32_t>> prompts = {{9707, 11, 1879, 0, 3555, 374, 279}, {3838, 374, 220, 17}};
+  constexpr int64_t kTokens = 4;
+  std::vector<std::vector<int32_t>> solo;
+  for (const auto& p : prompts) {
+    Status st;
+    solo.push_back(engine->new_session()->complete(p, greedy(kTokens), nullptr, &st).tokens);
+    ASSERT_TRUE(st.ok()) << st.message;
+  }
+  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<std::unique_ptr<Generation>> gens;
+  for (const auto& p : prompts) {
+    Status st;
+    sessions.push_back(engine->new_session());
+    gens.push_back(sessions.back()->start_completion(p, greedy(kTokens), nullptr, &st));
+    ASSERT_TRUE(gens.back()) << st.message;
+  }
+  GenerationBatch batch(*engine);
+  std::vector<bool> running(gens.size(), true);
+  for (int round = 0; round < 64; ++round) {
+    std::vector<Generation*> step;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < gens.size(); ++i)
+      if (running[i]) step.push_back(gens[i].get()), index.push_back(i);
+    if (step.empty()) break;
+    std::vector<GenerationBatch::Outcome> out;
+    batch.step(step, out);
+    for (size_t j = 0; j < step.size(); ++j) {
+      ASSERT_FALSE(out[j].error) << "generation " << index[j] << " threw";
+      running[index[j]] = out[j].more;
+    }
+  }
+  for (size_t i = 0; i < gens.size(); ++i) EXPECT_EQ(gens[i]->result().tokens, solo[i]) << "generation " << i;
+  EXPECT_GT(batch.batched_rows(), batch.batches());  // the passes really were shared
+}
+
+TEST(VulkanEngine, AutoLeavesASoftwareRasterizerToTheCpu) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  const std::vector<vk::DeviceInfo> devices = vk::list_devices();
+  const int best = vk::best_device(devices);
+  const std::unique_ptr<Engine> engine = load("auto");
+  ASSERT_TRUE(engine);
+  const bool gpu = best >= 0 && devices[size_t(best)].type != "cpu";
+  EXPECT_EQ(engine->info().device == "cpu", !gpu) << engine->info().device;
+  EXPECT_EQ(impl_of(*engine).device != nullptr, gpu);
+}
+
+TEST(VulkanEngine, MalformedDeviceIsAClearError) {
+  for (const char* bad : {"gpu", "vulkan:x", "vulkan:99"}) {
+    EngineOptions o;
+    o.model_dir = test::tiny_model_dir();
+    o.device = bad;
+    Status st;
+    EXPECT_FALSE(Engine::load(o, &st)) << bad;
+    EXPECT_NE(st.message.find("--device"), std::string::npos) << st.message;
+  }
+}
+
+}  // namespace
+}  // namespace qwen35
