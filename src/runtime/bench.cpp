@@ -198,6 +198,14 @@ size_t decode_weight_bytes(const Engine& engine) {
   // The embedding is read one row per token (unless the head reads the very same bytes); the
   // vision tower not at all.
   if (!tied_view) bytes = bytes - embed_table + w.embed.row_bytes;
+  // A token reads k of a mixture-of-experts layer's E routed experts (the same number of bytes
+  // whichever k: every expert of a layer has the same shapes and types).
+  for (const LayerWeights& L : w.layers) {
+    if (!L.is_moe()) continue;
+    size_t experts = 0;
+    for (int e = 0; e < L.moe.num_experts(); ++e) experts += L.moe.gate[size_t(e)].bytes() + L.moe.up[size_t(e)].bytes() + L.moe.down[size_t(e)].bytes();
+    bytes -= experts - experts / size_t(L.moe.num_experts()) * size_t(L.moe.top_k);
+  }
   return bytes - impl_of(engine).model->vision_weight_bytes();
 }
 

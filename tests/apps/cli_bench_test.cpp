@@ -55,6 +55,20 @@ TEST(CliBench, ParallelSequencesDecodeInOnePassPerStep) {
   EXPECT_TRUE(j[0]["weights_read_samples_GBps"].empty()) << j[0].dump();
 }
 
+// A decoded token of a mixture-of-experts model reads k of each layer's E routed experts: the bytes
+// a step reads (and so its GB/s and share of the bandwidth) leave the others out. The tiny MoE
+// model: 8 layers, 16 experts of which 4 per token, gate / up / down of 32 x 64 in BF16, so at
+// least 8 * 12 * 3 * 32 * 64 * 2 bytes are not read.
+TEST(CliBench, MoeDecodeCountsOnlyTheChosenExperts) {
+  const RunOutput r = run("bench -m " + tiny_moe_model_dir() + " -p 0 -n 2 -r 1 -t 1 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 1u) << r.out;
+  const int64_t unread = 8 * 12 * 3 * 32 * 64 * 2;
+  EXPECT_LE(j[0]["weight_bytes_per_token"].get<int64_t>(), j[0]["model_size"].get<int64_t>() - unread) << j[0].dump();
+  EXPECT_GT(j[0]["weight_bytes_per_token"].get<int64_t>(), 0);
+}
+
 // --weights-cache on means the default folder, not a folder named "on" beside the user.
 TEST(CliBench, WeightsCacheOnIsTheDefaultFolder) {
   namespace fs = std::filesystem;
