@@ -165,22 +165,11 @@ void parse_content(const json& content, ChatMessage& m, const ImageSourcePolicy&
 
 }  // namespace
 
-size_t count_image_parts(const json& messages) {
-  size_t n = 0;
-  if (!messages.is_array()) return 0;
-  for (const json& m : messages) {
-    if (!m.is_object() || !m.contains("content") || !m["content"].is_array()) continue;
-    for (const json& part : m["content"]) {
-      if (!part.is_object()) continue;
-      const bool typed = part.contains("type") && part["type"].is_string() &&
-                         (part["type"] == "image_url" || part["type"] == "image");
-      n += typed || part.contains("image_url") || part.contains("image");
-    }
-  }
-  return n;
-}
+namespace {
 
-size_t count_video_parts(const json& messages) {
+// The content parts of all messages for which is(part, its type or "") holds.
+template <class Is>
+size_t count_parts(const json& messages, const Is& is) {
   size_t n = 0;
   if (!messages.is_array()) return 0;
   for (const json& m : messages) {
@@ -188,11 +177,21 @@ size_t count_video_parts(const json& messages) {
     for (const json& part : m["content"]) {
       if (!part.is_object()) continue;
       const std::string type = part.contains("type") && part["type"].is_string() ? part["type"].get<std::string>() : "";
-      n += is_video_part(part, type);
+      n += is(part, type);
     }
   }
   return n;
 }
+
+}  // namespace
+
+size_t count_image_parts(const json& messages) {
+  return count_parts(messages, [](const json& part, const std::string& type) {
+    return type == "image_url" || type == "image" || part.contains("image_url") || part.contains("image");
+  });
+}
+
+size_t count_video_parts(const json& messages) { return count_parts(messages, is_video_part); }
 
 std::vector<uint8_t> decode_base64(const std::string& text) {
   auto value = [](char c) -> int {
