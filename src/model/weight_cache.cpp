@@ -134,8 +134,9 @@ std::string weight_cache_key(const std::vector<std::string>& source_files, const
   }
   // The preparation's own version: a file written by an older one maps correctly but holds what
   // that one prepared (2: a tied embedding is the packed LM head, not a plain copy beside it; 3:
-  // interleave16's Q6_K blocks in the order the kernels read them), and is replaced by the next write.
-  return "sources " + sources + "\nweights " + weights + "\ntable " + table_name + "\npreparation 3\n";
+  // interleave16's Q6_K blocks in the order the kernels read them; 4: Q6_K's quants as six bits a
+  // byte, sub-block by sub-block), and is replaced by the next write.
+  return "sources " + sources + "\nweights " + weights + "\ntable " + table_name + "\npreparation 4\n";
 }
 
 std::string weight_cache_path(const std::string& dir, const std::string& key) {

@@ -12,27 +12,22 @@ namespace {
 
 using namespace quant;
 
-static_assert(kQ6kBlock == size_t(kRows) * sizeof(BlockQ6_K) && q6k_qh(15) + 64 == kQ6kD);
+static_assert(kQ6kBlock == size_t(kRows) * sizeof(BlockQ6_K) && kQ6kSubBlocks + 16 * kQ6kSubBlock == kQ6kD);
 
 // One field of a plain block (bytes [off, off + len) of the row's block) and where its bytes go
-// in the packed block: 4-byte units, unit u of row r at dst + 64 * u + 4 * r (len a multiple of 4),
-// or, for 2-byte scalars (f16), row r at dst + 2 * r.
+// in the packed block: units of `unit` bytes, unit u of row r at dst + kRows * unit * u + unit * r
+// (4-byte units fill one 64-byte vector per unit; a 2-byte scalar, an f16, is one unit).
 struct Field {
-  size_t plain_off, len, packed_off;
+  size_t plain_off, len, packed_off, unit = 4;
 };
 
 // Moves one field in either direction: to_packed copies plain -> packed, else packed -> plain.
 void move_field(const Field& f, uint8_t* plain, uint8_t* packed, int r, bool to_packed) {
-  if (f.len == 2) {
-    uint8_t* p = packed + f.packed_off + 2 * size_t(r);
-    if (to_packed) std::memcpy(p, plain + f.plain_off, 2);
-    else std::memcpy(plain + f.plain_off, p, 2);
-    return;
-  }
-  for (size_t u = 0; u < f.len / 4; ++u) {
-    uint8_t* p = packed + f.packed_off + 64 * u + 4 * size_t(r);
-    if (to_packed) std::memcpy(p, plain + f.plain_off + 4 * u, 4);
-    else std::memcpy(plain + f.plain_off + 4 * u, p, 4);
+  const size_t unit = f.len == 2 ? 2 : f.unit;
+  for (size_t u = 0; u < f.len / unit; ++u) {
+    uint8_t* p = packed + f.packed_off + size_t(kRows) * unit * u + unit * size_t(r);
+    if (to_packed) std::memcpy(p, plain + f.plain_off + unit * u, unit);
+    else std::memcpy(plain + f.plain_off + unit * u, p, unit);
   }
 }
 
@@ -70,6 +65,45 @@ void hmask_permute(uint8_t* hmask, bool to_packed) {
   }
 }
 
+// Q6_K quants (ggml: 4 low bits in ql, 2 high in qh, 128 elements a half) as interleave16.h's
+// sub-block bytes, in the first 192 bytes of the block: byte 12s + 4k + j = u(16s + 4k + j) |
+// (bits 2k, 2k + 1 of u(16s + 12 + j)) << 6, u the unsigned 6-bit quant.
+void q6k_quants(uint8_t* blk, bool to_packed) {
+  uint8_t u[256];
+  if (to_packed) {
+    for (int h = 0; h < 2; ++h)
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t a = blk[64 * h + l], b = blk[64 * h + l + 32], hb = blk[128 + 32 * h + l];
+        u[128 * h + l] = uint8_t((a & 15) | (hb & 3) << 4);
+        u[128 * h + l + 32] = uint8_t((b & 15) | (hb >> 2 & 3) << 4);
+        u[128 * h + l + 64] = uint8_t((a >> 4) | (hb >> 4 & 3) << 4);
+        u[128 * h + l + 96] = uint8_t((b >> 4) | (hb >> 6) << 4);
+      }
+    for (int s = 0; s < 16; ++s)
+      for (int k = 0; k < 3; ++k)
+        for (int j = 0; j < 4; ++j)
+          blk[12 * s + 4 * k + j] = uint8_t(u[16 * s + 4 * k + j] | (u[16 * s + 12 + j] >> (2 * k) & 3) << 6);
+  } else {
+    for (int s = 0; s < 16; ++s)
+      for (int j = 0; j < 4; ++j) {
+        uint8_t top = 0;
+        for (int k = 0; k < 3; ++k) {
+          const uint8_t v = blk[12 * s + 4 * k + j];
+          u[16 * s + 4 * k + j] = v & 63;
+          top = uint8_t(top | (v >> 6) << (2 * k));
+        }
+        u[16 * s + 12 + j] = top;
+      }
+    for (int h = 0; h < 2; ++h)
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t* e = u + 128 * h + l;
+        blk[64 * h + l] = uint8_t((e[0] & 15) | (e[64] & 15) << 4);
+        blk[64 * h + l + 32] = uint8_t((e[32] & 15) | (e[96] & 15) << 4);
+        blk[128 + 32 * h + l] = uint8_t(e[0] >> 4 | (e[32] >> 4) << 2 | (e[64] >> 4) << 4 | (e[96] >> 4) << 6);
+      }
+  }
+}
+
 // The bit rearrangements inside a plain block that the packed layout stores (applied before the
 // fields move on packing, after they move back on unpacking).
 void rearrange(DType t, uint8_t* blk, bool to_packed) {
@@ -81,6 +115,8 @@ void rearrange(DType t, uint8_t* blk, bool to_packed) {
     std::memcpy(blk + off, q, 4);
   } else if (t == DType::Q3_K) {
     hmask_permute(blk, to_packed);  // hmask is bytes 0..31
+  } else if (t == DType::Q6_K) {
+    q6k_quants(blk, to_packed);  // ql and qh are bytes 0..191
   }
 }
 
@@ -96,16 +132,10 @@ std::vector<Field> fields(DType t) {
     case DType::Q4_K: return {{0, 2, 0}, {2, 2, 32}, {4, 12, 64}, {16, 128, 256}};
     case DType::Q5_K: return {{0, 2, 0}, {2, 2, 32}, {4, 12, 64}, {16, 32, 256}, {48, 128, 768}};
     case DType::Q6_K: {
-      // Scales first, then per half h and quad group g the vectors one sub-block step reads, in the
-      // order it reads them: ql A (bytes 64h + 16g..), ql B (64h + 32 + 16g..), qh (32h + 16g..).
-      std::vector<Field> f{{192, 16, kQ6kScales}, {208, 2, kQ6kD}};
-      for (size_t h = 0; h < 2; ++h)
-        for (size_t g = 0; g < 2; ++g) {
-          const size_t chunk = kQ6kChunks + 768 * (2 * h + g);
-          f.push_back({64 * h + 16 * g, 16, chunk});
-          f.push_back({64 * h + 32 + 16 * g, 16, chunk + 256});
-          f.push_back({128 + 32 * h + 16 * g, 16, chunk + 512});
-        }
+      // After q6k_quants: sub-block s's vectors from bytes 12s + 4k; the scales bytewise, sub-block major.
+      std::vector<Field> f{{192, 16, kQ6kScales, 1}, {208, 2, kQ6kD}};
+      for (size_t s = 0; s < 16; ++s)
+        for (size_t k = 0; k < 3; ++k) f.push_back({12 * s + 4 * k, 4, kQ6kSubBlocks + kQ6kSubBlock * s + 64 * k});
       return f;
     }
     case DType::Q2_K: return {{80, 2, 0}, {82, 2, 32}, {0, 16, 64}, {16, 64, 320}};

@@ -17,12 +17,13 @@
 //           (qs vector 8c + m: bytes 32c + 4m.. of the row: low nibbles sub-block 2c, high 2c + 1)
 //   Q5_K    d @0 | dmin @32 | scales x3 @64 | qh x8 @256 | qs x32 @768
 //           (qh vector m: bytes 4m.. of the row's qh; bit s of byte j = fifth bit of element 32s + 4m + j)
-//   Q6_K    scales x4 @0 | 4 chunks of 12 vectors @256 + 768c | d @3328
-//           (chunk c = 2h + g, g = m / 4, for ql vector 16h + 8p + m: bytes 64h + 32p + 4m.. and qh
-//           vector 8h + m: bytes 32h + 4m..; a chunk holds ql p = 0 x4, ql p = 1 x4, qh x4 for
-//           m = 4g..4g+3: q6k_ql / q6k_qh below. The kernels read a block front to back: on Zen 4
-//           the three streams of the plain order (ql A, ql B, qh) read from memory at 11 GB/s a
-//           core where one stream reads at 28)
+//   Q6_K    scales @0 (byte 16s + r: row r's int8 scale of sub-block s) | sub-block s's 16 quants as
+//           3 vectors A, B, C @256 + 192s | d @3328. Vector k of sub-block s holds, per row, the
+//           unsigned quants u = q + 32 of elements 16s + 4k + j in bits 0-5 of byte j and bits
+//           2k, 2k + 1 of element 16s + 12 + j's quant in bits 6-7: the fourth quad is put together
+//           from the three tops. So a sub-block's four weight vectors cost three masks and one
+//           shift-and-merge of the tops, where ggml's split into 4 low and 2 high bits, rearranged
+//           by rows, cost every vector a shift, two masks and a merge (q6k_unpack, int512.h)
 //   Q2_K    d @0 | dmin @32 | scales x4 @64 (ggml's bytes: low nibble scale, high nibble min) | qs x16 @320
 //           (qs vector 8h + m: bytes 32h + 4m..; shift 2k gives elements 128h + 32k + 4m + j,
 //           sub-block 8h + 2k + m / 4)
@@ -44,15 +45,8 @@ namespace qwen35::kernels::interleave16 {
 
 constexpr uint8_t kLayout = 1;
 
-// Q6_K: byte offsets in a packed block of ql vector v (0..31) and qh vector v (0..15). Static: the
-// ISA-flagged kernel files include them, and each must keep its own copy.
-constexpr size_t kQ6kScales = 0, kQ6kChunks = 256, kQ6kD = 3328, kQ6kBlock = 3360;
-static constexpr size_t q6k_ql(int v) {
-  return kQ6kChunks + 768 * size_t(2 * (v / 16) + v % 8 / 4) + 256 * size_t(v % 16 / 8) + 64 * size_t(v % 4);
-}
-static constexpr size_t q6k_qh(int v) {
-  return kQ6kChunks + 768 * size_t(2 * (v / 8) + v % 8 / 4) + 512 + 64 * size_t(v % 4);
-}
+// Q6_K: byte offsets in a packed block of the scales, sub-block s's three vectors and d.
+constexpr size_t kQ6kScales = 0, kQ6kSubBlocks = 256, kQ6kSubBlock = 192, kQ6kD = 3328, kQ6kBlock = 3360;
 constexpr int64_t kRows = 16;
 
 // Bytes of one packed block of 16 rows (0: not packed).

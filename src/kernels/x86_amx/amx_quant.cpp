@@ -260,21 +260,14 @@ void decode_group(const uint8_t* group, int64_t nb, uint8_t* out) {
             vstore(ob + 64 * size_t(u), q);
           }
         }
-    } else {  // Q6_K
-      const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30), off = _mm512_set1_epi8(32);
+    } else {  // Q6_K: sub-block s is quads 4s..4s + 3
+      const __m512i off = _mm512_set1_epi8(32);
       uint8_t* ob = out + size_t(b) * 4096;
-      for (int h = 0; h < 2; ++h)
-        for (int m = 0; m < 8; ++m) {
-          const __m512i A = vload(pb + interleave16::q6k_ql(16 * h + m));
-          const __m512i B = vload(pb + interleave16::q6k_ql(16 * h + 8 + m));
-          const __m512i H = vload(pb + interleave16::q6k_qh(8 * h + m));
-          const __m512i e[4] = {
-              _mm512_or_si512(_mm512_and_si512(A, m4), _mm512_and_si512(_mm512_slli_epi16(H, 4), m30)),
-              _mm512_or_si512(_mm512_and_si512(B, m4), _mm512_and_si512(_mm512_slli_epi16(H, 2), m30)),
-              _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(A, 4), m4), _mm512_and_si512(H, m30)),
-              _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(B, 4), m4), _mm512_and_si512(_mm512_srli_epi16(H, 2), m30))};
-          for (int g = 0; g < 4; ++g) vstore(ob + 64 * size_t(32 * h + 8 * g + m), _mm512_sub_epi8(e[g], off));
-        }
+      for (int s = 0; s < 16; ++s) {
+        __m512i W[4];
+        q6k_unpack(pb + interleave16::kQ6kSubBlocks + interleave16::kQ6kSubBlock * size_t(s), W);
+        for (int k = 0; k < 4; ++k) vstore(ob + 64 * size_t(4 * s + k), _mm512_sub_epi8(W[k], off));
+      }
     }
   }
 }
@@ -412,10 +405,8 @@ inline void block_scales(const ActRows& a, int64_t t0, int M, const uint8_t* pb,
     }
   } else {  // Q6_K: 16 sub-blocks of 16
     __m512i sc[16];
-    for (int s = 0; s < 16; ++s) {
-      const __m512i sv = vload(pb + interleave16::kQ6kScales + 64 * (s / 4));
-      sc[s] = _mm512_srai_epi32(_mm512_slli_epi32(sv, 8 * (3 - s % 4)), 24);
-    }
+    for (int s = 0; s < 16; ++s)
+      sc[s] = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + interleave16::kQ6kScales + 16 * s)));
     const __m512 d = load_f16x16(pb + interleave16::kQ6kD);
     for (int t = 0; t < M; ++t) {
       __m512i I1 = _mm512_mullo_epi32(_mm512_load_si512(sums + 16 * t), sc[0]);

@@ -628,63 +628,52 @@ inline __m256i sub16(__m256i I1, const __m256i W[4], const int8_t* qa, __m256i s
   }
 }
 
-using interleave16::kQ6kBlock, interleave16::kQ6kD, interleave16::kQ6kScales;
-using interleave16::q6k_ql, interleave16::q6k_qh;
+using interleave16::kQ6kBlock, interleave16::kQ6kD, interleave16::kQ6kScales, interleave16::kQ6kSubBlock,
+    interleave16::kQ6kSubBlocks;
+
+// Sub-block s of a packed Q6_K block for one half's 8 rows (p: its first vector's half) as four
+// vectors of unsigned quants, quad k in W[k]: int512.h's q6k_unpack on 256 bits.
+inline void q6k_unpack(const uint8_t* p, __m256i W[4]) {
+  const __m256i m63 = _mm256_set1_epi8(63);
+  const __m256i A = vload(p), B = vload(p + 64), C = vload(p + 128);
+  W[0] = _mm256_and_si256(A, m63);
+  W[1] = _mm256_and_si256(B, m63);
+  W[2] = _mm256_and_si256(C, m63);
+  const __m256i mc0 = _mm256_set1_epi8(int8_t(0xc0)), mf0 = _mm256_set1_epi8(int8_t(0xf0));
+  const __m256i cb = _mm256_or_si256(_mm256_and_si256(C, mc0), _mm256_andnot_si256(mc0, _mm256_srli_epi16(B, 2)));
+  const __m256i cba = _mm256_or_si256(_mm256_and_si256(cb, mf0), _mm256_andnot_si256(mf0, _mm256_srli_epi16(A, 4)));
+  W[3] = _mm256_and_si256(_mm256_srli_epi16(cba, 2), m63);
+}
+
+// Row r's scale of sub-block s in both 16-bit halves of lane r (sub16_scale's AVX2 form), or
+// sign-extended to the lane (VNNI); and the pairs (sc[2p] | sc[2p + 1] << 16) of scale_pairs. p: the
+// half's 8 scale bytes of sub-block 0 (16 apart from one sub-block to the next).
+template <bool kVnni>
+inline void q6k_scales(const uint8_t* p, __m256i sc[16], __m256i pairs[8]) {
+  __m128i v[16];
+  for (int s = 0; s < 16; ++s) v[s] = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 16 * s));
+  for (int s = 0; s < 16; ++s)
+    sc[s] = kVnni ? sub16_scale<kVnni, 63>(_mm256_cvtepi8_epi32(v[s])) : _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(v[s], v[s]));
+  for (int q = 0; q < 8; ++q) pairs[q] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(v[2 * q], v[2 * q + 1]));
+}
 
 template <bool kVnni, int TT, int NH>
 void q6k_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   const TokenTile<TT> tk(a, t0);
   TileSums<TT, NH> acc;
-  const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
   for (int64_t b = 0; b < nb; ++b) {
     for (int hi = 0; hi < NH; ++hi) {
       const Half g{rows.group, rows.h0 + hi};
       __m256i sc[16], scp[8];
-      if constexpr (kVnni) {
-        for (int s = 0; s < 16; ++s) {
-          const __m256i sv = vload(g.vec(kQ6kBlock, b, kQ6kScales + 64 * size_t(s / 4)));
-          sc[s] = _mm256_srai_epi32(_mm256_slli_epi32(sv, 8 * (3 - s % 4)), 24);
-        }
-        scale_pairs(sc, scp);
-        for (int s = 0; s < 16; ++s) sc[s] = sub16_scale<kVnni, 63>(sc[s]);
-      } else {
-        // Byte i of scale vector v is the signed scale of sub-block 4v + i: shuffled into the high
-        // byte of both 16-bit halves (of the low and the high half for a pair), then shifted down
-        // with its sign, the same bits as sub16_scale and scale_pairs give.
-        for (int v = 0; v < 4; ++v) {
-          const __m256i sv = vload(g.vec(kQ6kBlock, b, kQ6kScales + 64 * size_t(v)));
-          for (int i = 0; i < 4; ++i)
-            sc[4 * v + i] = _mm256_srai_epi16(_mm256_shuffle_epi8(sv, lane_bytes(-1, i, -1, i)), 8);
-          scp[2 * v] = _mm256_srai_epi16(_mm256_shuffle_epi8(sv, lane_bytes(-1, 0, -1, 1)), 8);
-          scp[2 * v + 1] = _mm256_srai_epi16(_mm256_shuffle_epi8(sv, lane_bytes(-1, 2, -1, 3)), 8);
-        }
-      }
+      q6k_scales<kVnni>(rows.group + size_t(b) * kQ6kBlock + kQ6kScales + 8 * size_t(g.h), sc, scp);
       __m256i I1[TT];
       for (int t = 0; t < TT; ++t) I1[t] = _mm256_setzero_si256();
-      // Half hh, quad m: elements 128hh + 32e + 4m + j for e = 0..3 (sub-blocks 8hh + 2e + m / 4).
-      for (int hh = 0; hh < 2; ++hh)
-        for (int q = 0; q < 2; ++q) {
-          prefetch_part(rows.group + size_t(b) * kQ6kBlock, kQ6kBlock, 4 * hi + 2 * hh + q, 4 * NH);
-          // One e at a time, its 4 vectors from the ql and qh lines (in L1 after the first e).
-  #pragma GCC unroll 4
-          for (int e = 0; e < 4; ++e) {
-            __m256i W[4];  // [m - 4q]
-            for (int mm = 0; mm < 4; ++mm) {
-              const int m = 4 * q + mm;
-              const __m256i L = vload(g.vec(kQ6kBlock, b, q6k_ql(16 * hh + 8 * (e % 2) + m)));  // A, B, A, B
-              const __m256i H = vload(g.vec(kQ6kBlock, b, q6k_qh(8 * hh + m)));
-              const __m256i lo = _mm256_and_si256(e < 2 ? L : _mm256_srli_epi16(L, 4), m4);
-              const __m256i hb = e == 0   ? _mm256_slli_epi16(H, 4)
-                                 : e == 1 ? _mm256_slli_epi16(H, 2)
-                                 : e == 2 ? H
-                                          : _mm256_srli_epi16(H, 2);
-              W[mm] = _mm256_or_si256(lo, _mm256_and_si256(hb, m30));
-            }
-            const int s = 8 * hh + 2 * e + q;
-            for (int t = 0; t < TT; ++t)
-              I1[t] = sub16<kVnni, 63>(I1[t], W, tk.q[t] + 256 * b + 16 * s, sc[s]);
-          }
-        }
+      for (int s = 0; s < 16; ++s) {
+        if (s % 4 == 0) prefetch_part(rows.group + size_t(b) * kQ6kBlock, kQ6kBlock, 4 * hi + s / 4, 4 * NH);
+        __m256i W[4];
+        q6k_unpack(g.vec(kQ6kBlock, b, kQ6kSubBlocks + kQ6kSubBlock * size_t(s)), W);
+        for (int t = 0; t < TT; ++t) I1[t] = sub16<kVnni, 63>(I1[t], W, tk.q[t] + 256 * b + 16 * s, sc[s]);
+      }
       const __m256 d = g.f16(kQ6kBlock, b, kQ6kD);
       for (int t = 0; t < TT; ++t) {
         const __m256i off = pair_dot<kVnni>(scp, tk.s16[t] + 16 * b);  // I1 -= 32 * sum sc * s16
