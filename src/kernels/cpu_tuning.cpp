@@ -39,12 +39,13 @@ CpuTuning measured() {
   const Signature s = signature();
   // Zen 4 (family 25 with AVX-512; Zen 3 has none), qmatmul_bench from memory, one token, one
   // thread (bench/README.md, Zen 4): software prefetches lost to the hardware prefetchers alone on
-  // Q4_0 (18 -> 27 GB/s), Q4_K (19 -> 21), Q5_K (14 -> 20) and IQ4_XS (24 -> 26); Q6_K keeps its
-  // requests into L2 8 KiB ahead (14.5 without). Q8_0 lost to none (19 -> 11.5) until its step
-  // shrank from eight blocks to a pair (27-29).
+  // Q4_0 (18 -> 27 GB/s), Q4_K (19 -> 21), Q5_K (14 -> 20) and IQ4_XS (24 -> 26), and on Q6_K
+  // since its blocks became six bits a byte (requests into L2 8 KiB ahead: 15.1 GB/s, none: 21.9;
+  // they had helped the previous layout, 14.5 -> 17.8). Q8_0 lost to none (19 -> 11.5) until its
+  // step shrank from eight blocks to a pair (27-29).
   if (s.amd && s.family == 0x19 && __builtin_cpu_supports("avx512f")) {
     CpuTuning t = make_tuning("Zen 4", 8192, Prefetch::kNone, Prefetch::kNone, 2, "bench/README.md, Zen 4 (2026-12-07)");
-    for (DType f : {DType::Q6_K, DType::Q2_K, DType::Q3_K}) t.prefetch[size_t(f)] = Prefetch::kL2;  // Q2_K, Q3_K: as before, not measured
+    for (DType f : {DType::Q2_K, DType::Q3_K}) t.prefetch[size_t(f)] = Prefetch::kL2;  // as before, not measured
     t.table_choice =
         "measured against the AVX2 table here: decode level on the K-quants and faster on Q4_0 / Q8_0, prefill faster";
     return t;
