@@ -1,6 +1,7 @@
 // make_random_model: writes a Qwen3.5 checkpoint folder with random weights at the shapes of a
 // config.json (default: the real 9B config), in the Hugging Face layout (sharded safetensors +
-// index), for benchmarks and memory planning. Speed depends on shapes, not values.
+// index), for benchmarks and memory planning. Speed depends on shapes, not values. Mixture-of-
+// experts configs (qwen3.5-35b-a3b.json) write the experts as the published checkpoints do.
 //
 //   make_random_model --out /tmp/qwen35-9b-random [--config tests/data/configs/qwen3.5-9b.json]
 //                     [--layers N] [--no-vision] [--no-mtp] [--shard-gib 4] [--seed 1]
@@ -31,7 +32,8 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
-enum class Init { kMatrix, kZero, kOne, kALog, kDtBias, kConv, kSmall };
+// kExperts: a stack of matrices [E, rows, cols], each drawn as a matrix of fan-in cols.
+enum class Init { kMatrix, kExperts, kZero, kOne, kALog, kDtBias, kConv, kSmall };
 
 struct Spec {
   std::string name;
@@ -51,8 +53,40 @@ struct Rng {
   float uniform() { return float(next() >> 40) / float(1ull << 24); }  // [0, 1)
 };
 
+// A layer's FFN under prefix l ("...layers.N."): the SwiGLU MLP, or for a mixture of experts the
+// router, the shared expert with its gate, and the routed experts, stacked as the published
+// checkpoints store them (gate_up_proj [E, 2I, H], gate rows first; down_proj [E, H, I]; no
+// .weight suffix) or one by one (Qwen3.5's MTP block).
+void ffn_tensors(const qwen35::TextConfig& c, const std::string& l, bool experts_one_by_one, std::vector<Spec>& t) {
+  const int64_t H = c.hidden_size;
+  if (!c.is_moe()) {
+    const int64_t I = c.intermediate_size;
+    t.push_back({l + "mlp.gate_proj.weight", {I, H}, false, Init::kMatrix});
+    t.push_back({l + "mlp.up_proj.weight", {I, H}, false, Init::kMatrix});
+    t.push_back({l + "mlp.down_proj.weight", {H, I}, false, Init::kMatrix});
+    return;
+  }
+  const int64_t E = c.num_experts, I = c.moe_intermediate_size, Is = c.shared_expert_intermediate_size;
+  t.push_back({l + "mlp.gate.weight", {E, H}, false, Init::kMatrix});
+  t.push_back({l + "mlp.shared_expert_gate.weight", {1, H}, false, Init::kMatrix});
+  t.push_back({l + "mlp.shared_expert.gate_proj.weight", {Is, H}, false, Init::kMatrix});
+  t.push_back({l + "mlp.shared_expert.up_proj.weight", {Is, H}, false, Init::kMatrix});
+  t.push_back({l + "mlp.shared_expert.down_proj.weight", {H, Is}, false, Init::kMatrix});
+  if (!experts_one_by_one) {
+    t.push_back({l + "mlp.experts.gate_up_proj", {E, 2 * I, H}, false, Init::kExperts});
+    t.push_back({l + "mlp.experts.down_proj", {E, H, I}, false, Init::kExperts});
+    return;
+  }
+  for (int64_t e = 0; e < E; ++e) {
+    const std::string x = l + "mlp.experts." + std::to_string(e) + ".";
+    t.push_back({x + "gate_proj.weight", {I, H}, false, Init::kMatrix});
+    t.push_back({x + "up_proj.weight", {I, H}, false, Init::kMatrix});
+    t.push_back({x + "down_proj.weight", {H, I}, false, Init::kMatrix});
+  }
+}
+
 std::vector<Spec> text_tensors(const qwen35::TextConfig& c, const std::string& p, bool tied) {
-  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
+  const int64_t H = c.hidden_size, V = c.vocab_size;
   std::vector<Spec> t = {{p + "embed_tokens.weight", {V, H}, false, Init::kMatrix},
                          {p + "norm.weight", {H}, false, Init::kZero}};
   if (!tied) t.push_back({"lm_head.weight", {V, H}, false, Init::kMatrix});
@@ -60,9 +94,7 @@ std::vector<Spec> text_tensors(const qwen35::TextConfig& c, const std::string& p
     const std::string l = p + "layers." + std::to_string(i) + ".";
     t.push_back({l + "input_layernorm.weight", {H}, false, Init::kZero});
     t.push_back({l + "post_attention_layernorm.weight", {H}, false, Init::kZero});
-    t.push_back({l + "mlp.gate_proj.weight", {I, H}, false, Init::kMatrix});
-    t.push_back({l + "mlp.up_proj.weight", {I, H}, false, Init::kMatrix});
-    t.push_back({l + "mlp.down_proj.weight", {H, I}, false, Init::kMatrix});
+    ffn_tensors(c, l, false, t);
     if (c.layer_kinds[size_t(i)] == qwen35::LayerKind::kDeltaNet) {
       const std::string d = l + "linear_attn.";
       const int64_t C = c.conv_dim(), Hv = c.linear_value_heads, VS = c.deltanet_value_size();
@@ -89,12 +121,13 @@ std::vector<Spec> text_tensors(const qwen35::TextConfig& c, const std::string& p
   return t;
 }
 
-// The multi-token-prediction head (spec 2.4): mtp.fc, its norms and one full-attention layer.
+// The multi-token-prediction head (spec 2.4): mtp.fc, its norms and one full-attention layer with
+// the trunk's kind of FFN.
 std::vector<Spec> mtp_tensors(const qwen35::TextConfig& c) {
-  const int64_t H = c.hidden_size, I = c.intermediate_size, hd = c.head_dim;
+  const int64_t H = c.hidden_size, hd = c.head_dim;
   const int64_t q_rows = int64_t(c.num_heads) * hd * (c.attn_output_gate ? 2 : 1);
   const std::string l = "mtp.layers.0.", a = l + "self_attn.";
-  return {{"mtp.pre_fc_norm_embedding.weight", {H}, false, Init::kZero},
+  std::vector<Spec> t = {{"mtp.pre_fc_norm_embedding.weight", {H}, false, Init::kZero},
           {"mtp.pre_fc_norm_hidden.weight", {H}, false, Init::kZero},
           {"mtp.fc.weight", {H, 2 * H}, false, Init::kMatrix},
           {l + "input_layernorm.weight", {H}, false, Init::kZero},
@@ -105,10 +138,9 @@ std::vector<Spec> mtp_tensors(const qwen35::TextConfig& c) {
           {a + "o_proj.weight", {H, int64_t(c.num_heads) * hd}, false, Init::kMatrix},
           {a + "q_norm.weight", {hd}, false, Init::kZero},
           {a + "k_norm.weight", {hd}, false, Init::kZero},
-          {l + "mlp.gate_proj.weight", {I, H}, false, Init::kMatrix},
-          {l + "mlp.up_proj.weight", {I, H}, false, Init::kMatrix},
-          {l + "mlp.down_proj.weight", {H, I}, false, Init::kMatrix},
           {"mtp.norm.weight", {H}, false, Init::kZero}};
+  ffn_tensors(c, l, true, t);
+  return t;
 }
 
 std::vector<Spec> vision_tensors(const qwen35::VisionConfig& v) {
@@ -149,9 +181,10 @@ int64_t numel(const Spec& s) {
 }
 
 float draw(const Spec& s, int64_t i, Rng& rng) {
-  const int64_t fan_in = s.shape.size() >= 2 ? numel(s) / s.shape[0] : 1;
+  const int64_t fan_in = s.init == Init::kExperts ? s.shape.back() : s.shape.size() >= 2 ? numel(s) / s.shape[0] : 1;
   switch (s.init) {
-    case Init::kMatrix: return (rng.uniform() * 2 - 1) * std::sqrt(3.0f / float(fan_in)) * 0.5f;
+    case Init::kMatrix:
+    case Init::kExperts: return (rng.uniform() * 2 - 1) * std::sqrt(3.0f / float(fan_in)) * 0.5f;
     case Init::kZero: return 0.0f;
     case Init::kOne: return 1.0f;
     case Init::kALog: return std::log(0.005f + 2.5f * rng.uniform());

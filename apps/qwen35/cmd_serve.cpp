@@ -18,7 +18,9 @@
 #include "apps/qwen35/args.h"
 #include "apps/qwen35/engine_options.h"
 #include "core/error.h"
+#include "io/gguf.h"
 #include "kernels/kernels.h"
+#include "model/memory_need.h"
 #include "server/http_server.h"
 
 extern char** environ;
@@ -114,6 +116,19 @@ void open_browser(const std::string& url) {
   std::thread([pid] { waitpid(pid, nullptr, 0); }).detach();
 }
 
+// A GGUF model's memory need against what this process may use, said before loading, and a model
+// that cannot fit refused at once (rather than after minutes of loading, or killed mid-answer).
+// Mixture-of-experts files on any device (they run on the CPU), others on the CPU; not with
+// --weights, which loads other types than the file's.
+void check_memory(const EngineOptions& eo, int parallel) {
+  if (!eo.weights.empty() || !is_gguf_file(eo.model_dir)) return;
+  const MemoryNeed need = gguf_memory_need(eo.model_dir, eo.context_size, eo.kv_type == "f32" ? DType::F32 : DType::F16);
+  if (need.experts == 0 && eo.device != "cpu") return;
+  const MemoryVerdict v = memory_verdict(need, usable_memory_bytes(), parallel);
+  if (!v.fits) fail(v.message);
+  std::fprintf(stderr, "qwen35 serve: %s\n", v.message.c_str());
+}
+
 int run_serve(int argc, char** argv) {
   std::set<std::string> with_value = {"--host",           "--port",          "--api-key",        "--parallel",
                                       "--max-queue",      "--cache-ram",     "--max-body-mib",   "--max-image-mib",
@@ -135,6 +150,7 @@ int run_serve(int argc, char** argv) {
   if (args.has("--api-key") && so.api_key.empty()) fail("option --api-key must not be empty");
   if (auto origins = args.get("--cors-origin")) so.cors_origins = parse_origins(*origins);
   so.worker.parallel = int(args.get_int_in("--parallel", 4, 1, 64));
+  check_memory(eo, so.worker.parallel);
   so.worker.max_queue = size_t(args.get_int_in("--max-queue", 64, 0, 100000));
   so.worker.cache_bytes = size_t(args.get_int_in("--cache-ram", 2048, 0, int64_t(1) << 20)) << 20;
   so.max_body_bytes = size_t(args.get_int_in("--max-body-mib", 32, 1, 1024)) << 20;

@@ -41,30 +41,82 @@ void Activations::bind(const float* x, int64_t T, int64_t n, int64_t stride) {
 
 const ActRows& Activations::quantized(const Compute& c, ActFormat fmt) {
   if (fmt == ActFormat::kF32) fail("Activations::quantized: kF32 is not a quantized format");
-  Form& f = forms_[fmt == ActFormat::kQ8x32 ? 0 : 1];
-  if (f.valid) return f.rows;
+  Activations* self = this;
+  quantize_inputs(c, *this, &self, &fmt, 1);
+  return form(fmt).rows;
+}
+
+size_t Activations::begin_quantize(const Compute& c, ActFormat fmt) {
+  Form& f = form(fmt);
+  if (f.valid || f.pending) return 0;
   if (n_ % act_block(fmt) != 0) fail("activation rows of ", n_, " values do not split into blocks of ", act_block(fmt));
   const ActLayout l = act_layout(fmt, n_);
   if (f.bytes.size() < size_t(T_) * l.row_bytes) f.bytes.resize(size_t(T_) * l.row_bytes);
-  uint8_t* out = f.bytes.data();
-  QuantizeActFn q = c.k->quantize_act ? c.k->quantize_act : ref_table().quantize_act;
-  f.rows = ActRows{fmt, T_, n_, out, l};
-  const int64_t tiles = c.k->act_tiles ? T_ / kActTile : 0;
-  if (tiles > 0) {
+  f.rows = ActRows{fmt, T_, n_, f.bytes.data(), l};
+  if (T_ == 0) {
+    f.valid = true;
+    return 0;
+  }
+  if (c.k->act_tiles && T_ >= kActTile) {
     const size_t tb = act_tile_bytes(fmt, T_, n_);
     if (f.tile_bytes.size() < tb) f.tile_bytes.resize(tb);
     f.rows.tiles = f.tile_bytes.data();
   }
-  // Rows are independent; large blocks split over the pool, a tile's rows quantized and then
-  // interleaved by the same thread.
-  const size_t units = size_t((T_ + kActTile - 1) / kActTile);
-  c.pool->parallel_for(units, 1, [&](size_t b, size_t e) {
-    const int64_t r0 = int64_t(b) * kActTile, r1 = std::min<int64_t>(T_, int64_t(e) * kActTile);
-    q(fmt, x_ + r0 * stride_, r1 - r0, stride_, n_, out + size_t(r0) * l.row_bytes);
-    if (tiles > 0) tile_act_rows(f.rows, int64_t(b), std::min<int64_t>(tiles, int64_t(e)), f.tile_bytes.data());
-  });
-  f.valid = true;
-  return f.rows;
+  f.pending = true;
+  return size_t((T_ + kActTile - 1) / kActTile);
+}
+
+// Rows are independent; a unit's rows are quantized and then, when they make a whole tile,
+// interleaved by the same thread.
+void Activations::quantize_units(const Compute& c, ActFormat fmt, size_t b, size_t e) {
+  Form& f = form(fmt);
+  const QuantizeActFn q = c.k->quantize_act ? c.k->quantize_act : ref_table().quantize_act;
+  const int64_t r0 = int64_t(b) * kActTile, r1 = std::min<int64_t>(T_, int64_t(e) * kActTile);
+  q(fmt, x_ + r0 * stride_, r1 - r0, stride_, n_, f.bytes.data() + size_t(r0) * f.rows.layout.row_bytes);
+  const int64_t tiles = f.rows.tiles ? T_ / kActTile : 0;
+  if (tiles > int64_t(b)) tile_act_rows(f.rows, int64_t(b), std::min<int64_t>(tiles, int64_t(e)), f.tile_bytes.data());
+}
+
+void quantize_inputs(const Compute& c, Activations& list, Activations* const* xs, const ActFormat* fmts, int n) {
+  std::vector<Activations::QuantJob>& jobs = list.pass_jobs_;
+  jobs.clear();
+  size_t units = 0;
+  bool split = false;
+  // A form already pending (two outputs reading one input: a fused gate and up) is made once.
+  auto clear_pending = [&] {
+    for (const Activations::QuantJob& j : jobs) j.x->form(j.fmt).pending = false;
+  };
+  try {
+    for (int i = 0; i < n; ++i) {
+      if (fmts[i] == ActFormat::kF32) continue;
+      const size_t u = xs[i]->begin_quantize(c, fmts[i]);
+      if (u == 0) continue;
+      xs[i]->form(fmts[i]).first_unit = units;
+      jobs.push_back({xs[i], fmts[i]});
+      units += u;
+      split |= u > 1;
+    }
+    auto run = [&](size_t b, size_t e) {
+      // The jobs overlapping units [b, e), each given its own part of the range (jobs are in unit
+      // order, so the first is found by bisection).
+      auto it = std::upper_bound(jobs.begin(), jobs.end(), b, [](size_t u, const Activations::QuantJob& j) {
+        return u < j.x->form(j.fmt).first_unit;
+      });
+      for (--it; it != jobs.end(); ++it) {
+        const size_t j0 = it->x->form(it->fmt).first_unit;
+        if (j0 >= e) break;
+        const size_t j1 = j0 + size_t((it->x->T() + kActTile - 1) / kActTile);
+        if (j1 > b) it->x->quantize_units(c, it->fmt, std::max(b, j0) - j0, std::min(e, j1) - j0);
+      }
+    };
+    if (split) c.pool->parallel_for(units, 1, run);
+    else if (units > 0) run(0, units);
+  } catch (...) {
+    clear_pending();
+    throw;
+  }
+  clear_pending();
+  for (const Activations::QuantJob& j : jobs) j.x->form(j.fmt).valid = true;
 }
 
 namespace {
@@ -84,22 +136,51 @@ void guided_fractions(int threads, std::vector<double>& f) {
 }
 }  // namespace
 
-void linear_pass(const Compute& c, Activations& list, Activations* const* xs, const LinearOut* o, int n_out) {
+void linear_pass(const Compute& c, Activations& list, Activations* const* xs, const RowRange* rows, const LinearOut* o,
+                 int n_out) {
   auto input = [&](int i) -> Activations& { return xs ? *xs[i] : list; };
   std::vector<const ActRows*>& acts = list.pass_acts_;
   std::vector<Activations::PassItem>& items = list.pass_items_;
   std::vector<size_t>& starts = list.pass_starts_;
   acts.assign(size_t(n_out), nullptr);
-  // Quantize each input once per format before the parallel pass.
+  // Every input quantized once per format, all in one pass before the matmuls'.
+  std::vector<Activations*>& ins = list.pass_ins_;
+  std::vector<ActFormat>& fmts = list.pass_fmts_;
+  ins.resize(size_t(n_out));
+  fmts.resize(size_t(n_out));
   for (int i = 0; i < n_out; ++i) {
     const WeightMatrix& w = *o[i].w;
-    Activations& x = input(i);
-    if (w.cols != x.n()) fail("linear: weight has ", w.cols, " columns, input rows have ", x.n());
-    if (is_block_format(w.dtype)) acts[size_t(i)] = &x.quantized(c, act_format_for(w.dtype));
+    ins[size_t(i)] = &input(i);
+    if (w.cols != ins[size_t(i)]->n()) fail("linear: weight has ", w.cols, " columns, input rows have ", ins[size_t(i)]->n());
+    fmts[size_t(i)] = is_block_format(w.dtype) ? act_format_for(w.dtype) : ActFormat::kF32;
   }
-  // Work items of whole packed groups (or 16-row grains), costed by weight bytes: 64 rows, or a
-  // 1024th of the pass's rows where that is more (the LM head's 248k rows made 3880 items, whose
-  // list and chunk bounds the caller built alone for every token; the smallest chunk is a 512th).
+  quantize_inputs(c, list, ins.data(), fmts.data(), n_out);
+  // An output's rows: all its input's, or a range of them (quantized rows as a view of the input's).
+  auto range = [&](int i) { return rows ? rows[i] : RowRange{0, ins[size_t(i)]->T()}; };
+  std::vector<ActRows>& views = list.pass_views_;
+  if (rows) views.resize(size_t(n_out));
+  for (int i = 0; i < n_out; ++i) {
+    const RowRange r = range(i);
+    if (r.r0 < 0 || r.n < 0 || r.r0 + r.n > ins[size_t(i)]->T())
+      fail("linear: rows [", r.r0, ", ", r.r0 + r.n, ") of an input of ", ins[size_t(i)]->T());
+    if (fmts[size_t(i)] == ActFormat::kF32) continue;
+    const ActRows& all = ins[size_t(i)]->form(fmts[size_t(i)]).rows;
+    if (!rows) {
+      acts[size_t(i)] = &all;
+      continue;
+    }
+    if (all.tiles && r.r0 % kActTile != 0) fail("linear: rows from ", r.r0, " do not start a token tile");
+    ActRows& v = views[size_t(i)];
+    v = all;
+    v.T = r.n;
+    v.data = all.row(r.r0);
+    v.tiles = all.tiles && r.n >= kActTile ? all.tile(r.r0 / kActTile) : nullptr;
+    acts[size_t(i)] = &v;
+  }
+  // Work items of whole packed groups (or 16-row grains), costed by weight bytes times input rows
+  // (one pass's inputs may differ in length: the experts' rows of a block): 64 rows, or a 1024th
+  // of the pass's rows where that is more (the LM head's 248k rows made 3880 items, whose list and
+  // chunk bounds the caller built alone for every token; the smallest chunk is a 512th).
   int64_t pass_rows = 0;
   for (int i = 0; i < n_out; ++i) pass_rows += o[i].w->rows;
   const int64_t item_rows = std::max<int64_t>(64, pass_rows / 1024);
@@ -109,7 +190,8 @@ void linear_pass(const Compute& c, Activations& list, Activations* const* xs, co
     const WeightMatrix& w = *o[i].w;
     const int64_t q = w.layout != 0 ? c.k->packing.group_rows : 16;
     const int64_t per_item = std::max<int64_t>(q, (item_rows + q - 1) / q * q);
-    const double row_cost = double(dtype_bytes(w.dtype, size_t(w.cols)) + 64);
+    const double row_cost =
+        double(dtype_bytes(w.dtype, size_t(w.cols)) + 64) * double(std::max<int64_t>(1, range(i).n));
     for (int64_t r = 0; r < w.rows; r += per_item) {
       Activations::PassItem it{i, r, std::min(w.rows, r + per_item), 0};
       it.cost = row_cost * double(it.r1 - it.r0);
@@ -144,20 +226,29 @@ void linear_pass(const Compute& c, Activations& list, Activations* const* xs, co
         block_kernel(c, w)(*acts[size_t(it.out)], w, it.r0, it.r1, out.y, out.y_stride);
       } else {
         const Activations& x = input(it.out);
-        float_kernel(c, w.dtype)(x.x(), x.T(), x.stride(), w, it.r0, it.r1, out.y, out.y_stride);
+        const RowRange r = range(it.out);
+        float_kernel(c, w.dtype)(x.x() + r.r0 * x.stride(), r.n, x.stride(), w, it.r0, it.r1, out.y, out.y_stride);
       }
     }
   }, n_chunks);
 }
 
 void linear_fused(const Compute& c, Activations& x, std::span<const LinearOut> outs) {
-  linear_pass(c, x, nullptr, outs.data(), int(outs.size()));
+  linear_pass(c, x, nullptr, nullptr, outs.data(), int(outs.size()));
 }
 
 void linear_each(const Compute& c, std::span<Activations* const> xs, std::span<const LinearOut> outs) {
   if (xs.size() != outs.size()) fail("linear_each: ", xs.size(), " inputs for ", outs.size(), " outputs");
   if (outs.empty()) return;
-  linear_pass(c, *xs[0], xs.data(), outs.data(), int(outs.size()));
+  linear_pass(c, *xs[0], xs.data(), nullptr, outs.data(), int(outs.size()));
+}
+
+void linear_each(const Compute& c, std::span<Activations* const> xs, std::span<const RowRange> rows,
+                 std::span<const LinearOut> outs) {
+  if (xs.size() != outs.size() || rows.size() != outs.size())
+    fail("linear_each: ", xs.size(), " inputs and ", rows.size(), " row ranges for ", outs.size(), " outputs");
+  if (outs.empty()) return;
+  linear_pass(c, *xs[0], xs.data(), rows.data(), outs.data(), int(outs.size()));
 }
 
 void linear(const Compute& c, Activations& x, const WeightMatrix& w, float* y, int64_t y_stride) {

@@ -3,7 +3,9 @@
 // SwiGLU MLP, the k experts and weights chosen per token by the router (kernels' moe_route).
 //
 // The rows of a call are grouped by expert (count, sort, gather), so each chosen expert's matrices
-// stream once for all the rows that chose it through the ordinary matmul kernels and mlp_forward.
+// stream once for all the rows that chose it through the ordinary matmul kernels, and all the
+// experts run together: their gate and up projections in one pass over the pool, their down
+// projections and the shared expert's in another (kernels::linear_each over row ranges).
 // A single row (decoding) reads only its k experts and skips the grouping: their gate and up
 // projections run as one pass over the row as it is (quantized once, for the router), their down
 // projections and the shared expert's as one more (kernels::linear_each). A row's k expert
@@ -36,18 +38,19 @@ struct MoeScratch {
   std::vector<int32_t> ids;               // [T, k]
   std::vector<float> weights;             // [T, k]
   std::vector<float> shared_gate;         // [T]
-  std::vector<int64_t> starts;            // [E + 1]: expert e's rows in the grouped order
-  std::vector<int64_t> fill;              // [E]
+  std::vector<int64_t> starts;            // [E + 1]: expert e's rows in the grouped order (tile-aligned)
+  std::vector<int64_t> fill;              // [E]: then the end of expert e's rows, before its padding
   std::vector<int32_t> row_of;            // [T * k]: grouped row of (token t, slot j)
-  std::vector<float> xg;                  // [T * k, H] inputs gathered by expert
-  std::vector<float> y;                   // [T * k, H] expert outputs
+  std::vector<float> xg;                  // [grouped rows, H] inputs gathered by expert
+  std::vector<float> y;                   // [grouped rows, H] expert outputs
   std::vector<float> sg, su;              // [T, Is] shared expert
   std::vector<float> shared_out;          // [T, H]
-  MlpScratch expert;                      // one expert's rows (a decoded token's k experts: k rows)
-  std::vector<kernels::LinearOut> outs;   // a decoded token's 2k gate and up, then k + 1 down projections
-  std::vector<kernels::Activations> down_in;  // [k + 1]: their inputs (the k experts', the shared one's)
-  std::vector<kernels::Activations*> down_x;
-  kernels::Activations expert_in, mid;
+  MlpScratch expert;                      // the experts' gate and up outputs (a decoded token's: k rows)
+  std::vector<kernels::LinearOut> outs;   // one pass's outputs: every chosen expert's gate and up, then downs
+  std::vector<kernels::RowRange> ranges;  // a block's: each output's rows of its input
+  std::vector<kernels::Activations> down_in;  // [k + 1]: a decoded token's down inputs (its experts', the shared one's)
+  std::vector<kernels::Activations*> down_x;  // each output's input
+  kernels::Activations expert_in, mid;    // a block's gathered rows; the shared expert's SwiGLU
   void reserve(const TextConfig& cfg, int64_t tokens);
   // The routing of the last moe_forward call.
   MoeRouting routing(int64_t T, int E, int k) const;

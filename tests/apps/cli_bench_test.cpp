@@ -69,6 +69,21 @@ TEST(CliBench, MoeDecodeCountsOnlyTheChosenExperts) {
   EXPECT_GT(j[0]["weight_bytes_per_token"].get<int64_t>(), 0);
 }
 
+// -np on a mixture-of-experts model: the sequences' rows share each step's expert passes, one
+// batched model pass per step as for the dense model (what `bench -np 1,4` reports on a MoE file).
+TEST(CliBench, MoeParallelSequencesDecodeInOnePassPerStep) {
+  const RunOutput r = run("bench -m " + tiny_moe_model_dir() + " -p 0 -n 4 -np 1,3 -r 1 -t 2 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 2u) << r.out;
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(j[i]["n_gen"], 4);
+    EXPECT_EQ(j[i]["n_parallel"], i == 0 ? 1 : 3);
+    EXPECT_EQ(j[i]["passes_per_run"], 4) << j[i].dump();
+    EXPECT_GT(j[i]["avg_ts"].get<double>(), 0.0);
+  }
+}
+
 // --weights-cache on means the default folder, not a folder named "on" beside the user.
 TEST(CliBench, WeightsCacheOnIsTheDefaultFolder) {
   namespace fs = std::filesystem;

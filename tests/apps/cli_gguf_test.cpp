@@ -149,5 +149,21 @@ TEST(CliGguf, MoeConvertInfoGenerate) {
   EXPECT_EQ(ids(c.out).substr(0, ids(c.out).find(']')), ids(d.out).substr(0, ids(d.out).find(']')));
 }
 
+// serve says what a MoE file needs in memory before it loads it, counting every expert (a later
+// option error stops it here; the verdict itself: memory_need_test).
+TEST(CliGguf, ServeSaysWhatAMoeFileNeedsInMemory) {
+  const std::string dir = temp_dir("cli_gguf_moe_serve");
+  const std::string model = dir + "/tiny-moe.gguf";
+  RunOutput r = run("convert -m " + tiny_moe_model_dir() + " --out " + model);
+  ASSERT_EQ(r.status, 0) << r.out;
+  r = run("serve -m " + model + " --ctx 4096 --max-tokens 0");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "qwen35 serve: tiny-moe.gguf needs about ")) << r.out;
+  EXPECT_TRUE(has(r.out, "(all 16 experts of each of its 8 layers: any token may route to any of them)")) << r.out;
+  EXPECT_TRUE(has(r.out, "for a 4096-token context; this process can use ")) << r.out;
+  EXPECT_TRUE(has(r.out, "--max-tokens")) << r.out;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace qwen35::test

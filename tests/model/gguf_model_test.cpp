@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "decoder_harness.h"
+#include "model_fixtures.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "model/gguf_export.h"
@@ -33,31 +34,8 @@ using ::testing::HasSubstr;
 constexpr double kStateRelTol = 1e-4;   // as the HF-folder decoder goldens
 constexpr double kVisionRelTol = 1e-4;  // as the HF-folder vision goldens
 
-struct Converted {
-  std::string dir, text, mmproj;
-  std::unique_ptr<Model> model;
-};
-
 // The tiny model converted with the given matrix type (text and mmproj), then loaded from GGUF.
-const Converted& converted(DType type) {
-  static std::map<DType, Converted> cache;
-  auto it = cache.find(type);
-  if (it != cache.end()) return it->second;
-  Converted c;
-  c.dir = temp_dir(std::string("gguf_model_") + std::string(dtype_name(type)));
-  c.text = c.dir + "/tiny.gguf";
-  c.mmproj = c.dir + "/mmproj-tiny.gguf";
-  const GgufExportOptions o = uniform_gguf_options(type);
-  GgufWriter w;
-  export_text_gguf(tiny_model(), o, w);
-  w.write(c.text);
-  GgufWriter mw;
-  const ImageProcessorConfig pc = ImageProcessorConfig::load(tiny_model_dir());
-  export_mmproj_gguf(tiny_model(), o, pc.image_mean, pc.image_std, mw);
-  mw.write(c.mmproj);
-  c.model = Model::load(c.text);  // finds mmproj-tiny.gguf beside it
-  return cache.emplace(type, std::move(c)).first->second;
-}
+const ConvertedGguf& converted(DType type) { return converted_gguf("tiny-qwen35", type, true); }
 
 class GgufTextGolden : public ::testing::TestWithParam<std::string> {};
 
@@ -129,7 +107,7 @@ TEST(GgufModel, Q8FileStaysCloseToTheGoldens) {
 }
 
 TEST(GgufModel, LayoutIsLlamaCpps) {
-  const Converted& c = converted(DType::F32);
+  const ConvertedGguf& c = converted(DType::F32);
   const GgufFile& f = *c.model->gguf();
   const TextConfig& cfg = tiny_model().config().text;
   EXPECT_EQ(f.get_string("general.architecture"), "qwen35");
@@ -249,7 +227,7 @@ TEST(GgufModel, RandomHeaderMutationsLoadOrFailCleanly) {
 TEST(GgufModel, LayerScheduleAndPerLayerKeysAsLlamaModelSaverWritesThem) {
   // llama-model-saver writes attention.recurrent_layers (per block, MTP included) instead of
   // full_attention_interval, and per-layer arrays for head counts and feed-forward sizes.
-  const Converted& c = converted(DType::F32);
+  const ConvertedGguf& c = converted(DType::F32);
   const GgufFile& src = *c.model->gguf();
   GgufWriter w;
   w.set_array_bool("qwen35.attention.recurrent_layers", {true, true, true, false, true, true, true, false, false});
@@ -278,7 +256,7 @@ TEST(GgufModel, LayerScheduleAndPerLayerKeysAsLlamaModelSaverWritesThem) {
 TEST(GgufModel, SplitModelLoadsFromItsFirstPart) {
   // llama-gguf-split's layout: part 1 has the metadata and the first tensors, part 2 only the
   // split keys and the rest.
-  const Converted& c = converted(DType::F32);
+  const ConvertedGguf& c = converted(DType::F32);
   const GgufFile& full = *c.model->gguf();
   GgufWriter p1, p2;
   for (const auto& [k, v] : full.metadata()) p1.set_value(k, v);
@@ -325,7 +303,7 @@ void write_without_mtp_and_sidecar(const GgufFile& full, const std::string& dir)
 TEST(GgufModel, MtpSidecarIsLoadedWithMtp) {
   // A main file without MTP plus an MTP-only sidecar (block_count 9, only token_embd, output_norm
   // and blk.8.*, as llama.cpp's converter writes it with --mtp), and the main file with MTP bundled.
-  const Converted& c = converted(DType::F32);
+  const ConvertedGguf& c = converted(DType::F32);
   const std::string dir = temp_dir("gguf_mtp");
   write_without_mtp_and_sidecar(*c.model->gguf(), dir);
   auto plain = Model::load(dir + "/main.gguf");
@@ -388,7 +366,7 @@ TEST(GgufModel, MtpHeadIsTheFoldersHead) {
 
   // The sidecar form: a main file without the block, and blk.8.* with token_embd, output_norm and
   // output in the sidecar.
-  const Converted& conv = converted(DType::F32);
+  const ConvertedGguf& conv = converted(DType::F32);
   const std::string dir = temp_dir("gguf_mtp_head");
   write_without_mtp_and_sidecar(*conv.model->gguf(), dir);
   auto with = Model::load(dir + "/main.gguf", ModelLoadOptions{.mtp = dir + "/mtp-main.gguf"});
@@ -421,7 +399,7 @@ TEST_P(GgufVisionGolden, MmprojGivesTheOfficialImageEmbeddings) {
 INSTANTIATE_TEST_SUITE_P(Images, GgufVisionGolden, ::testing::Values("image_fixed512", "image_native"));
 
 TEST(GgufModel, MmprojMetadataAndPatchKernels) {
-  const Converted& c = converted(DType::F16);
+  const ConvertedGguf& c = converted(DType::F16);
   const GgufFile& m = *c.model->mmproj();
   EXPECT_EQ(m.get_string("general.architecture"), "clip");
   EXPECT_EQ(m.get_string("clip.projector_type"), "qwen3vl_merger");

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "decoder_harness.h"
+#include "model_fixtures.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "model/gguf_export.h"
@@ -27,24 +28,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct ConvertedMoe {
-  std::string path;
-  std::unique_ptr<Model> model;
-};
-
-const ConvertedMoe& converted_moe(DType type) {
-  static std::map<DType, ConvertedMoe> cache;
-  auto it = cache.find(type);
-  if (it != cache.end()) return it->second;
-  ConvertedMoe c;
-  c.path = temp_dir(std::string("gguf_moe_") + std::string(dtype_name(type))) + "/tiny-moe.gguf";
-  const GgufExportOptions o = uniform_gguf_options(type);
-  GgufWriter w;
-  export_text_gguf(tiny_moe_model(), o, w);
-  w.write(c.path);
-  c.model = Model::load(c.path);
-  return cache.emplace(type, std::move(c)).first->second;
-}
+// The tiny MoE model converted with the given matrix type (text only), then loaded from GGUF.
+const ConvertedGguf& converted_moe(DType type) { return converted_gguf("tiny-qwen35-moe", type, false); }
 
 TEST(GgufMoe, MetadataAndTensorsAreLlamaCpps) {
   const GgufFile& f = *converted_moe(DType::BF16).model->gguf();
@@ -189,7 +174,7 @@ TEST(GgufMoe, MtpHeadIsTheFoldersHead) {
 // block dot is exact in integers, so the tables differ only by the float matrices' rounding (router,
 // the F16 shared down projection).
 TEST(GgufMoe, Q8FileAgreesOnEveryTable) {
-  const std::string path = converted_moe(DType::Q8_0).path;
+  const std::string path = converted_moe(DType::Q8_0).text;
   const Golden g("tiny-qwen35-moe/golden/text_L7.safetensors");
   const auto ids = g.i64("input_ids");
   ThreadPool pool(2);
@@ -218,7 +203,7 @@ TEST(GgufMoe, Q8FileAgreesOnEveryTable) {
 // llama-gguf-split's layout, cut in the middle of a layer's experts (its gate experts in the
 // first part, its up and down experts in the second): the model is the single file's, bit for bit.
 TEST(GgufMoe, SplitFileLoadsFromItsFirstPart) {
-  const ConvertedMoe& c = converted_moe(DType::BF16);
+  const ConvertedGguf& c = converted_moe(DType::BF16);
   const GgufFile& full = *c.model->gguf();
   size_t cut = 0;
   while (cut < full.tensors().size() && full.tensors()[cut].name != "blk.4.ffn_up_exps.weight") ++cut;

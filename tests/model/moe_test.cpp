@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "core/error.h"
@@ -240,6 +241,45 @@ TEST(Moe, ADecodedTokenTakesThreePoolPasses) {
     const uint64_t before = two.sync_count();
     run_moe({table, &two}, cfg, w, row);
     EXPECT_EQ(two.sync_count() - before, 3u) << table->name;
+  }
+}
+
+// A block's MoE FFN costs the same passes over the pool whatever experts its rows choose, and
+// however many: on float weights the router's, the routing's, the gather's, every chosen expert's
+// gate and up, the SwiGLU of all rows, every down projection with the shared expert's, and the
+// weighted sums (7); on block-format weights three more quantize the block's rows, the gathered rows
+// and the SwiGLU rows (10). Blocks of 17 rows and more: smaller ones split fewer of these loops.
+TEST(Moe, ABlockTakesTheSamePoolPassesWhateverItsExperts) {
+  const Golden g("tiny-qwen35-moe/golden/text_L7.safetensors");
+  const std::vector<float> x = g.f32("moe_trace.input");
+  ThreadPool two(2);
+  for (const kernels::KernelTable* table : kernels::supported_tables()) {
+    ModelLoadOptions o;
+    o.weights = "q4_k_m";
+    o.table = table;
+    const std::unique_ptr<Model> quantized = Model::load(tiny_moe_model_dir(), o);
+    for (const Model* m : {&tiny_moe_model(), static_cast<const Model*>(quantized.get())}) {
+      const TextConfig& cfg = m->config().text;
+      const MoeWeights& w = m->text_weights().layers[1].moe;
+      const int64_t H = cfg.hidden_size, T = int64_t(x.size()) / H;
+      const uint64_t want = m == quantized.get() ? 10u : 7u;
+      // One row repeated (its k experts only), and rows in many arrangements (most experts).
+      for (int64_t rows : {17, 40, 96}) {
+        for (bool one_row : {true, false}) {
+          std::vector<float> block;
+          for (int64_t i = 0; i < rows; ++i) {
+            const int64_t t = one_row ? 2 : (5 * i + 3) % T;
+            block.insert(block.end(), x.begin() + t * H, x.begin() + (t + 1) * H);
+          }
+          const uint64_t before = two.sync_count();
+          const MoeRun r = run_moe({table, &two}, cfg, w, block);
+          std::vector<int32_t> chosen(r.s.ids.begin(), r.s.ids.begin() + rows * cfg.num_experts_per_tok);
+          std::sort(chosen.begin(), chosen.end());
+          const int64_t experts = std::unique(chosen.begin(), chosen.end()) - chosen.begin();
+          EXPECT_EQ(two.sync_count() - before, want) << table->name << " " << rows << " rows, " << experts << " experts";
+        }
+      }
+    }
   }
 }
 

@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "decoder_harness.h"
+#include "model_fixtures.h"
 #include "io/gguf_writer.h"
 #include "kernels/compute.h"
 #include "model/gguf_export.h"
@@ -29,31 +30,17 @@
 namespace qwen35 {
 namespace {
 
-const std::vector<int64_t> kIds = {9707, 11, 1879, 0, 248045, 872, 198, 9419, 1052, 30, 77, 4321, 17, 5, 248046,
-                                   198, 3, 1000, 20000, 248068, 45, 46, 47};
+const test::QuantizedFixture kFixture{"tiny-qwen35-moe"};
+const std::vector<int64_t>& kIds = test::QuantizedFixture::ids();
 
 // The presets llama-quantize accepts for this model: the 32-element formats (Q8_0, Q4_0, ...)
 // have no fallback for the shared expert's rows of 48, so it refuses them, and so do we (below).
 const char* const kPresets[] = {"q4_k_m", "q5_k_m", "q6_k", "q2_k", "iq4_xs"};
 
-std::unique_ptr<Model> load(const std::string& weights, const kernels::KernelTable& table, ThreadPool& pool) {
-  ModelLoadOptions o;
-  o.weights = weights;
-  o.table = &table;
-  o.pool = &pool;
-  return Model::load(test::tiny_moe_model_dir(), o);
-}
-
-test::RunResult run(const Model& m, const kernels::KernelTable& table, ThreadPool& pool, int64_t block,
-                    DeltaRuleMode mode = DeltaRuleMode::kAuto) {
-  const kernels::Compute c{&table, &pool};
-  DecoderState state = DecoderState::create(m.config().text);
-  return test::run_tokens(m, kIds, state, block, mode, &c);
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
+// QuantizedModel's yardstick (Q8_0 weight rounding) on this model: Q6_K stands in for Q8_0, which
+// it cannot take: rows of 64 and 32 fit no 256-element block, so Q6_K falls back to Q8_0
+// everywhere but the shared expert's down projection (F16).
+const char* const kQ8StandIn = "q6_k";
 
 std::string upper(std::string s) {
   for (char& c : s) c = char(std::toupper(static_cast<unsigned char>(c)));
@@ -90,39 +77,12 @@ std::vector<NamedMatrix> all_matrices(Model& m, bool with_head) {
   return mats;
 }
 
-// A model loaded with `preset` whose matrices are then dequantized to f32 in place: the same
-// weights as the quantized model, run with float activations (as QuantizedModel's).
-struct DequantizedModel {
-  std::unique_ptr<Model> model;
-  WeightStore store;
-};
-std::unique_ptr<DequantizedModel> dequantized(const char* preset, ThreadPool& pool) {
-  auto d = std::make_unique<DequantizedModel>();
-  d->model = load(preset, kernels::ref_table(), pool);
-  std::vector<NamedMatrix> mats = all_matrices(*d->model, false);
-  WeightPrepOptions o;
-  o.pool = &pool;
-  o.table = &kernels::ref_table();
-  prepare_weights(mats, std::vector<DType>(mats.size(), DType::F32), d->store, o);
-  return d;
-}
-
-// QuantizedModel's yardstick on this model: how far Q8_0 weight rounding alone moves the logits.
-// Q6_K stands in for Q8_0, which this model cannot take: rows of 64 and 32 fit no 256-element
-// block, so Q6_K falls back to Q8_0 everywhere but the shared expert's down projection (F16).
-double weight_rounding_divergence(ThreadPool& pool) {
-  std::unique_ptr<Model> bf16 = load("", kernels::ref_table(), pool);
-  std::unique_ptr<DequantizedModel> q8 = dequantized("q6_k", pool);
-  return test::max_rel_error(run(*q8->model, kernels::ref_table(), pool, 7).logits,
-                             run(*bf16, kernels::ref_table(), pool, 7).logits);
-}
-
 // The trunk's types are those of a file without the MTP block, the head's those of the block in a
 // file that bundles it (as for the dense model, mtp_weights_test).
 TEST(QuantizedMoe, EveryMatrixGetsLlamaQuantizesType) {
   ThreadPool pool(2);
   for (const char* preset : kPresets) {
-    std::unique_ptr<Model> m = load(preset, kernels::active_table(), pool);
+    std::unique_ptr<Model> m = kFixture.load(preset, kernels::active_table(), pool);
     ASSERT_NE(m->mtp(), nullptr);
     const auto trunk = llama_quantize_types("tiny-moe-no-mtp", preset), bundled = llama_quantize_types("tiny-moe", preset);
     int checked = 0;
@@ -149,7 +109,7 @@ TEST(QuantizedMoe, PresetsLlamaQuantizeRefusesAreRefused) {
   ThreadPool pool(2);
   for (const char* preset : {"q8_0", "q4_0"}) {
     try {
-      load(preset, kernels::active_table(), pool);
+      kFixture.load(preset, kernels::active_table(), pool);
       ADD_FAILURE() << preset << " was accepted";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("ffn_down_shexp.weight': rows of 48 elements do not fit"), std::string::npos)
@@ -162,13 +122,13 @@ TEST(QuantizedMoe, ABlockEqualsTokenByTokenDecoding) {
   ThreadPool pool(2), one(1);
   const kernels::KernelTable& table = kernels::active_table();
   for (const char* preset : kPresets) {
-    std::unique_ptr<Model> m = load(preset, table, pool);
-    const test::RunResult steps = run(*m, table, one, 1);
+    std::unique_ptr<Model> m = kFixture.load(preset, table, pool);
+    const test::RunResult steps = kFixture.run(*m, table, one, 1);
     // Grouping a block's rows by expert changes which rows share a matmul, never how a row is
     // computed.
     for (int64_t block : {int64_t(kIds.size()), int64_t(9), int64_t(16)}) {
-      const test::RunResult blocks = run(*m, table, pool, block, DeltaRuleMode::kRecurrent);
-      EXPECT_TRUE(same_bits(blocks.logits, steps.logits)) << preset << " block " << block;
+      const test::RunResult blocks = kFixture.run(*m, table, pool, block, DeltaRuleMode::kRecurrent);
+      EXPECT_TRUE(test::same_bits(blocks.logits, steps.logits)) << preset << " block " << block;
       for (size_t l = 0; l < steps.routes.size(); ++l)
         EXPECT_EQ(blocks.routes[l].ids, steps.routes[l].ids) << preset << " block " << block << " layer " << l;
     }
@@ -177,14 +137,14 @@ TEST(QuantizedMoe, ABlockEqualsTokenByTokenDecoding) {
 
 TEST(QuantizedMoe, EveryTableAgreesToFloatRounding) {
   ThreadPool pool(2);
-  const double yardstick = weight_rounding_divergence(pool);
+  const double yardstick = kFixture.weight_rounding_divergence(kQ8StandIn, pool);
   ASSERT_GT(yardstick, 0.0);
   for (const char* preset : {"q6_k", "q4_k_m"}) {
-    std::unique_ptr<Model> ref_model = load(preset, kernels::ref_table(), pool);
-    const std::vector<float> want = run(*ref_model, kernels::ref_table(), pool, 7).logits;
+    std::unique_ptr<Model> ref_model = kFixture.load(preset, kernels::ref_table(), pool);
+    const std::vector<float> want = kFixture.run(*ref_model, kernels::ref_table(), pool, 7).logits;
     for (const kernels::KernelTable* table : kernels::supported_tables()) {
-      std::unique_ptr<Model> m = load(preset, *table, pool);
-      EXPECT_LT(test::max_rel_error(run(*m, *table, pool, 7).logits, want), yardstick / 2) << preset << " on " << table->name;
+      std::unique_ptr<Model> m = kFixture.load(preset, *table, pool);
+      EXPECT_LT(test::max_rel_error(kFixture.run(*m, *table, pool, 7).logits, want), yardstick / 2) << preset << " on " << table->name;
     }
   }
 }
@@ -198,12 +158,12 @@ TEST(QuantizedMoe, EveryTableAgreesToFloatRounding) {
 TEST(QuantizedMoe, TracksItsDequantizedWeights) {
   ThreadPool pool(2);
   const kernels::KernelTable& table = kernels::active_table();
-  const double yardstick = weight_rounding_divergence(pool);
+  const double yardstick = kFixture.weight_rounding_divergence(kQ8StandIn, pool);
   for (const char* preset : kPresets) {
-    std::unique_ptr<Model> q = load(preset, table, pool);
-    std::unique_ptr<DequantizedModel> f = dequantized(preset, pool);
+    std::unique_ptr<Model> q = kFixture.load(preset, table, pool);
+    std::unique_ptr<test::DequantizedModel> f = kFixture.dequantized(preset, pool);
     ASSERT_EQ(f->model->text_weights().layers[0].moe.down[5].dtype, DType::F32);
-    const test::RunResult a = run(*q, table, pool, 7), b = run(*f->model, table, pool, 7);
+    const test::RunResult a = kFixture.run(*q, table, pool, 7), b = kFixture.run(*f->model, table, pool, 7);
     const double rel = test::max_rel_error(a.logits, b.logits);
     EXPECT_LT(rel, 2 * yardstick) << preset;
     EXPECT_GT(rel, 0.0) << preset << ": identical results would mean the activations were not quantized";
@@ -260,8 +220,8 @@ TEST(QuantizedMoe, PresetGgufIsTheF32FileQuantizedAtLoad) {
     EXPECT_EQ(checked, int(want.size())) << preset;
     lo.weights = preset;
     std::unique_ptr<Model> q = Model::load(f32, lo);
-    const test::RunResult a = run(*g, table, pool, 7), b = run(*q, table, pool, 7);
-    EXPECT_TRUE(same_bits(a.logits, b.logits)) << preset << ": max rel " << test::max_rel_error(a.logits, b.logits);
+    const test::RunResult a = kFixture.run(*g, table, pool, 7), b = kFixture.run(*q, table, pool, 7);
+    EXPECT_TRUE(test::same_bits(a.logits, b.logits)) << preset << ": max rel " << test::max_rel_error(a.logits, b.logits);
     ASSERT_NE(g->mtp(), nullptr);
     EXPECT_EQ(g->mtp()->weights().layer.moe.down[3].dtype, q->mtp()->weights().layer.moe.down[3].dtype) << preset;
   }

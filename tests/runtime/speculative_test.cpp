@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <string>
+#include <utility>
 
 #include "io/gguf_writer.h"
 #include "model/gguf_export.h"
@@ -146,55 +148,58 @@ TEST(MtpSpeculation, TheHeadsCacheHasTheEnginesKvType) {
   }
 }
 
-// A GGUF model drafts with its MTP block (bundled by convert) exactly as the folder does with
-// mtp.*: greedy output equals plain greedy; a GGUF without the block has no head, so --spec mtp
-// refuses to load and auto decodes without it.
+// A GGUF model, dense or MoE (whose head has an MoE FFN), drafts with its MTP block (bundled by
+// convert) exactly as the folder does with mtp.*: greedy output equals plain greedy; a GGUF
+// without the block has no head, so --spec mtp refuses to load and auto decodes without it.
 TEST(MtpSpeculation, GgufModelsDraftWithTheirMtpBlock) {
   const std::string dir = temp_dir("spec_gguf");
-  const Model& folder = *impl_of(tiny_engine()).model;
-  for (bool with_mtp : {true, false}) {
-    GgufExportOptions x;
-    x.matrix_type = uniform_matrix_type(DType::BF16);
-    x.file_type = 32;
-    x.mtp = with_mtp;
-    GgufWriter w;
-    export_text_gguf(folder, x, w);
-    const TokenizerSpec spec = load_tokenizer_json(folder.dir());
-    write_tokenizer_gguf(spec, tokenizer_keys_from_hf(folder.dir(), spec, folder.config().text.vocab_size), w);
-    const std::string path = dir + (with_mtp ? "/tiny.gguf" : "/tiny-no-mtp.gguf");
-    w.write(path);
-    EngineOptions o;
-    o.model_dir = path;
-    o.threads = 2;
-    o.speculative.mode = SpecMode::kMtp;
-    Status st;
-    auto engine = Engine::load(o, &st);
-    if (!with_mtp) {
-      EXPECT_EQ(engine, nullptr);
-      EXPECT_NE(st.message.find("multi-token-prediction head"), std::string::npos) << st.message;
-      o.speculative.mode = SpecMode::kAuto;
-      engine = Engine::load(o, &st);
+  for (const Engine* from : tiny_engines()) {  // the dense model, and the MoE one with its MoE head
+    const Model& folder = *impl_of(*from).model;
+    const std::string tag = folder.config().text.is_moe() ? "moe" : "dense";
+    for (bool with_mtp : {true, false}) {
+      GgufExportOptions x;
+      x.matrix_type = uniform_matrix_type(DType::BF16);
+      x.file_type = 32;
+      x.mtp = with_mtp;
+      GgufWriter w;
+      export_text_gguf(folder, x, w);
+      const TokenizerSpec spec = load_tokenizer_json(folder.dir());
+      write_tokenizer_gguf(spec, tokenizer_keys_from_hf(folder.dir(), spec, folder.config().text.vocab_size), w);
+      const std::string path = dir + "/tiny-" + tag + (with_mtp ? ".gguf" : "-no-mtp.gguf");
+      w.write(path);
+      EngineOptions o;
+      o.model_dir = path;
+      o.threads = 2;
+      o.speculative.mode = SpecMode::kMtp;
+      Status st;
+      auto engine = Engine::load(o, &st);
+      if (!with_mtp) {
+        EXPECT_EQ(engine, nullptr);
+        EXPECT_NE(st.message.find("multi-token-prediction head"), std::string::npos) << st.message;
+        o.speculative.mode = SpecMode::kAuto;
+        engine = Engine::load(o, &st);
+        ASSERT_TRUE(engine) << st.message;
+        EXPECT_FALSE(engine->info().has_mtp);
+        EXPECT_FALSE(engine->info().mtp_active);
+        const GenerationResult r = engine->new_session()->complete({1, 2, 3, 4}, greedy(6), nullptr, &st);
+        ASSERT_TRUE(st.ok()) << st.message;
+        EXPECT_EQ(r.mtp_drafted, 0);
+        continue;
+      }
       ASSERT_TRUE(engine) << st.message;
-      EXPECT_FALSE(engine->info().has_mtp);
-      EXPECT_FALSE(engine->info().mtp_active);
-      const GenerationResult r = engine->new_session()->complete({1, 2, 3, 4}, greedy(6), nullptr, &st);
-      ASSERT_TRUE(st.ok()) << st.message;
-      EXPECT_EQ(r.mtp_drafted, 0);
-      continue;
-    }
-    ASSERT_TRUE(engine) << st.message;
-    EXPECT_TRUE(engine->info().has_mtp);
-    EXPECT_TRUE(engine->info().mtp_active);
-    std::mt19937 rng(21);
-    for (int draft_max : {1, 3, 8}) {
-      const auto prompt = random_ids(rng, 10);
-      const GenerationResult plain = engine->new_session()->complete(prompt, greedy(20, SpecMode::kOff), nullptr, &st);
-      ASSERT_TRUE(st.ok()) << st.message;
-      auto session = engine->new_session();
-      const GenerationResult spec = session->complete(prompt, with_spec(greedy(20), SpecMode::kMtp, draft_max), nullptr, &st);
-      ASSERT_TRUE(st.ok()) << st.message;
-      EXPECT_EQ(spec.tokens, plain.tokens) << "draft_max " << draft_max;
-      EXPECT_GT(spec.mtp_drafted, 0);
+      EXPECT_TRUE(engine->info().has_mtp);
+      EXPECT_TRUE(engine->info().mtp_active);
+      std::mt19937 rng(21);
+      for (int draft_max : {1, 3, 8}) {
+        const auto prompt = random_ids(rng, 10);
+        const GenerationResult plain = engine->new_session()->complete(prompt, greedy(20, SpecMode::kOff), nullptr, &st);
+        ASSERT_TRUE(st.ok()) << st.message;
+        auto session = engine->new_session();
+        const GenerationResult spec = session->complete(prompt, with_spec(greedy(20), SpecMode::kMtp, draft_max), nullptr, &st);
+        ASSERT_TRUE(st.ok()) << st.message;
+        EXPECT_EQ(spec.tokens, plain.tokens) << tag << " draft_max " << draft_max;
+        EXPECT_GT(spec.mtp_drafted, 0) << tag;
+      }
     }
   }
   std::filesystem::remove_all(dir);
@@ -506,15 +511,18 @@ TEST(MtpSpeculation, SnapshotsCarryTheHeadsCache) {
   expect_same_head_state(head_state(impl_of(*other).seq), head_state(impl_of(*session).seq), "continued");
 }
 
-// Quantized at load (q8_0 and a K-quant mix): the head's drafts, accepted and rejected, keep the
-// plain greedy output of the same quantized model, and its cache stays bit-identical to a
-// teacher-forced pass (quantized kernels compute every row the same way whatever the block).
+// Quantized at load (q8_0 and a K-quant mix; the MoE model's llama-quantize mixes, which refuse
+// q8_0 for it): the head's drafts, accepted and rejected, keep the plain greedy output of the same
+// quantized model, and its cache stays bit-identical to a teacher-forced pass (quantized kernels
+// compute every row the same way whatever the block, and a verified block's rows share expert passes).
 TEST(MtpSpeculation, QuantizedWeightsKeepTheInvariants) {
   std::mt19937 rng(16);
   const auto prompt = random_ids(rng, 13);
-  for (const char* weights : {"q8_0", "q4_k_m"}) {
+  const std::pair<std::string, const char*> runs[] = {
+      {tiny_model_dir(), "q8_0"}, {tiny_model_dir(), "q4_k_m"}, {tiny_moe_model_dir(), "q4_k_m"}, {tiny_moe_model_dir(), "q6_k"}};
+  for (const auto& [model_dir, weights] : runs) {
     EngineOptions o;
-    o.model_dir = tiny_model_dir();
+    o.model_dir = model_dir;
     o.threads = 2;
     o.context_size = 512;
     o.weights = weights;
@@ -535,10 +543,11 @@ TEST(MtpSpeculation, QuantizedWeightsKeepTheInvariants) {
     };
     while (gen->step()) {
     }
-    EXPECT_EQ(gen->result().tokens, plain.tokens) << weights;
-    EXPECT_GT(gen->result().mtp_accepted, 0) << weights;
+    const std::string what = model_dir + " " + weights;
+    EXPECT_EQ(gen->result().tokens, plain.tokens) << what;
+    EXPECT_GT(gen->result().mtp_accepted, 0) << what;
     expect_same_head_state(head_state(impl_of(*session).seq),
-                           reference_head_state(impl_of(*engine), prompt, session->tokens()), weights);
+                           reference_head_state(impl_of(*engine), prompt, session->tokens()), what);
   }
 }
 
