@@ -5,7 +5,12 @@
 //
 //   make_random_model --out /tmp/qwen35-9b-random [--config tests/data/configs/qwen3.5-9b.json]
 //                     [--layers N] [--no-vision] [--no-mtp] [--shard-gib 4] [--seed 1]
+//   make_random_model --mmproj /tmp/mmproj-9b-random-Q8_0.gguf [--mmproj-type q8_0] [--config ...]
 //
+// --mmproj writes the vision tower alone as a clip mmproj GGUF (what `qwen35 convert --mmproj`
+// writes, and llama.cpp's clip loader reads as projector qwen3vl_merger), drawn in memory, so a
+// GGUF text model (e.g. from shared/bench/make_random_gguf.py) gets its projector without a
+// checkpoint folder on disk; with --out as well, both are written (from separate draws).
 // The MTP head (mtp.*, 15 tensors) is written when the config declares mtp_num_hidden_layers.
 //
 // Tokenizer and processor files are copied from the bundled tiny model (same vocabulary size and
@@ -15,7 +20,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -24,7 +31,11 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "core/thread_pool.h"
+#include "io/gguf_writer.h"
 #include "model/config.h"
+#include "model/gguf_export.h"
+#include "model/vision_weights.h"
 
 namespace fs = std::filesystem;
 using qwen35::fail;
@@ -231,9 +242,76 @@ void write_shard(const fs::path& path, const std::vector<const Spec*>& tensors, 
   if (!out) fail("error writing ", path.string());
 }
 
+// The vision tower drawn spec by spec (the order and values of the HF folder's draw), held as
+// VisionWeights over bf16 matrices (as in the checkpoint) and f32 vectors; the mmproj exporter
+// then writes it in the asked type.
+struct RandomTower {
+  std::deque<std::vector<uint16_t>> matrices;
+  std::map<std::string, std::vector<float>> vectors;
+  std::map<std::string, qwen35::WeightMatrix> views;
+  qwen35::VisionWeights w;
+
+  RandomTower(const qwen35::VisionConfig& v, Rng& rng) {
+    const std::string p = "model.visual.";
+    for (const Spec& s : vision_tensors(v)) {
+      const int64_t n = numel(s);
+      if (s.shape.size() >= 2 && s.name != p + "pos_embed.weight") {
+        std::vector<uint16_t>& m = matrices.emplace_back(size_t(n));
+        for (int64_t i = 0; i < n; ++i) m[size_t(i)] = qwen35::f32_to_bf16(draw(s, i, rng));
+        const int64_t cols = n / s.shape[0];
+        views[s.name] = qwen35::WeightMatrix{qwen35::DType::BF16, m.data(), s.shape[0], cols, size_t(cols) * 2};
+      } else {
+        std::vector<float>& x = vectors[s.name];
+        x.resize(size_t(n));
+        for (int64_t i = 0; i < n; ++i) x[size_t(i)] = draw(s, i, rng);
+      }
+    }
+    auto linear = [&](const std::string& hf) -> qwen35::LinearWeights {
+      return {views.at(p + hf + ".weight"), vectors.at(p + hf + ".bias")};
+    };
+    auto norm = [&](const std::string& hf) -> qwen35::LayerNormWeights {
+      return {vectors.at(p + hf + ".weight"), vectors.at(p + hf + ".bias")};
+    };
+    w.patch_embed = linear("patch_embed.proj");
+    w.pos_table = vectors.at(p + "pos_embed.weight");
+    for (int j = 0; j < v.depth; ++j) {
+      const std::string b = "blocks." + std::to_string(j) + ".";
+      w.blocks.push_back({norm(b + "norm1"), linear(b + "attn.qkv"), linear(b + "attn.proj"), norm(b + "norm2"),
+                          linear(b + "mlp.linear_fc1"), linear(b + "mlp.linear_fc2")});
+    }
+    w.merger_norm = norm("merger.norm");
+    w.merger_fc1 = linear("merger.linear_fc1");
+    w.merger_fc2 = linear("merger.linear_fc2");
+  }
+};
+
+// `type`: the matrices' type, as `qwen35 convert --mmproj-type` (f16, bf16, f32 or q8_0; a q8_0
+// matrix whose rows do not split into blocks is f16, as the converter falls back).
+void write_mmproj(const qwen35::VisionConfig& v, const std::string& type, const std::string& path, Rng& rng) {
+  static const std::map<std::string, std::pair<qwen35::DType, int64_t>> kTypes = {
+      {"f32", {qwen35::DType::F32, 0}}, {"f16", {qwen35::DType::F16, 1}},
+      {"bf16", {qwen35::DType::BF16, 32}}, {"q8_0", {qwen35::DType::Q8_0, 7}}};  // llama_ftype
+  const auto t = kTypes.find(type);
+  if (t == kTypes.end()) fail("--mmproj-type must be f16, bf16, f32 or q8_0, got '", type, "'");
+  if (!v.present) fail("the config has no vision_config: no tower to write as an mmproj");
+  const RandomTower tower(v, rng);
+  qwen35::ThreadPool pool(0);
+  qwen35::GgufExportOptions o;
+  o.matrix_type = qwen35::uniform_matrix_type(t->second.first);
+  o.file_type = t->second.second;
+  o.name = "Qwen3.5 random-weights vision tower";
+  o.pool = &pool;
+  // The official processor's mean and std (preprocessor_config.json): 0.5 for every channel.
+  qwen35::GgufWriter w;
+  qwen35::export_mmproj_gguf(v, tower.w, float(v.layer_norm_eps), o, {0.5, 0.5, 0.5}, {0.5, 0.5, 0.5}, w);
+  w.write(path);
+  std::fprintf(stderr, "done: %s (%s, %.2f GiB)\n", path.c_str(), type.c_str(),
+               double(fs::file_size(path)) / double(1ull << 30));
+}
+
 int run(int argc, char** argv) {
   std::string config_path = std::string(QWEN35_SOURCE_DIR) + "/tests/data/configs/qwen3.5-9b.json";
-  std::string out_dir;
+  std::string out_dir, mmproj_path, mmproj_type = "f16";
   int layers = -1;
   bool vision = true, mtp = true;
   double shard_gib = 4.0;
@@ -251,12 +329,15 @@ int run(int argc, char** argv) {
     else if (a == "--no-mtp") mtp = false;
     else if (a == "--shard-gib") shard_gib = std::stod(value());
     else if (a == "--seed") seed = std::stoull(value());
+    else if (a == "--mmproj") mmproj_path = value();
+    else if (a == "--mmproj-type") mmproj_type = value();
     else if (a == "--help" || a == "-h") {
-      std::printf("usage: make_random_model --out DIR [--config FILE] [--layers N] [--no-vision] [--no-mtp] [--shard-gib G] [--seed S]\n");
+      std::printf("usage: make_random_model [--out DIR] [--mmproj FILE.gguf] [--mmproj-type f16|bf16|f32|q8_0] [--config FILE]\n"
+                  "                         [--layers N] [--no-vision] [--no-mtp] [--shard-gib G] [--seed S]\n");
       return 0;
     } else fail("unknown option ", a);
   }
-  if (out_dir.empty()) fail("missing --out DIR");
+  if (out_dir.empty() && mmproj_path.empty()) fail("missing --out DIR (or --mmproj FILE.gguf)");
 
   std::ifstream in(config_path);
   if (!in) fail("cannot read ", config_path);
@@ -274,6 +355,11 @@ int run(int argc, char** argv) {
   if (!mtp && cfg.contains("text_config")) cfg["text_config"]["mtp_num_hidden_layers"] = 0;
   const qwen35::ModelConfig mc = qwen35::ModelConfig::parse(cfg.dump(), config_path);
 
+  if (!mmproj_path.empty()) {
+    Rng rng{seed};
+    write_mmproj(mc.vision, mmproj_type, mmproj_path, rng);
+    if (out_dir.empty()) return 0;
+  }
   fs::create_directories(out_dir);
   std::ofstream(fs::path(out_dir) / "config.json") << cfg.dump(2);
   const fs::path tiny = fs::path(QWEN35_SOURCE_DIR) / "tests/data/tiny-qwen35";

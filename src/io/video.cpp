@@ -30,6 +30,7 @@ extern "C" {
 }
 
 #include "core/error.h"
+#include "io/ffmpeg_owners.h"
 
 namespace qwen35 {
 namespace {
@@ -79,28 +80,10 @@ std::string ffmpeg_error_text(int code) {
 
 // ---- ownership of FFmpeg objects -----------------------------------------------------------------
 
-struct FormatContextCloser {
-  void operator()(AVFormatContext* c) const { avformat_close_input(&c); }
-};
-struct CodecContextFreer {
-  void operator()(AVCodecContext* c) const { avcodec_free_context(&c); }
-};
-struct FrameFreer {
-  void operator()(AVFrame* f) const { av_frame_free(&f); }
-};
-struct PacketFreer {
-  void operator()(AVPacket* p) const { av_packet_free(&p); }
-};
-struct SwsFreer {
-  void operator()(SwsContext* s) const { sws_freeContext(s); }
-};
-// The buffer belongs to the context (FFmpeg may have replaced it with a larger one).
-struct IoContextFreer {
-  void operator()(AVIOContext* io) const {
-    av_freep(&io->buffer);
-    avio_context_free(&io);
-  }
-};
+using ffmpeg::CodecContextPtr;
+using ffmpeg::FramePtr;
+using ffmpeg::PacketPtr;
+
 struct DictionaryFreer {
   AVDictionary* dictionary = nullptr;
   ~DictionaryFreer() { av_dict_free(&dictionary); }
@@ -110,11 +93,6 @@ struct FrameUnref {
   AVFrame* frame;
   ~FrameUnref() { av_frame_unref(frame); }
 };
-
-using FormatContextPtr = std::unique_ptr<AVFormatContext, FormatContextCloser>;
-using CodecContextPtr = std::unique_ptr<AVCodecContext, CodecContextFreer>;
-using FramePtr = std::unique_ptr<AVFrame, FrameFreer>;
-using PacketPtr = std::unique_ptr<AVPacket, PacketFreer>;
 
 FramePtr allocate_frame() {
   FramePtr frame(av_frame_alloc());
@@ -250,8 +228,8 @@ constexpr int kIoBufferBytes = 64 << 10;
 // chosen and every other stream discarded. Never moved: the AVIOContext points at `input`.
 struct Demuxer {
   MemoryInput input;
-  std::unique_ptr<AVIOContext, IoContextFreer> io;  // declared before `format`: outlives it
-  FormatContextPtr format;
+  ffmpeg::IoContextPtr io;  // declared before `format`: outlives it
+  ffmpeg::InputFormatPtr format;
   int stream_index = -1;
 
   Demuxer() = default;
@@ -395,7 +373,7 @@ class RgbConverter {
     sws_setColorspaceDetails(sws_.get(), matrix, source_full, matrix, destination_full, brightness, contrast, saturation);
   }
 
-  std::unique_ptr<SwsContext, SwsFreer> sws_;
+  ffmpeg::SwsContextPtr sws_;
   FramePtr rgb_;
   int width_ = 0, height_ = 0;
   AVPixelFormat format_ = AV_PIX_FMT_NONE;
@@ -423,8 +401,7 @@ double VideoInfo::fps_from_content() const {
 }
 
 struct VideoDecoder::State {
-  std::vector<uint8_t> owned_bytes;  // when the caller handed the file over
-  std::span<const uint8_t> bytes;
+  std::span<const uint8_t> bytes;  // the caller's
   VideoDecodeOptions options;
   VideoInfo info;
   VideoDecodeStats stats;
@@ -676,14 +653,6 @@ VideoDecoder::State::Outcome VideoDecoder::State::decode_until(int64_t target, s
 VideoDecoder::VideoDecoder(std::span<const uint8_t> bytes, const VideoDecodeOptions& options)
     : state_(std::make_unique<State>()) {
   state_->bytes = bytes;
-  state_->options = options;
-  open();
-}
-
-VideoDecoder::VideoDecoder(std::vector<uint8_t>&& bytes, const VideoDecodeOptions& options)
-    : state_(std::make_unique<State>()) {
-  state_->owned_bytes = std::move(bytes);
-  state_->bytes = state_->owned_bytes;
   state_->options = options;
   open();
 }

@@ -101,10 +101,10 @@ class VideoDecoder {
  public:
   // Opens the container, picks its first video stream (cover art does not count), checks the
   // limits and counts the frames. Throws qwen35::Error. The bytes are borrowed: they must outlive
-  // the decoder...
+  // the decoder (a request's file is decoded where it lies, never copied).
   explicit VideoDecoder(std::span<const uint8_t> bytes, const VideoDecodeOptions& options = {});
-  // ...unless they are handed over (a temporary vector, or std::move of one).
-  explicit VideoDecoder(std::vector<uint8_t>&& bytes, const VideoDecodeOptions& options = {});
+  // A temporary vector would be gone before the first frame is decoded.
+  explicit VideoDecoder(std::vector<uint8_t>&& bytes, const VideoDecodeOptions& options = {}) = delete;
   ~VideoDecoder();
   VideoDecoder(VideoDecoder&&) noexcept;
   VideoDecoder& operator=(VideoDecoder&&) noexcept;

@@ -26,8 +26,7 @@ constexpr int kShortFrameMs = 100;
 }  // namespace
 
 struct AnimatedWebpDecoder::State {
-  std::vector<uint8_t> owned_bytes;
-  std::span<const uint8_t> bytes;
+  std::span<const uint8_t> bytes;  // the caller's
   VideoDecodeOptions options;
   VideoInfo info;
   VideoDecodeStats stats;
@@ -38,14 +37,6 @@ struct AnimatedWebpDecoder::State {
 AnimatedWebpDecoder::AnimatedWebpDecoder(std::span<const uint8_t> bytes, const VideoDecodeOptions& options)
     : state_(std::make_unique<State>()) {
   state_->bytes = bytes;
-  state_->options = options;
-  open();
-}
-
-AnimatedWebpDecoder::AnimatedWebpDecoder(std::vector<uint8_t>&& bytes, const VideoDecodeOptions& options)
-    : state_(std::make_unique<State>()) {
-  state_->owned_bytes = std::move(bytes);
-  state_->bytes = state_->owned_bytes;
   state_->options = options;
   open();
 }

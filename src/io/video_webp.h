@@ -30,10 +30,10 @@ namespace qwen35 {
 class AnimatedWebpDecoder {
  public:
   // Reads the headers and checks the limits. Throws qwen35::Error. The bytes are borrowed: they
-  // must outlive the decoder...
+  // must outlive the decoder.
   explicit AnimatedWebpDecoder(std::span<const uint8_t> bytes, const VideoDecodeOptions& options = {});
-  // ...unless they are handed over.
-  explicit AnimatedWebpDecoder(std::vector<uint8_t>&& bytes, const VideoDecodeOptions& options = {});
+  // A temporary vector would be gone before the first frame is decoded.
+  explicit AnimatedWebpDecoder(std::vector<uint8_t>&& bytes, const VideoDecodeOptions& options = {}) = delete;
   ~AnimatedWebpDecoder();
   AnimatedWebpDecoder(AnimatedWebpDecoder&&) noexcept;
   AnimatedWebpDecoder& operator=(AnimatedWebpDecoder&&) noexcept;

@@ -395,8 +395,11 @@ void export_mmproj_gguf(const Model& model, const GgufExportOptions& o, const st
                         const std::array<double, 3>& image_std, GgufWriter& w) {
   const VisionTower* vt = model.vision();
   if (!vt) fail("the model has no vision tower to write as an mmproj");
-  const VisionConfig& v = vt->config();
-  const VisionWeights& vw = vt->weights();
+  export_mmproj_gguf(vt->config(), vt->weights(), model.config().text.rms_norm_eps, o, image_mean, image_std, w);
+}
+
+void export_mmproj_gguf(const VisionConfig& v, const VisionWeights& vw, float layer_norm_eps, const GgufExportOptions& o,
+                        const std::array<double, 3>& image_mean, const std::array<double, 3>& image_std, GgufWriter& w) {
   const int64_t side = int64_t(std::llround(std::sqrt(double(v.num_position_embeddings))));
   w.set_string("general.architecture", "clip");
   w.set_string("general.type", "mmproj");
@@ -415,7 +418,7 @@ void export_mmproj_gguf(const Model& model, const GgufExportOptions& o, const st
   w.set_string("clip.projector_type", "qwen3vl_merger");
   w.set_bool("clip.use_gelu", true);
   w.set_u32("clip.vision.spatial_merge_size", uint32_t(v.spatial_merge_size));
-  w.set_f32("clip.vision.attention.layer_norm_epsilon", float(model.config().text.rms_norm_eps));
+  w.set_f32("clip.vision.attention.layer_norm_epsilon", layer_norm_eps);
   w.set_array_bool("clip.vision.is_deepstack_layers", std::vector<bool>(size_t(v.depth), false));
   w.set_u32("general.quantization_version", 2);
 

@@ -55,4 +55,10 @@ void export_text_gguf(const Model& model, const GgufExportOptions& options, Gguf
 void export_mmproj_gguf(const Model& model, const GgufExportOptions& options, const std::array<double, 3>& image_mean,
                         const std::array<double, 3>& image_std, GgufWriter& w);
 
+// The same from a tower's config and weights alone (a random tower built in memory, with no text
+// model beside it); `layer_norm_eps` goes into clip.vision.attention.layer_norm_epsilon.
+void export_mmproj_gguf(const VisionConfig& config, const VisionWeights& weights, float layer_norm_eps,
+                        const GgufExportOptions& options, const std::array<double, 3>& image_mean,
+                        const std::array<double, 3>& image_std, GgufWriter& w);
+
 }  // namespace qwen35

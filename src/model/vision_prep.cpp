@@ -7,10 +7,13 @@
 namespace qwen35 {
 namespace {
 
-// A copy of float matrix m (rows x cols) widened to rows_to x cols_to with zeros, in m's dtype
-// (zero bytes are 0.0 in every float dtype), in `store`.
+// A copy of matrix m (rows x cols, plain rows) widened to rows_to x cols_to with zeros, in m's
+// dtype, in `store`: zero bytes are 0.0 in every float dtype and blocks of zeros (scale 0) in every
+// block format. Only a float matrix widens its rows' length (a block's values share its scale).
 kernels::WeightMatrix zero_padded(const kernels::WeightMatrix& m, int64_t rows_to, int64_t cols_to, WeightStore& store) {
-  const size_t elem = dtype_bytes(m.dtype, 1), row_bytes = elem * size_t(cols_to), used = elem * size_t(m.cols);
+  if (cols_to != m.cols && !dtype_info(m.dtype).is_float)
+    fail("prepare_vision_weights: cannot widen the rows of a ", dtype_name(m.dtype), " matrix");
+  const size_t row_bytes = dtype_bytes(m.dtype, size_t(cols_to)), used = dtype_bytes(m.dtype, size_t(m.cols));
   uint8_t* dst = store.allocate(row_bytes * size_t(rows_to));
   std::memset(dst, 0, row_bytes * size_t(rows_to));
   for (int64_t r = 0; r < m.rows; ++r) std::memcpy(dst + row_bytes * size_t(r), m.row(r), used);
@@ -44,7 +47,8 @@ void prepare_vision_weights(VisionWeights& w, const std::string& weights, Weight
   // split into blocks, so under a block format fc2 would stay in floats, a third of a block's
   // multiply-adds. The hidden layer is widened instead: zero rows and zero bias in fc1 make hidden
   // values gelu(0) = 0, which fc2's zero columns then multiply, so the MLP computes the same
-  // function with fc2 in fc1's block format. The widened float copies live until they are
+  // function with fc2 in fc1's block format (fc1 itself may be stored in one: an mmproj's Q8_0). The
+  // widened copies live until they are
   // converted, one block at a time.
   auto index_of = [&](const kernels::WeightMatrix& m) {
     for (size_t i = 0; i < mats.size(); ++i)
@@ -86,6 +90,10 @@ void prepare_vision_weights(VisionWeights& w, const std::string& weights, Weight
     b.fc1.b.resize(size_t(wd.width), 0.0f);
     b.fc2.w = zero_padded(down_src, down_src.rows, wd.width, scratch);
     run({mats[wd.up], mats[wd.down]}, {types[wd.up], types[wd.up]});
+    // fc1 stored in its block format already (an mmproj's Q8_0) is used as it is where the table
+    // does not repack: its widened copy is then kept.
+    if (scratch.owns(b.fc1.w.data) && b.fc1.w.dtype == types[wd.up] && b.fc1.w.layout == 0)
+      b.fc1.w = zero_padded(b.fc1.w, b.fc1.w.rows, b.fc1.w.cols, store);
     if (scratch.owns(b.fc1.w.data) || scratch.owns(b.fc2.w.data))
       fail("prepare_vision_weights: the widened MLP of ", mats[wd.up].name, " was not converted");
     if (options.release_sources) {

@@ -85,12 +85,14 @@ TEST(VideoGif, FramesAndTimesComeFromTheFile) {
 
 TEST(VideoGif, ShortDelaysCountAsATenthOfASecond) {
   // 0 and 1/100 s are below FFmpeg's min_delay (as browsers, they show for 1/10 s); 2/100 s is kept.
-  VideoDecoder decoder(flat_gif(3, {0, 1, 2}));
+  const Bytes gif = flat_gif(3, {0, 1, 2});
+  VideoDecoder decoder(gif);
   EXPECT_DOUBLE_EQ(decoder.info().duration_seconds, 0.22);
 }
 
 TEST(VideoGif, FramesAskedOutOfOrderAndTwice) {
-  VideoDecoder decoder(flat_gif(4, {10, 10, 10, 10}));
+  const Bytes gif = flat_gif(4, {10, 10, 10, 10});
+  VideoDecoder decoder(gif);
   const int64_t asked[] = {3, 1, 3, 0};
   const std::vector<RgbImage> frames = decoder.decode_frames(asked);
   ASSERT_EQ(frames.size(), 4u);
@@ -144,7 +146,7 @@ TEST(VideoGif, HostileFilesAreErrors) {
   // Every cut after the header: an error or fewer frames, never a crash.
   for (size_t cut = 6; cut < gif.size(); cut += 3) {
     try {
-      VideoDecoder decoder(Bytes(gif.begin(), gif.begin() + long(cut)));
+      VideoDecoder decoder(std::span<const uint8_t>(gif.data(), cut));
       const std::vector<RgbImage> frames = decoder.decode_all_frames();
       EXPECT_LE(frames.size(), 6u);
     } catch (const Error&) {
@@ -240,7 +242,8 @@ TEST(VideoWebp, HostileFilesAreErrors) {
     } catch (const Error&) {
     }
   }
-  EXPECT_TRUE(contains(error_of([&] { AnimatedWebpDecoder d(Bytes(anim.begin(), anim.end() - 7)); }), "truncated"));
+  EXPECT_TRUE(contains(error_of([&] { AnimatedWebpDecoder d(std::span<const uint8_t>(anim.data(), anim.size() - 7)); }),
+                       "truncated"));
   VideoDecodeOptions tight;
   tight.max_animation_pixels = int64_t(kW) * kH;
   EXPECT_TRUE(contains(error_of([&] { AnimatedWebpDecoder d(anim, tight); }), "exceed the limit"));
@@ -250,7 +253,8 @@ TEST(VideoWebp, HostileFilesAreErrors) {
   AnimatedWebpDecoder decoder(anim);
   const int64_t out_of_range[] = {2};
   EXPECT_TRUE(contains(error_of([&] { decoder.decode_frames(out_of_range); }), "out of range"));
-  EXPECT_TRUE(contains(error_of([&] { AnimatedWebpDecoder d(Bytes{1, 2, 3}); }), "not a WebP"));
+  const Bytes junk{1, 2, 3};
+  EXPECT_TRUE(contains(error_of([&] { AnimatedWebpDecoder d(junk); }), "not a WebP"));
   // FFmpeg's libraries are not used for WebP: VideoDecoder names the decoder that is.
   EXPECT_TRUE(contains(error_of([&] { VideoDecoder d(anim); }), "AnimatedWebpDecoder"));
 }

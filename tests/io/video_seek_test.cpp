@@ -72,7 +72,8 @@ TEST_P(SyntheticVideo, CountsEveryFrameAndSeeksToTheSameFrames) {
 
 TEST_P(SyntheticVideo, ALateFrameCostsItsGroupOfPicturesNotTheFile) {
   const test::VideoSpec& spec = GetParam().spec;
-  VideoDecoder decoder(test::encode_video(spec));
+  const test::VideoBytes bytes = test::encode_video(spec);
+  VideoDecoder decoder(bytes);
   const int64_t last = spec.frames - 1;
   decoder.decode_frames(std::vector<int64_t>{last});
   // From the keyframe at or before the last frame: at most one group of pictures, plus the
@@ -109,7 +110,8 @@ std::array<double, 3> to_ycbcr_601_limited(const uint8_t* rgb) {
 }
 
 RgbImage first_frame(const test::VideoSpec& spec) {
-  VideoDecoder decoder(test::encode_video(spec));
+  const test::VideoBytes bytes = test::encode_video(spec);
+  VideoDecoder decoder(bytes);
   return decoder.decode_frames(std::vector<int64_t>{0}).at(0);
 }
 

@@ -239,5 +239,83 @@ TEST(QuantizedVision, AnMlpWidthOffTheBlocksIsWidenedExactly) {
   EXPECT_GT(rel, 0.0);
 }
 
+// An mmproj stores fc1 in Q8_0 and fc2, whose rows (the hidden width) do not split into blocks, in
+// F16, as llama.cpp's converter and `qwen35 convert --mmproj-type q8_0` write them. Loaded as
+// stored, the MLP is widened with fc1 already in its block format (it crashed before: the widening
+// copied fc1 as if it were floats): fc1 keeps its rows byte for byte and gets zero rows, fc2
+// becomes Q8_0 with zero columns, and the tower computes what the stored weights compute, up to
+// fc2's rounding.
+TEST(QuantizedVision, AStoredQ8UpProjectionIsWidenedToo) {
+  ThreadPool pool(2);
+  OddMlpTower s;
+  const std::vector<ImageGrid> grids = {{1, 6, 4}, {2, 2, 2}};
+  std::mt19937 rng(6);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> pixels(size_t((24 + 8) * 24));
+  for (float& p : pixels) p = u(rng);
+  WeightPrepOptions ref_prep;
+  ref_prep.pool = &pool;
+  ref_prep.table = &kernels::ref_table();
+  const kernels::Compute ref{&kernels::ref_table(), &pool};
+
+  // As stored in the file: Q8_0 where the rows split into blocks, else F16.
+  VisionWeights stored = s.w;
+  WeightStore stored_store;
+  const std::vector<NamedMatrix> mats = vision_matrices(stored);
+  std::vector<DType> types;
+  for (const NamedMatrix& m : mats) types.push_back(m.w->cols % 32 == 0 ? DType::Q8_0 : DType::F16);
+  prepare_weights(mats, types, stored_store, ref_prep);
+  ASSERT_EQ(stored.blocks[0].fc1.w.dtype, DType::Q8_0);
+  ASSERT_EQ(stored.blocks[0].fc2.w.dtype, DType::F16);
+  const std::vector<float> stored_out = VisionTower(s.cfg, stored).encode(ref, pixels, grids);
+
+  // How far storing the weights in Q8_0 moved the tower: rounding fc2 as well must stay below it.
+  VisionWeights as_f32 = s.w;
+  WeightStore f32_store;
+  prepare_weights(vision_matrices(as_f32), std::vector<DType>(mats.size(), DType::F32), f32_store, ref_prep);
+  const double stored_rounding = test::max_rel_error(stored_out, VisionTower(s.cfg, as_f32).encode(ref, pixels, grids));
+
+  for (const kernels::KernelTable* table : {&kernels::ref_table(), &kernels::active_table()}) {
+    VisionWeights loaded = stored;
+    WeightStore store;
+    WeightPrepOptions prep;
+    prep.pool = &pool;
+    prep.table = table;
+    prepare_vision_weights(loaded, "", store, prep);
+    const int64_t I = s.cfg.intermediate_size;
+    for (size_t j = 0; j < loaded.blocks.size(); ++j) {
+      const VisionBlockWeights& b = loaded.blocks[j];
+      EXPECT_EQ(b.fc1.w.rows, 64);
+      EXPECT_EQ(b.fc1.w.dtype, DType::Q8_0);
+      EXPECT_TRUE(store.owns(b.fc1.w.data));
+      EXPECT_EQ(b.fc2.w.cols, 64);
+      EXPECT_EQ(b.fc2.w.dtype, DType::Q8_0);
+      if (table != &kernels::ref_table()) continue;  // plain rows: the stored rows as they were, then zeros
+      const WeightMatrix& before = stored.blocks[j].fc1.w;
+      for (int64_t r = 0; r < 64; ++r) {
+        const auto* row = static_cast<const uint8_t*>(b.fc1.w.row(r));
+        if (r < I) {
+          EXPECT_EQ(std::memcmp(row, before.row(r), before.row_bytes), 0) << "fc1 row " << r;
+        } else {
+          for (size_t k = 0; k < b.fc1.w.row_bytes; ++k) ASSERT_EQ(row[k], 0) << "fc1 row " << r;
+        }
+      }
+      std::vector<float> fc2_row(64);
+      for (int64_t r = 0; r < b.fc2.w.rows; ++r) {
+        kernels::weight_row_to_f32(b.fc2.w, r, fc2_row.data());
+        for (int64_t i = I; i < 64; ++i) ASSERT_EQ(fc2_row[size_t(i)], 0.0f) << "fc2 row " << r << " column " << i;
+      }
+    }
+    // fc2 in Q8_0 now quantizes the hidden activations too, about as much again as the rest.
+    const kernels::Compute c{table, &pool};
+    const double rel = test::max_rel_error(VisionTower(s.cfg, loaded).encode(c, pixels, grids), stored_out);
+    std::printf("  %s: widened stored-q8_0 tower vs as stored: rel %.3g (storing in q8_0: %.3g)\n",
+                std::string(table->name).c_str(), rel, stored_rounding);
+    EXPECT_GT(stored_rounding, 0.0);
+    EXPECT_GT(rel, 0.0);
+    EXPECT_LT(rel, 2 * stored_rounding);
+  }
+}
+
 }  // namespace
 }  // namespace qwen35

@@ -24,5 +24,24 @@ TEST(Metrics, DraftTokensBySource) {
     EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
 }
 
+TEST(Metrics, VisionTokensByKind) {
+  Metrics m;
+  GenerationResult image;
+  image.prompt_tokens = 300;
+  image.image_tokens = 256;
+  GenerationResult video;
+  video.prompt_tokens = 900;
+  video.image_tokens = 64;
+  video.video_tokens = 800;
+  m.add_generation(image, "stop");
+  m.add_generation(video, "stop");
+  m.add_generation(video, "cancelled");
+  const std::string text = m.render({});
+  for (const char* line : {"# TYPE qwen35_prompt_vision_tokens_total counter",
+                           "qwen35_prompt_vision_tokens_total{kind=\"image\"} 384",
+                           "qwen35_prompt_vision_tokens_total{kind=\"video\"} 1600", "qwen35_prompt_tokens_total 2100"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+}
+
 }  // namespace
 }  // namespace qwen35::server

@@ -13,6 +13,8 @@ extern "C" {
 #include <libavutil/log.h>
 }
 
+#include "io/ffmpeg_owners.h"
+
 namespace qwen35::test {
 namespace {
 
@@ -43,10 +45,7 @@ class MemoryMuxer {
     check(format_->pb ? 0 : AVERROR(ENOMEM), "memory output");
   }
   ~MemoryMuxer() {
-    if (format_->pb) {
-      av_freep(&format_->pb->buffer);
-      avio_context_free(&format_->pb);
-    }
+    if (format_->pb) ffmpeg::IoContextFreer{}(format_->pb);
     avformat_free_context(format_);
   }
   MemoryMuxer(const MemoryMuxer&) = delete;
@@ -85,16 +84,6 @@ class MemoryMuxer {
   size_t position_ = 0;
 };
 
-struct CodecContextFreer {
-  void operator()(AVCodecContext* c) const { avcodec_free_context(&c); }
-};
-struct FrameFreer {
-  void operator()(AVFrame* f) const { av_frame_free(&f); }
-};
-struct PacketFreer {
-  void operator()(AVPacket* p) const { av_packet_free(&p); }
-};
-
 uint8_t pattern(int x, int y, int t, int plane) {
   return uint8_t((x * (plane + 1) * 3 + y * 2 + t * 5 + plane * 60) & 0xff);
 }
@@ -127,7 +116,7 @@ void fill_frame(AVFrame& frame, int t) {
 }
 
 void write_packets(AVCodecContext* encoder, AVFormatContext* format, AVStream* stream, AVFrame* frame) {
-  std::unique_ptr<AVPacket, PacketFreer> packet(av_packet_alloc());
+  ffmpeg::PacketPtr packet(av_packet_alloc());
   check(avcodec_send_frame(encoder, frame), "send frame");
   for (;;) {
     const int ret = avcodec_receive_packet(encoder, packet.get());
@@ -146,7 +135,7 @@ VideoBytes encode_video(const VideoSpec& spec) {
   const AVCodec* codec = avcodec_find_encoder_by_name(spec.encoder.c_str());
   if (!codec) throw std::runtime_error("test encoder: no encoder " + spec.encoder);
   MemoryMuxer muxer(spec.muxer);
-  std::unique_ptr<AVCodecContext, CodecContextFreer> encoder(avcodec_alloc_context3(codec));
+  ffmpeg::CodecContextPtr encoder(avcodec_alloc_context3(codec));
   encoder->width = spec.width;
   encoder->height = spec.height;
   encoder->time_base = AVRational{1, spec.fps};
@@ -169,7 +158,7 @@ VideoBytes encode_video(const VideoSpec& spec) {
   stream->avg_frame_rate = encoder->framerate;
   check(avformat_write_header(muxer.get(), nullptr), "header");
 
-  std::unique_ptr<AVFrame, FrameFreer> frame(av_frame_alloc());
+  ffmpeg::FramePtr frame(av_frame_alloc());
   frame->format = encoder->pix_fmt;
   frame->width = spec.width;
   frame->height = spec.height;
@@ -199,7 +188,7 @@ VideoBytes encode_audio_only(const std::string& muxer_name) {
   p.block_align = 2;
   stream->time_base = AVRational{1, 8000};
   check(avformat_write_header(muxer.get(), nullptr), "header");
-  std::unique_ptr<AVPacket, PacketFreer> packet(av_packet_alloc());
+  ffmpeg::PacketPtr packet(av_packet_alloc());
   for (int i = 0; i < 10; ++i) {
     check(av_new_packet(packet.get(), 1600), "packet");
     std::memset(packet->data, 0, 1600);

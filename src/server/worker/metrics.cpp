@@ -39,6 +39,8 @@ void Metrics::add_generation(const GenerationResult& r, const std::string& outco
   prompt_tokens_ += r.prompt_tokens;
   cached_tokens_ += r.cached_tokens;
   completion_tokens_ += r.completion_tokens;
+  image_tokens_ += r.image_tokens;
+  video_tokens_ += r.video_tokens;
   prefill_tokens_ += r.timings.prefill_tokens;
   prefill_ms_ += r.timings.prefill_ms;
   decode_tokens_ += r.timings.decode_tokens;
@@ -62,6 +64,10 @@ std::string Metrics::render(const MetricGauges& g) const {
     os << "qwen35_generations_total{outcome=\"" << label(outcome) << "\"} " << n << '\n';
   metric(os, "qwen35_prompt_tokens_total", "counter", "Prompt tokens of finished generations (after image expansion).", prompt_tokens_);
   metric(os, "qwen35_prompt_cached_tokens_total", "counter", "Prompt tokens reused from a cache instead of computed.", cached_tokens_);
+  header(os, "qwen35_prompt_vision_tokens_total", "counter",
+         "Prompt tokens standing for images and videos (their vision tower outputs), by kind (image, video).");
+  os << "qwen35_prompt_vision_tokens_total{kind=\"image\"} " << image_tokens_ << '\n';
+  os << "qwen35_prompt_vision_tokens_total{kind=\"video\"} " << video_tokens_ << '\n';
   metric(os, "qwen35_generated_tokens_total", "counter", "Tokens generated.", completion_tokens_);
   metric(os, "qwen35_prefill_tokens_total", "counter", "Prompt tokens processed by prefill.", prefill_tokens_);
   metric(os, "qwen35_prefill_seconds_total", "counter", "Time spent in prefill.", prefill_ms_ / 1000.0);

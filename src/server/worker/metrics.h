@@ -39,6 +39,7 @@ class Metrics {
   std::map<std::pair<std::string, int>, int64_t> requests_;
   std::map<std::string, int64_t> generations_;  // by outcome: stop, length, cancelled, error
   int64_t prompt_tokens_ = 0, cached_tokens_ = 0, completion_tokens_ = 0;
+  int64_t image_tokens_ = 0, video_tokens_ = 0;  // the prompts' <|image_pad|> and <|video_pad|> tokens
   int64_t prefill_tokens_ = 0, decode_tokens_ = 0;
   double prefill_ms_ = 0, decode_ms_ = 0, vision_ms_ = 0;
   int64_t mtp_drafted_ = 0, mtp_accepted_ = 0, pld_drafted_ = 0, pld_accepted_ = 0;
