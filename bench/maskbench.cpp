@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
   std::map<std::string, Tally> by_subset;
   std::map<std::string, int> refused_by_keyword;
   std::map<std::string, int> errors_by_kind;
-  json invalid_accepted = json::array(), valid_rejected = json::array();
+  json invalid_accepted = json::array(), valid_rejected = json::array(), refusals = json::array();
   std::vector<double> compile_ms;
   for (const Record& r : records) {
     Tally& sub = by_subset[subset_of(r.file)];
@@ -137,11 +137,13 @@ int main(int argc, char** argv) {
     } catch (const SchemaError& e) {
       ++total.refused, ++sub.refused;
       ++refused_by_keyword[e.keyword()];
+      refusals.push_back({{"file", r.file}, {"keyword", e.keyword()}, {"pointer", e.pointer()}, {"why", e.why()}});
       continue;
     } catch (const std::exception& e) {
       ++total.errors, ++sub.errors;
       std::string what = e.what();
       ++errors_by_kind[what.substr(0, std::min(what.find(':', what.find(':') + 1), size_t(60)))];
+      refusals.push_back({{"file", r.file}, {"error", what}});
       continue;
     }
     compile_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
@@ -173,6 +175,7 @@ int main(int argc, char** argv) {
   out["compile_ms_p99"] = percentile(compile_ms, 0.99);
   out["invalid_accepted"] = invalid_accepted;
   out["valid_rejected_first_20"] = valid_rejected;
+  out["refusals"] = refusals;
   std::printf("%s\n", out.dump(2).c_str());
   return invalid_accepted.empty() ? 0 : 1;
 }
