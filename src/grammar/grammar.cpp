@@ -76,7 +76,7 @@ struct Lowering {
 
   static size_t lexeme_hash(const Lexeme& lx) {
     uint64_t h = uint64_t(lx.states) * 0x9E3779B97F4A7C15ull;
-    for (int32_t t : lx.next) h = (h ^ uint64_t(uint32_t(t))) * 0x100000001B3ull;
+    for (size_t i = 0; i < lx.next.size(); i += 61) h = (h ^ uint64_t(uint32_t(lx.next[i]))) * 0x100000001B3ull;  // a sample: equal tables are compared whole
     for (uint8_t a : lx.accepting) h = (h ^ a) * 0x100000001B3ull;
     return size_t(h);
   }
