@@ -21,6 +21,7 @@
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
 #include "grammar/token_mask.h"
+#include "synthetic_vocab.h"
 #include "text/tokenizer.h"
 
 namespace {
@@ -28,6 +29,8 @@ namespace {
 using namespace qwen35;
 using namespace qwen35::grammar;
 using Clock = std::chrono::steady_clock;
+using bench::greedy_split;
+using bench::synthetic_vocab;
 
 struct Case {
   const char* name;
@@ -59,56 +62,6 @@ ws     ::= [ \t\n]{0,20})",
      R"({"value": 1, "children": [{"value": 2.5, "children": []}, {"value": -3, "children": [{"value": 4e2}]}]})"},
 };
 
-std::vector<std::pair<int32_t, std::string>> synthetic_vocab(int32_t n) {
-  std::vector<std::pair<int32_t, std::string>> out;
-  std::unordered_map<std::string, int> seen;
-  for (int b = 0; b < 256; ++b) {
-    out.emplace_back(int32_t(out.size()), std::string(1, char(b)));
-    seen[out.back().second] = 1;
-  }
-  std::mt19937_64 rng(1234);
-  const std::string letters = "etaoinshrdlcumwfgypbvkjxqzETAOINSHRDLC";
-  const std::string punct = "{}[]\":,. \n-_/\\'()";
-  const char* utf8[] = {"é", "ü", "ß", "の", "東", "京", "—", "“", "”", "😀"};
-  while (int32_t(out.size()) < n) {
-    std::string s;
-    const int kind = int(rng() % 10);
-    const int len = 2 + int(rng() % 9);
-    if (kind < 6) {
-      if (rng() % 2) s += ' ';
-      while (int(s.size()) < len) s += letters[rng() % letters.size()];
-    } else if (kind < 7) {
-      while (int(s.size()) < len) s += char('0' + rng() % 10);
-    } else if (kind < 9) {
-      while (int(s.size()) < len) s += rng() % 3 ? punct[rng() % punct.size()] : letters[rng() % letters.size()];
-    } else {
-      while (int(s.size()) < len) s += utf8[rng() % 10];
-    }
-    if (seen.emplace(s, 1).second) out.emplace_back(int32_t(out.size()), s);
-  }
-  return out;
-}
-
-std::vector<int32_t> greedy_split(const std::string& text, const std::unordered_map<std::string, int32_t>& by_bytes) {
-  std::vector<int32_t> ids;
-  for (size_t p = 0; p < text.size();) {
-    size_t best = 0;
-    int32_t id = -1;
-    for (size_t l = 1; l <= 16 && p + l <= text.size(); ++l)
-      if (auto it = by_bytes.find(text.substr(p, l)); it != by_bytes.end()) {
-        best = l;
-        id = it->second;
-      }
-    if (id < 0) {
-      std::fprintf(stderr, "grammar_bench: byte %zu of an instance is in no token\n", p);
-      std::exit(1);
-    }
-    ids.push_back(id);
-    p += best;
-  }
-  return ids;
-}
-
 double pct(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
@@ -130,7 +83,7 @@ int main(int argc, char** argv) {
     }
   }
   std::vector<std::pair<int32_t, std::string>> tokens;
-  int32_t vocab_size = 248320;
+  int32_t vocab_size = bench::kSyntheticVocabSize;
   if (tokenizer.empty()) {
     tokens = synthetic_vocab(vocab_size);
   } else {

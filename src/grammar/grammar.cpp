@@ -1,6 +1,7 @@
 #include "grammar/grammar.h"
 
 #include <functional>
+#include <unordered_map>
 
 #include "core/error.h"
 
@@ -17,6 +18,7 @@ struct Lowering {
   std::vector<std::unique_ptr<Expr>> owned;       // bodies made during lowering
   int total_states = 0;
   size_t total_elems = 0;
+  std::unordered_multimap<size_t, int32_t> by_hash;  // lexeme table hash -> lexeme id
 
   int new_rule(const std::string& name) {
     if (int(rules.size()) >= limits.max_rules) fail("grammar: more than ", limits.max_rules, " rules");
@@ -52,12 +54,31 @@ struct Lowering {
     pending.clear();
     if (!lx.nonempty()) return false;
     if (!lx.live[0]) return true;  // matches only "": nothing to keep
+    // Equal automata are one lexeme (a schema repeats the same value shapes many times): stored,
+    // counted against the bound and given token-mask entries once.
+    const size_t h = lexeme_hash(lx);
+    auto [lo, hi] = by_hash.equal_range(h);
+    for (auto it = lo; it != hi; ++it) {
+      const Lexeme& o = g.lexemes[size_t(it->second)];
+      if (o.states == lx.states && o.next == lx.next && o.accepting == lx.accepting) {
+        out.push_back({Elem::kLexeme, it->second});
+        return true;
+      }
+    }
     total_states += lx.states;
     if (total_states > limits.max_total_dfa_states)
       fail("grammar: its lexemes need more than ", limits.max_total_dfa_states, " automaton states");
+    by_hash.emplace(h, int32_t(g.lexemes.size()));
     out.push_back({Elem::kLexeme, int32_t(g.lexemes.size())});
     g.lexemes.push_back(std::move(lx));
     return true;
+  }
+
+  static size_t lexeme_hash(const Lexeme& lx) {
+    uint64_t h = uint64_t(lx.states) * 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < lx.next.size(); i += 61) h = (h ^ uint64_t(uint32_t(lx.next[i]))) * 0x100000001B3ull;  // a sample: equal tables are compared whole
+    for (uint8_t a : lx.accepting) h = (h ^ a) * 0x100000001B3ull;
+    return size_t(h);
   }
 
   void add_elem(std::vector<Elem>& out, Elem e) {
@@ -134,7 +155,7 @@ struct Lowering {
 
 std::shared_ptr<const Grammar> compile_grammar(const GrammarIR& ir, const GrammarLimits& limits) {
   if (ir.root < 0 || size_t(ir.root) >= ir.names.size()) fail("grammar: no root rule");
-  Lowering L{ir, limits, {}, {}, {}, {}, 0, 0};
+  Lowering L{ir, limits, {}, {}, {}, {}, 0, 0, {}};
   for (const std::string& n : ir.names) L.new_rule(n);
   for (size_t i = 0; i < ir.names.size(); ++i) {
     if (!ir.defined[i]) fail("grammar: rule '", ir.names[i], "' is used but never defined");

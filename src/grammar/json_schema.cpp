@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -368,6 +369,7 @@ struct JsonSchemaCompiler::Impl {
 
     for (auto it = s.begin(); it != s.end(); ++it) {
       const std::string& k = it.key();
+      if (k == "multipleOf" && (s.contains("enum") || s.contains("const"))) continue;  // tested per listed value
       if (unenforced().count(k)) unsupported(k, ptr, "this keyword cannot be enforced");
       // Any other keyword no draft defines is an annotation: validators ignore it too.
     }
@@ -380,6 +382,12 @@ struct JsonSchemaCompiler::Impl {
       return value(keep(expand_ref(s, ptr)), ptr);
     }
     if (s.contains("allOf")) return value(keep(flatten_all_of(s, ptr)), ptr);
+    if (s.contains("not") && s["not"].is_object() && s["not"].contains("not") && only_keyword(s["not"], "not")) {
+      // not {not X} is X.
+      json rest = s;
+      rest.erase("not");
+      return value(keep(merge(rest, s["not"]["not"], ptr + "/not/not")), ptr);
+    }
     for (const char* kw : {"anyOf", "oneOf"}) {
       if (!s.contains(kw)) continue;
       const json& list = s[kw];
@@ -421,32 +429,13 @@ struct JsonSchemaCompiler::Impl {
       }
     }
     if (s.contains("nullable") && s["nullable"].is_boolean() && s["nullable"].get<bool>()) allowed |= kNull;
+    if (s.contains("const") || s.contains("enum")) return listed_value(s, ptr, allowed);
     Negation neg;
     if (s.contains("not")) {
       neg = negation(s["not"], ptr + "/not");
       allowed &= ~neg.types;
     }
     auto excluded = [&](const json& v) { return std::find(neg.values.begin(), neg.values.end(), v) != neg.values.end(); };
-
-    if (s.contains("const") || s.contains("enum")) {
-      std::vector<json> values;
-      if (s.contains("const")) values.push_back(s["const"]);
-      if (s.contains("enum")) {
-        if (!s["enum"].is_array()) error("enum", ptr, "must be an array");
-        if (int(s["enum"].size()) > opt.max_enum) error("enum", ptr, str("more than ", opt.max_enum, " values"));
-        for (const json& v : s["enum"])
-          if (!s.contains("const") || v == s["const"]) values.push_back(v);
-        if (s.contains("const")) values.erase(values.begin());
-      }
-      std::vector<Expr> alts;
-      for (const json& v : values) {
-        if (!(value_type(v) & allowed) || excluded(v)) continue;
-        check_enum_value(s, v, ptr);
-        alts.push_back(Expr::literal(v.dump()));
-      }
-      if (alts.empty()) return Expr::cls({});
-      return alts.size() == 1 ? std::move(alts[0]) : Expr::alt(std::move(alts));
-    }
 
     std::vector<Expr> alts;
     if ((allowed & kNull) && !excluded(json(nullptr))) alts.push_back(Expr::literal("null"));
@@ -534,6 +523,13 @@ struct JsonSchemaCompiler::Impl {
     return out;
   }
 
+  // `kw` is the one keyword of `s` that is not an annotation.
+  static bool only_keyword(const json& s, const std::string& kw) {
+    for (auto it = s.begin(); it != s.end(); ++it)
+      if (it.key() != kw && !is_annotation(it.key())) return false;
+    return true;
+  }
+
   // Keywords other than annotations and combinators.
   static bool has_constraints(const json& s) {
     for (auto it = s.begin(); it != s.end(); ++it)
@@ -541,12 +537,118 @@ struct JsonSchemaCompiler::Impl {
     return false;
   }
 
-  // enum/const values are checked against the schema's other keywords only for what the grammar
-  // would otherwise enforce; a listed value that breaks them is a contradiction we refuse.
-  void check_enum_value(const json& s, const json& v, const std::string& ptr) const {
-    for (const char* kw : {"pattern", "minLength", "maxLength", "minimum", "maximum", "properties", "items", "format"})
-      if (s.contains(kw)) unsupported(kw, ptr, "alongside enum/const it is not checked");
-    (void)v;
+  // enum/const: the listed values of the allowed types that the schema's other keywords accept
+  // and its `not` rejects. Each value is tested against those keywords' own compiled grammar; a
+  // grammar accepts only valid instances, and rejects every valid one but those it cannot write as
+  // dumped (see ambiguous_text), which are refused.
+  Expr listed_value(const json& s, const std::string& ptr, unsigned allowed) {
+    std::vector<json> values;
+    if (s.contains("const")) values.push_back(s["const"]);
+    if (s.contains("enum")) {
+      if (!s["enum"].is_array()) error("enum", ptr, "must be an array");
+      if (int(s["enum"].size()) > opt.max_enum) error("enum", ptr, str("more than ", opt.max_enum, " values"));
+      for (const json& v : s["enum"])
+        if (!s.contains("const") || v == s["const"]) values.push_back(v);
+      if (s.contains("const")) values.erase(values.begin());
+    }
+    json rest = json::object();
+    for (auto it = s.begin(); it != s.end(); ++it)
+      if (!is_annotation(it.key()) && it.key() != "const" && it.key() != "enum" && it.key() != "type" && it.key() != "nullable" &&
+          it.key() != "not" && it.key() != "multipleOf")
+        rest[it.key()] = it.value();
+    std::shared_ptr<const Grammar> keep_g, drop_g;
+    bool drop_all = false;
+    const std::string kw = s.contains("enum") ? "enum" : "const";
+    if (!rest.empty()) keep_g = sub_grammar(rest, kw, ptr);
+    if (s.contains("not")) {
+      const json& n = s["not"];
+      if (n.is_boolean()) {
+        drop_all = n.get<bool>();
+      } else if (!trivially_true(n)) {
+        drop_g = sub_grammar(n, "not", ptr + "/not");
+      } else {
+        drop_all = true;
+      }
+    }
+    std::vector<Expr> alts;
+    for (const json& v : values) {
+      if (!(value_type(v) & allowed) || drop_all) continue;
+      if (s.contains("multipleOf") && !multiple_of(v, s["multipleOf"], ptr)) continue;
+      if (keep_g && !valid_against(keep_g, v, kw, ptr)) continue;
+      if (drop_g && valid_against(drop_g, v, "not", ptr + "/not")) continue;
+      alts.push_back(Expr::literal(v.dump()));
+    }
+    if (alts.empty()) return Expr::cls({});
+    return alts.size() == 1 ? std::move(alts[0]) : Expr::alt(std::move(alts));
+  }
+
+  // A number's JSON text as mantissa * 10^-scale, when it has no exponent and at most 18 digits.
+  static std::optional<std::pair<int64_t, int>> decimal(const std::string& text) {
+    int64_t m = 0;
+    int scale = 0, digits = 0;
+    bool point = false;
+    for (size_t i = text[0] == '-' ? 1 : 0; i < text.size(); ++i) {
+      if (text[i] == '.') {
+        point = true;
+      } else if (std::isdigit(uint8_t(text[i])) && ++digits <= 18) {
+        m = m * 10 + (text[i] - '0');
+        scale += point;
+      } else {
+        return std::nullopt;
+      }
+    }
+    return std::pair{text[0] == '-' ? -m : m, scale};
+  }
+
+  // multipleOf for a listed value, exactly in decimal (as the value is written); values and
+  // divisors with an exponent or more than 18 digits are refused.
+  bool multiple_of(const json& v, const json& m, const std::string& ptr) const {
+    if (!m.is_number() || m.get<double>() <= 0) error("multipleOf", ptr, "must be a positive number");
+    if (!v.is_number()) return true;
+    auto a = decimal(v.dump()), d = decimal(m.dump());
+    auto widen = [](std::pair<int64_t, int>& x, int scale) {
+      for (; x.second < scale; ++x.second) {
+        if (std::llabs(x.first) > std::numeric_limits<int64_t>::max() / 10) return false;
+        x.first *= 10;
+      }
+      return true;
+    };
+    const int scale = a && d ? std::max(a->second, d->second) : 0;
+    if (!a || !d || !widen(*a, scale) || !widen(*d, scale) || d->first == 0) {
+      unsupported("multipleOf", ptr, "tested only for values and divisors of at most 18 digits without an exponent");
+      return true;
+    }
+    return a->first % d->first == 0;
+  }
+
+  // Whether `v` is valid against the schema compiled to `g`, when the grammar can tell.
+  bool valid_against(const std::shared_ptr<const Grammar>& g, const json& v, const std::string& kw, const std::string& ptr) const {
+    const std::string text = v.dump();
+    if (grammar_accepts(g, text)) return true;
+    if (ambiguous_text(v))
+      unsupported(kw, ptr, "cannot test the listed value " + text.substr(0, 80) + " (objects with several keys, fractions "
+                           "and characters past the BMP may be valid in a spelling the grammar does not write)");
+    return false;
+  }
+
+  // Values a schema's grammar may reject in their dumped spelling though they are valid: objects
+  // whose keys could be in another order than the grammar's, numbers with a fraction or exponent
+  // (integers written as 1.0, digits past the grammar's bounds), strings past the BMP (written
+  // only where no length is bounded).
+  static bool ambiguous_text(const json& v) {
+    if (v.is_object()) {
+      if (v.size() > 1) return true;
+      for (auto it = v.begin(); it != v.end(); ++it)
+        if (ambiguous_text(it.value()) || ambiguous_text(json(it.key()))) return true;
+      return false;
+    }
+    if (v.is_array()) return std::any_of(v.begin(), v.end(), [](const json& x) { return ambiguous_text(x); });
+    if (v.is_number_float()) return true;
+    if (v.is_string()) {
+      for (char c : v.get_ref<const std::string&>())
+        if (uint8_t(c) >= 0xF0) return true;
+    }
+    return false;
   }
 
   // The enum/const values a schema allows, when it lists them.
@@ -795,7 +897,7 @@ struct JsonSchemaCompiler::Impl {
     try {
       return compile_grammar(sub);
     } catch (const Error& e) {
-      error(kw, ptr, std::string("cannot be tested against the listed properties: ") + e.what());
+      error(kw, ptr, std::string("cannot be compiled to test keys or listed values against: ") + e.what());
     }
   }
 

@@ -2,7 +2,11 @@
 //
 // Exact, or an error: every keyword that constrains instances is either enforced exactly or
 // rejected with a SchemaError naming the keyword and its JSON pointer, never ignored. Enforced:
-//   type (a name or an array of names), enum, const, nullable (OpenAPI), boolean schemas;
+//   type (a name or an array of names), nullable (OpenAPI), boolean schemas;
+//   enum, const: each listed value is tested against the schema's other keywords and its `not`
+//     (their grammar, compiled on its own, must accept the value as dumped; multipleOf exactly in
+//     decimal); a value the grammar rejects though it might be valid in another spelling (keys in
+//     another order, a fraction, a character past the BMP) is an error;
 //   objects: properties (written in the order `properties` lists them), required,
 //     additionalProperties (a schema, false, or true -- the default, as the specification says;
 //     extra keys never repeat a listed one), minProperties / maxProperties (members counted);
@@ -18,7 +22,8 @@
 //   numbers: minimum, maximum, exclusiveMinimum, exclusiveMaximum (both drafts' forms), exactly
 //     (number_range.h: integers canonical; decimals without exponent, at most 15 digits);
 //   not, of a type (or types), of enum/const values that are null, booleans or strings (other
-//     strings are then written without escapes), or of one required property (an object without it);
+//     strings are then written without escapes), of one required property (an object without it),
+//     of a `not` (not {not X} is X), or of anything beside enum/const (above);
 //   anyOf; oneOf when no two branches can meet (by type, by enum/const values, or by the values
 //     of a property both require); allOf by merging its branches (an error
 //     when two give different values to a keyword that cannot be merged);

@@ -1,7 +1,7 @@
 #include "grammar/lexeme.h"
 
 #include <algorithm>
-#include <map>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "text/utf8.h"
@@ -133,6 +133,14 @@ struct Nfa {
   }
 };
 
+struct SetHash {
+  size_t operator()(const std::vector<int>& v) const {
+    uint64_t h = v.size();
+    for (int x : v) h = (h ^ uint64_t(uint32_t(x))) * 0x100000001B3ull;
+    return size_t(h ^ (h >> 29));
+  }
+};
+
 void closure(const Nfa& nfa, std::vector<int>& set, std::vector<uint8_t>& seen) {
   std::vector<int> stack(set);
   for (int s : set) seen[size_t(s)] = 1;
@@ -165,29 +173,38 @@ Lexeme build_lexeme(const std::vector<const Expr*>& parts, const LexemeLimits& l
   const int final_state = cur;
 
   std::vector<uint8_t> seen(nfa.eps.size(), 0);
-  std::map<std::vector<int>, int32_t> ids;
+  std::unordered_map<std::vector<int>, int32_t, SetHash> ids;
   std::vector<std::vector<int>> sets;
   Lexeme lx;
   std::vector<int> first{start};
   closure(nfa, first, seen);
   ids.emplace(first, 0);
   sets.push_back(first);
-  std::vector<std::vector<int>> targets(256);
+  // The bytes split into runs on which every NFA edge of the set is on or off (a class is a few
+  // byte ranges): each run is one target set, one closure and one lookup.
+  std::vector<int> cuts, t;
   for (size_t d = 0; d < sets.size(); ++d) {
-    for (auto& t : targets) t.clear();
     bool acc = false;
+    cuts.assign({0, 256});
     for (int s : sets[d]) {
       if (s == final_state) acc = true;
-      for (const Nfa::Edge& ed : nfa.edges[size_t(s)])
-        for (int b = ed.lo; b <= ed.hi; ++b) targets[size_t(b)].push_back(ed.to);
-    }
-    lx.accepting.push_back(acc);
-    for (int b = 0; b < 256; ++b) {
-      std::vector<int>& t = targets[size_t(b)];
-      if (t.empty()) {
-        lx.next.push_back(Lexeme::kDead);
-        continue;
+      for (const Nfa::Edge& ed : nfa.edges[size_t(s)]) {
+        cuts.push_back(ed.lo);
+        cuts.push_back(ed.hi + 1);
       }
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    lx.accepting.push_back(acc);
+    const size_t row = lx.next.size();
+    lx.next.resize(row + 256, Lexeme::kDead);
+    for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+      const int lo = cuts[i];
+      t.clear();
+      for (int s : sets[d])
+        for (const Nfa::Edge& ed : nfa.edges[size_t(s)])
+          if (ed.lo <= lo && lo <= ed.hi) t.push_back(ed.to);
+      if (t.empty()) continue;
       std::sort(t.begin(), t.end());
       t.erase(std::unique(t.begin(), t.end()), t.end());
       closure(nfa, t, seen);
@@ -197,7 +214,7 @@ Lexeme build_lexeme(const std::vector<const Expr*>& parts, const LexemeLimits& l
           fail("grammar: a lexeme needs more than ", limits.max_dfa_states, " automaton states (pattern or repetition too large)");
         sets.push_back(t);
       }
-      lx.next.push_back(it->second);
+      std::fill(lx.next.begin() + std::ptrdiff_t(row) + lo, lx.next.begin() + std::ptrdiff_t(row) + cuts[i + 1], it->second);
     }
   }
   lx.states = int(sets.size());
@@ -206,7 +223,8 @@ Lexeme build_lexeme(const std::vector<const Expr*>& parts, const LexemeLimits& l
   std::vector<std::vector<int32_t>> rev(size_t(lx.states));
   for (int s = 0; s < lx.states; ++s)
     for (int b = 0; b < 256; ++b)
-      if (int32_t t = lx.next[size_t(s) * 256 + b]; t >= 0) rev[size_t(t)].push_back(s);
+      if (int32_t to = lx.next[size_t(s) * 256 + b]; to >= 0 && (b == 0 || to != lx.next[size_t(s) * 256 + b - 1]))
+        rev[size_t(to)].push_back(s);
   std::vector<uint8_t> alive(size_t(lx.states), 0);
   std::vector<int32_t> stack;
   for (int s = 0; s < lx.states; ++s)

@@ -163,6 +163,25 @@ TEST(Matcher, AmbiguityDoesNotMultiplyStates) {
   EXPECT_TRUE(m.can_finish());
 }
 
+TEST(Gbnf, EqualLexemesAreStoredOnce) {
+  auto g = gbnf("root ::= \"{\" k1 \"}\" | \"(\" k2 \")\"\nk1 ::= [a-z]+ \"=\" [0-9]+\nk2 ::= [a-z]+ \"=\" [0-9]+");
+  EXPECT_EQ(g->lexemes.size(), 5u);  // {, }, (, ) and one for both keys
+  EXPECT_TRUE(accepts(g, "{ab=12}"));
+  EXPECT_TRUE(accepts(g, "(b=1)"));
+  EXPECT_FALSE(accepts(g, "{ab=}"));
+  EXPECT_FALSE(accepts(g, "(ab=1}"));
+  // 200 copies of a 300-state automaton are one lexeme against the bound on states (40,000).
+  std::string text = "root ::=";
+  for (int i = 0; i < 200; ++i) text += " r" + std::to_string(i);
+  for (int i = 0; i < 200; ++i) text += "\nr" + std::to_string(i) + " ::= [a-z]{1,300} \";\"";
+  auto many = gbnf(text);
+  EXPECT_EQ(many->lexemes.size(), 1u);
+  std::string ok;
+  for (int i = 0; i < 200; ++i) ok += std::string(size_t(1 + i), 'x') + ";";
+  EXPECT_TRUE(accepts(many, ok));
+  EXPECT_FALSE(accepts(many, ok.substr(1)));
+}
+
 TEST(Gbnf, RefusesBrokenGrammars) {
   EXPECT_NE(error_of("root ::= a\na ::= a \"x\" | \"y\"").find("left-recursive"), std::string::npos);
   EXPECT_NE(error_of("root ::= b | \"z\"\nb ::= \"\"? root \"x\"").find("left-recursive"), std::string::npos);

@@ -406,6 +406,38 @@ TEST(JsonSchema, NotOfTypesAndValues) {
   EXPECT_NE(schema_error(R"({"not": {}})").find("never finish"), std::string::npos);  // nothing is valid
 }
 
+// enum/const values are tested against the schema's other keywords and its `not` (each compiled
+// on its own); a value the test cannot decide is refused.
+TEST(JsonSchema, ListedValuesAreTested) {
+  // 7 has no length: valid against {maxLength: 2}, so excluded.
+  auto p = schema_grammar(R"({"enum": ["ab", "abc", "x", 7], "pattern": "^a", "not": {"maxLength": 2}})");
+  EXPECT_TRUE(accepts(p, R"("abc")"));
+  for (const char* bad : {R"("ab")", R"("x")", "7"}) EXPECT_FALSE(accepts(p, bad)) << bad;
+  auto n = schema_grammar(R"({"enum": [1, 2, 3, "a", [2]], "not": {"minimum": 2}})");
+  EXPECT_TRUE(accepts(n, "1"));  // "a" and [2] have no minimum to break: valid against it, so excluded
+  for (const char* bad : {"2", "3", R"("a")", "[2]"}) EXPECT_FALSE(accepts(n, bad)) << bad;
+  auto o = schema_grammar(R"({"const": {"a": 1}, "not": {"properties": {"a": {"type": "string"}}}})");
+  EXPECT_TRUE(accepts(o, R"({"a":1})"));
+  auto none = schema_grammar(R"({"anyOf": [{"const": {"a": "s"}, "not": {"properties": {"a": {"type": "string"}}}}, {"type": "null"}]})");
+  EXPECT_FALSE(accepts(none, R"({"a":"s"})"));
+  // multipleOf, in decimal as the values are written.
+  auto m = schema_grammar(R"({"enum": [3, 4, 4.5, 6, -9, 0.3], "multipleOf": 1.5})");
+  for (const char* ok : {"3", "4.5", "6", "-9"}) EXPECT_TRUE(accepts(m, ok)) << ok;
+  for (const char* bad : {"4", "0.3"}) EXPECT_FALSE(accepts(m, bad)) << bad;
+  auto m1 = schema_grammar(R"({"enum": [0.3, 0.5], "multipleOf": 0.1})");
+  EXPECT_TRUE(accepts(m1, "0.3"));
+  EXPECT_TRUE(accepts(m1, "0.5"));
+  EXPECT_EQ(schema_error(R"({"enum": [1e300], "multipleOf": 3})"), "multipleOf ");
+  // The value is valid against `not`'s schema with its keys in another order than the grammar
+  // writes them: undecidable by the grammar, so refused.
+  EXPECT_EQ(schema_error(R"({"enum": [{"b": 2, "a": 1}], "not": {"properties": {"a": {"const": 1}}, "required": ["a"]}})"), "not /not");
+  EXPECT_EQ(schema_error(R"({"enum": [1.0], "not": {"type": "integer"}})"), "not /not");  // 1.0 is an integer, written "1"
+  // not {not X} is X.
+  auto nn = schema_grammar(R"({"not": {"not": {"type": "integer", "minimum": 3}}})");
+  EXPECT_TRUE(accepts(nn, "3"));
+  for (const char* bad : {"2", R"("a")", "3.5"}) EXPECT_FALSE(accepts(nn, bad)) << bad;
+}
+
 TEST(JsonSchema, UniqueItemsOverFiniteValues) {
   auto g = schema_grammar(R"({"type": "array", "items": {"enum": ["a", "b", "c", 1.0, 1]}, "uniqueItems": true, "minItems": 1})");
   for (const char* ok : {R"(["a"])", R"(["a", "c"])", R"(["a", "b", "c", 1.0])", "[1.0]"}) EXPECT_TRUE(accepts(g, ok)) << ok;
