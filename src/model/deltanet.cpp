@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "model/layer_ops.h"
 
 namespace qwen35 {
 
@@ -213,22 +214,20 @@ void decode_heads(const kernels::Compute& c, const TextConfig& cfg, const DeltaN
 
 }  // namespace
 
-void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
-                      kernels::Activations& a, std::span<const DeltaNetSpan> spans, DeltaNetScratch& s, float* out) {
-  const int64_t T = a.T();
-  s.reserve(cfg, T);
+void deltanet_layer(LayerOps& b, const DeltaNetWeights& w, int index) {
+  // The four projections read the same normed rows: one pass, one quantization of them.
+  b.linear(Rows::kIn, {{&w.in_qkv, Rows::kQkv}, {&w.in_z, Rows::kZ}, {&w.in_b, Rows::kBeta}, {&w.in_a, Rows::kG}});
+  b.delta_rule(w, index);
+  b.linear(Rows::kCore, {{&w.out, Rows::kOut}});
+}
+
+void deltanet_core(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
+                   std::span<const DeltaNetSpan> spans, DeltaNetScratch& s, int64_t T) {
   s.span_rows.assign(spans.size() + 1, 0);
   for (size_t i = 0; i < spans.size(); ++i) s.span_rows[i + 1] = s.span_rows[i] + spans[i].T;
-  if (s.span_rows.back() != T) fail("deltanet_forward: spans cover ", s.span_rows.back(), " rows of ", T);
-  const int64_t C = cfg.conv_dim(), Hv = cfg.linear_value_heads, VS = Hv * int64_t(cfg.linear_value_dim);
+  if (s.span_rows.back() != T) fail("deltanet: spans cover ", s.span_rows.back(), " rows of ", T);
+  const int64_t C = cfg.conv_dim(), Hv = cfg.linear_value_heads;
   if (w.conv_t.size() != size_t(C * cfg.conv_kernel)) fail("DeltaNet weights were bound without finish_deltanet_weights");
-
-  // The four projections read the same normed rows: one pass, one quantization of them.
-  kernels::linear_fused(c, a,
-                        {{&w.in_qkv, s.qkv.data(), C},     // [T, C]
-                         {&w.in_z, s.z.data(), VS},        // [T, VS]
-                         {&w.in_b, s.beta.data(), Hv},     // [T, Hv] logits
-                         {&w.in_a, s.g.data(), Hv}});      // [T, Hv] decay input
   for (size_t i = 0; i < spans.size(); ++i) {
     DeltaNetTrace* trace = spans[i].trace;
     if (!trace) continue;
@@ -243,22 +242,6 @@ void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const De
   for (const DeltaNetSpan& sp : spans) decoding = decoding && sp.T == 1;
   if (decoding) decode_heads(c, cfg, w, spans, s);
   else block_heads(c, cfg, w, spans, s, T);
-
-  s.core_in.bind(s.core.data(), T, VS);
-  kernels::linear(c, s.core_in, w.out, out, w.out.rows);
-}
-
-void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
-                      kernels::Activations& a, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode,
-                      float* out, DeltaNetTrace* trace) {
-  const DeltaNetSpan span{&state, a.T(), mode, trace};
-  deltanet_forward(c, cfg, w, a, std::span<const DeltaNetSpan>(&span, 1), s, out);
-}
-
-void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* a,
-                      int64_t T, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode, float* out) {
-  s.in.bind(a, T, cfg.hidden_size);
-  deltanet_forward(c, cfg, w, s.in, state, s, mode, out);
 }
 
 void deltanet_replay(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,

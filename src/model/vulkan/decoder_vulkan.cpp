@@ -217,6 +217,33 @@ void VulkanDecoderBackend::linear(const kernels::WeightMatrix& w, Addr x, int64_
   vk::qmatmul(*pass_, m, act_q_->address(), act_d_->address(), T, y, y_stride);
 }
 
+Addr VulkanDecoderBackend::rows(Rows r) const {
+  switch (r) {
+    case Rows::kIn: return normed_->address();
+    case Rows::kOut: return mixed_->address();
+    case Rows::kQkv: return qkv_->address();
+    case Rows::kZ: return z_->address();
+    case Rows::kBeta: return beta_->address();
+    case Rows::kG: return g_->address();
+    case Rows::kCore: return core_->address();
+    case Rows::kQg: return qg_->address();
+    case Rows::kQ: return q_->address();
+    case Rows::kK: return kr_->address();
+    case Rows::kV: return vr_->address();
+    case Rows::kAttn: return attn_->address();
+    case Rows::kGate: return gate_->address();
+    case Rows::kUp: return up_->address();
+  }
+  fail("vulkan: rows of no layer tensor");
+}
+
+void VulkanDecoderBackend::linear(Rows in, std::span<const LinearTo> outs) {
+  for (const LinearTo& o : outs) {
+    linear(*o.w, rows(in), T_, o.w->cols, rows(o.out), o.w->rows);
+    if (o.out == Rows::kGate) gate_width_ = o.w->rows;
+  }
+}
+
 void VulkanDecoderBackend::begin(const float* inputs, const int32_t* positions,
                                  std::span<const DecoderSegment> segments, int64_t T) {
   flush();
@@ -261,16 +288,12 @@ void VulkanDecoderBackend::add_norm(const std::vector<float>& w) {
 
 void VulkanDecoderBackend::add() { vk::add(*pass_, mixed_->address(), x_->address(), T_ * cfg_.hidden_size); }
 
-void VulkanDecoderBackend::deltanet(const DeltaNetWeights& w, int index) {
+void VulkanDecoderBackend::delta_rule(const DeltaNetWeights& w, int index) {
   vk::Pass& p = *pass_;
-  const int64_t T = T_, H = cfg_.hidden_size, C = cfg_.conv_dim(), Hk = cfg_.linear_key_heads;
+  const int64_t T = T_, C = cfg_.conv_dim(), Hk = cfg_.linear_key_heads;
   const int64_t Hv = cfg_.linear_value_heads;
   const int dk = cfg_.linear_key_dim, dv = cfg_.linear_value_dim;
   const int64_t QK = Hk * dk, VS = Hv * dv;
-  linear(w.in_qkv, normed_->address(), T, H, qkv_->address(), C);  // [T, C]
-  linear(w.in_z, normed_->address(), T, H, z_->address(), VS);     // [T, VS]
-  linear(w.in_b, normed_->address(), T, H, beta_->address(), Hv);  // [T, Hv] logits
-  linear(w.in_a, normed_->address(), T, H, g_->address(), Hv);     // [T, Hv] decay input
   int64_t row = 0;
   for (const DecoderSegment& sg : segments_) {  // the conv on each sequence's state
     if (sg.T == 0) continue;
@@ -312,36 +335,38 @@ void VulkanDecoderBackend::deltanet(const DeltaNetWeights& w, int index) {
   }
   vk::gated_rms_norm(p, core_->address(), dv, vec(w.norm), z_->address(), dv, cfg_.rms_norm_eps, core_->address(), dv,
                      dv, T * Hv);
-  linear(w.out, core_->address(), T, VS, mixed_->address(), H);
 }
 
-void VulkanDecoderBackend::attention(const AttentionWeights& w, int index) {
-  vk::Pass& p = *pass_;
-  const int64_t T = T_, H = cfg_.hidden_size;
+void VulkanDecoderBackend::head_norms(const AttentionWeights& w) {
   const int nq = cfg_.num_heads, nkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
-  const int64_t QD = int64_t(nq) * hd, KD = int64_t(nkv) * hd, QG = w.q.rows;
-  const bool gated = cfg_.attn_output_gate;
-  const int64_t head_stride = gated ? 2 * hd : hd;  // q_proj rows per head: [query ; gate] when gated
-  linear(w.q, normed_->address(), T, H, qg_->address(), QG);
-  linear(w.k, normed_->address(), T, H, kr_->address(), KD);
-  linear(w.v, normed_->address(), T, H, vr_->address(), KD);
-  vk::rms_norm(p, qg_->address(), head_stride, vec(w.q_norm), cfg_.rms_norm_eps, q_->address(), hd, hd, T * nq);
-  vk::rms_norm(p, kr_->address(), hd, vec(w.k_norm), cfg_.rms_norm_eps, kr_->address(), hd, hd, T * nkv);
+  const int64_t head_stride = cfg_.attn_output_gate ? 2 * hd : hd;  // q_proj rows per head: [query ; gate] when gated
+  vk::rms_norm(*pass_, qg_->address(), head_stride, vec(w.q_norm), cfg_.rms_norm_eps, q_->address(), hd, hd, T_ * nq);
+  vk::rms_norm(*pass_, kr_->address(), hd, vec(w.k_norm), cfg_.rms_norm_eps, kr_->address(), hd, hd, T_ * nkv);
+}
+
+void VulkanDecoderBackend::rope() {
+  const int nq = cfg_.num_heads, nkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
   vk::RopeArgs r;
   r.cos = cos_->address();
   r.sin = sin_->address();
-  r.T = T;
+  r.T = T_;
   r.half = rope_.half();
   r.cs_stride = rope_.half();
   r.head_stride = hd;
   r.x = q_->address();
   r.heads = nq;
-  r.token_stride = QD;
-  vk::rope(p, r);
+  r.token_stride = int64_t(nq) * hd;
+  vk::rope(*pass_, r);
   r.x = kr_->address();
   r.heads = nkv;
-  r.token_stride = KD;
-  vk::rope(p, r);
+  r.token_stride = int64_t(nkv) * hd;
+  vk::rope(*pass_, r);
+}
+
+void VulkanDecoderBackend::attend(int index) {
+  vk::Pass& p = *pass_;
+  const int nq = cfg_.num_heads, nkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
+  const int64_t QD = int64_t(nq) * hd, KD = int64_t(nkv) * hd;
   int64_t row = 0;
   for (const DecoderSegment& sg : segments_) {  // each sequence's rows join its cache, then attend
     if (sg.T == 0) continue;
@@ -374,20 +399,19 @@ void VulkanDecoderBackend::attention(const AttentionWeights& w, int index) {
     kv.length += sg.T;
     row += sg.T;
   }
-  if (gated)
-    for (int64_t t = 0; t < T; ++t)
-      for (int h = 0; h < nq; ++h)
-        vk::sigmoid_gate(p, qg_->address(size_t(t * QG + h * 2 * hd + hd) * 4), attn_->address(size_t(t * QD + h * hd) * 4),
-                         hd);
-  linear(w.o, attn_->address(), T, QD, mixed_->address(), H);
 }
 
-void VulkanDecoderBackend::mlp(const MlpWeights& w) {
-  const int64_t T = T_, H = cfg_.hidden_size, I = w.gate.rows;
-  linear(w.gate, normed_->address(), T, H, gate_->address(), I);
-  linear(w.up, normed_->address(), T, H, up_->address(), I);
-  vk::swiglu(*pass_, gate_->address(), up_->address(), gate_->address(), T * I);
-  linear(w.down, gate_->address(), T, I, mixed_->address(), H);
+void VulkanDecoderBackend::output_gate() {
+  const int nq = cfg_.num_heads, hd = cfg_.head_dim;
+  const int64_t QD = int64_t(nq) * hd, QG = 2 * QD;  // q_proj rows per head: [query(hd) ; gate(hd)]
+  for (int64_t t = 0; t < T_; ++t)
+    for (int h = 0; h < nq; ++h)
+      vk::sigmoid_gate(*pass_, qg_->address(size_t(t * QG + h * 2 * hd + hd) * 4),
+                       attn_->address(size_t(t * QD + h * hd) * 4), hd);
+}
+
+void VulkanDecoderBackend::swiglu() {
+  vk::swiglu(*pass_, gate_->address(), up_->address(), gate_->address(), T_ * gate_width_);
 }
 
 void VulkanDecoderBackend::moe(const MoeWeights&, int, DecoderObserver*) {

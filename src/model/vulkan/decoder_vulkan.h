@@ -41,16 +41,23 @@ class VulkanDecoderBackend final : public DecoderBackend {
              int64_t T) override;
   bool enter_layer(int i) override { return true; }
   void norm(const std::vector<float>& w) override;
-  void deltanet(const DeltaNetWeights& w, int index) override;
-  void attention(const AttentionWeights& w, int index) override;
   void add_norm(const std::vector<float>& w) override;
-  void mlp(const MlpWeights& w) override;
   void moe(const MoeWeights& w, int layer, DecoderObserver* observer) override;
   void add() override;
   void observe(int layer, DecoderObserver& observer) override;
   // With out null the pass waits for logits() (or the next begin()) to be submitted.
   void finish(const std::vector<float>& final_norm, float* out) override;
   void logits(const kernels::WeightMatrix& lm_head, std::span<const int64_t> rows, float* out) override;
+
+  // The layer primitives (layer_ops.h) as shaders on the rows below.
+  void linear(Rows in, std::span<const LinearTo> outs) override;
+  using LayerOps::linear;
+  void delta_rule(const DeltaNetWeights& w, int index) override;
+  void head_norms(const AttentionWeights& w) override;
+  void rope() override;
+  void attend(int index) override;
+  void output_gate() override;
+  void swiglu() override;
 
  private:
   class State;
@@ -66,6 +73,7 @@ class VulkanDecoderBackend final : public DecoderBackend {
   State& state_of(DecoderState& s);
   void reserve(int64_t T);
   void flush();
+  vk::Addr rows(Rows r) const;
   // y[T, w.rows] (rows y_stride apart) = x[T, w.cols] (rows x_stride apart) * w^T.
   void linear(const kernels::WeightMatrix& w, vk::Addr x, int64_t T, int64_t x_stride, vk::Addr y, int64_t y_stride);
 
@@ -92,6 +100,7 @@ class VulkanDecoderBackend final : public DecoderBackend {
   BufferPtr qkv_, conv_out_, z_, beta_, g_, q_, k_, core_;  // DeltaNet
   BufferPtr qg_, kr_, vr_, attn_;                          // attention
   BufferPtr gate_, up_;                                    // MLP
+  int64_t gate_width_ = 0;                                 // I, of the last projection into gate_
   BufferPtr logits_;
   int64_t logits_rows_ = 0;
 };
