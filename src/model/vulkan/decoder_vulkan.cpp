@@ -42,6 +42,69 @@ class VulkanDecoderBackend::State final : public BackendState {
     }
   }
 
+  // An empty state to copy into (copy()).
+  explicit State(vk::Device& dev) : dev_(dev) {}
+
+  std::unique_ptr<BackendState> copy(bool with_kv) const override {
+    auto s = std::make_unique<State>(dev_);
+    s->kv_layers = kv_layers;
+    s->kv_dtype = kv_dtype;
+    s->row_bytes = row_bytes;
+    for (size_t i = 0; i < conv.size(); ++i) {
+      s->conv.push_back(std::make_unique<Buffer>(dev_, conv[i]->size()));
+      s->recurrent.push_back(std::make_unique<Buffer>(dev_, recurrent[i]->size()));
+    }
+    s->assign(*this, with_kv);
+    return s;
+  }
+
+  void assign(const BackendState& from_state, bool with_kv) override {
+    const auto* from = dynamic_cast<const State*>(&from_state);
+    bool same = from && from->conv.size() == conv.size() && (!with_kv || from->kv_layers == kv_layers);
+    for (size_t i = 0; same && i < conv.size(); ++i)
+      same = from->conv[i]->size() == conv[i]->size() && from->recurrent[i]->size() == recurrent[i]->size();
+    same = same && (!with_kv || kv_layers == 0 || (from->kv_dtype == kv_dtype && from->row_bytes == row_bytes));
+    if (!same) fail("vulkan: a saved decoder state of another model or device");
+    if (with_kv && !from->kv.empty()) reserve(std::max<int64_t>(from->kv_length(), 1));
+    vk::Pass p(dev_);
+    for (size_t i = 0; i < conv.size(); ++i) {
+      p.copy(*from->conv[i], 0, *conv[i], 0, conv[i]->size());
+      p.copy(*from->recurrent[i], 0, *recurrent[i], 0, recurrent[i]->size());
+    }
+    if (with_kv) {
+      for (size_t i = 0; i < kv.size(); ++i) {
+        const int64_t n = i < from->kv.size() ? from->kv[i].length : 0;
+        const size_t bytes = size_t(n) * row_bytes;
+        if (bytes) {
+          p.copy(*from->kv[i].k, 0, *kv[i].k, 0, bytes);
+          p.copy(*from->kv[i].v, 0, *kv[i].v, 0, bytes);
+        }
+        kv[i].length = n;
+      }
+    }
+    p.run();
+  }
+
+  void truncate_kv(int64_t length) override {
+    for (Kv& c : kv) {
+      if (length < 0 || length > c.length) fail("vulkan: KV truncate to ", length, " outside [0, ", c.length, "]");
+      c.length = length;
+    }
+  }
+
+  int64_t kv_length() const override {
+    int64_t n = 0;
+    for (const Kv& c : kv) n = std::max(n, c.length);
+    return n;
+  }
+
+  size_t bytes() const override {
+    size_t n = 0;
+    for (size_t i = 0; i < conv.size(); ++i) n += conv[i]->size() + recurrent[i]->size();
+    for (const Kv& c : kv) n += 2 * size_t(c.length) * row_bytes;
+    return n;
+  }
+
   void reset() override {
     vk::Pass p(dev_);
     for (size_t i = 0; i < conv.size(); ++i) {

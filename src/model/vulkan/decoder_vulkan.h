@@ -6,8 +6,9 @@
 // for) come back.
 //
 // Not on the device yet (each a clear error): the mixture-of-experts FFN, observers, traced blocks
-// (speculative verification), segments that stop part-way through the layers, and the
-// chunkwise-parallel delta rule (a block of several tokens runs the recurrent form over them).
+// (a rewind on the device feeds the kept tokens again instead), segments that stop part-way
+// through the layers, and the chunkwise-parallel delta rule (a block of several tokens runs the
+// recurrent form over them).
 //
 // Thread contract: one call at a time, as its Device.
 #pragma once
