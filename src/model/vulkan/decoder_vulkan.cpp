@@ -262,6 +262,10 @@ void VulkanDecoderBackend::reserve(int64_t T) {
   attn_ = rows(QD);
   gate_ = rows(I);
   up_ = rows(I);
+  if (!delta_work_) {  // the chunked delta rule's matrices, a slice per value head (segments run in turn)
+    const size_t floats = size_t(Hv) * vk::delta_chunk_work_floats(cfg_.linear_key_dim, cfg_.linear_value_dim);
+    delta_work_ = std::make_unique<Buffer>(dev_, std::max<size_t>(floats, 1) * 4);
+  }
   capacity_ = T;
 }
 
@@ -373,7 +377,7 @@ void VulkanDecoderBackend::delta_rule(const DeltaNetWeights& w, int index) {
     vk::l2_norm(p, in + size_t(QK) * 4, dk, 1.0f, 1e-6f, k_->address(size_t(t * QK) * 4), dk, dk, Hk);
   }
   row = 0;
-  for (const DecoderSegment& sg : segments_) {  // the delta rule, recurrent, on each sequence's state
+  for (const DecoderSegment& sg : segments_) {  // the delta rule on each sequence's state
     if (sg.T == 0) continue;
     vk::DeltaDeviceArgs d;
     d.q = q_->address(size_t(row * QK) * 4);
@@ -393,7 +397,11 @@ void VulkanDecoderBackend::delta_rule(const DeltaNetWeights& w, int index) {
     d.gate_stride = Hv;
     d.o_stride = VS;
     d.tiled = w.v_heads_tiled;
-    vk::delta_recurrent(p, d);
+    // As the CPU: chunkwise-parallel for a block of several tokens (prefill), else recurrent.
+    if (sg.mode == DeltaRuleMode::kChunked || (sg.mode == DeltaRuleMode::kAuto && sg.T > 1))
+      vk::delta_chunk(p, d, delta_work_->address());
+    else
+      vk::delta_recurrent(p, d);
     row += sg.T;
   }
   vk::gated_rms_norm(p, core_->address(), dv, vec(w.norm), z_->address(), dv, cfg_.rms_norm_eps, core_->address(), dv,

@@ -7,8 +7,7 @@
 //
 // Not on the device yet (each a clear error): the mixture-of-experts FFN, observers, traced blocks
 // (a rewind on the device feeds the kept tokens again instead), segments that stop part-way
-// through the layers, and the chunkwise-parallel delta rule (a block of several tokens runs the
-// recurrent form over them).
+// through the layers.
 //
 // Thread contract: one call at a time, as its Device.
 #pragma once
@@ -99,6 +98,7 @@ class VulkanDecoderBackend final : public DecoderBackend {
   int64_t capacity_ = 0;
   BufferPtr x_, normed_, mixed_, hidden_, cos_, sin_, act_q_, act_d_;
   BufferPtr qkv_, conv_out_, z_, beta_, g_, q_, k_, core_;  // DeltaNet
+  BufferPtr delta_work_;                                   // the chunked delta rule's scratch
   BufferPtr qg_, kr_, vr_, attn_;                          // attention
   BufferPtr gate_, up_;                                    // MLP
   int64_t gate_width_ = 0;                                 // I, of the last projection into gate_
