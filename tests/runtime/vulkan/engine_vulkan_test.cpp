@@ -173,6 +173,60 @@ TEST(VulkanEngine, PromptLookupGivesGreedyTokens) {
   EXPECT_EQ(backend->device().validation_errors(), 0);
 }
 
+// The same with two generations stepped together: their verify blocks share one device pass per
+// round (BatchGate), and each still gives its plain greedy tokens.
+TEST(VulkanEngine, BatchedPromptLookupGivesGreedyTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  const std::unique_ptr<Engine> engine = load("vulkan");
+  ASSERT_TRUE(engine);
+  const std::vector<std::vector<int32_t>> prompts = {{9707, 11, 1879, 0, 3555}, {3838, 374, 220, 17}};
+  constexpr int64_t kTokens = 8;
+  std::vector<GenerationResult> plain;
+  for (const auto& p : prompts) {
+    Status st;
+    plain.push_back(engine->new_session()->complete(p, greedy_spec(kTokens, SpecMode::kOff), nullptr, &st));
+    ASSERT_TRUE(st.ok()) << st.message;
+  }
+  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<std::unique_ptr<Generation>> gens;
+  std::vector<int> calls(prompts.size(), 0);
+  for (size_t g = 0; g < prompts.size(); ++g) {
+    Status st;
+    sessions.push_back(engine->new_session());
+    gens.push_back(sessions.back()->start_completion(prompts[g], greedy_spec(kTokens, SpecMode::kPld), nullptr, &st));
+    ASSERT_TRUE(gens.back()) << st.message;
+    impl_of(*gens.back()).draft_source = [&, g](const std::vector<int32_t>& history, int max_tokens,
+                                                std::vector<int32_t>& out) {
+      const std::vector<int32_t>& want = plain[g].tokens;
+      const size_t done = history.size() - prompts[g].size();
+      const int c = calls[g]++, len = std::min(max_tokens, 3);
+      const int wrong_at = (c + int(g)) % 2 == 0 ? len : 1;  // every other draft partly wrong
+      for (int i = 0; i < len && done + size_t(i) < want.size(); ++i)
+        out.push_back(i == wrong_at ? (want[done + size_t(i)] + 1) % 1000 : want[done + size_t(i)]);
+    };
+  }
+  GenerationBatch batch(*engine);
+  std::vector<bool> running(gens.size(), true);
+  for (int round = 0; round < 64; ++round) {
+    std::vector<Generation*> step;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < gens.size(); ++i)
+      if (running[i]) step.push_back(gens[i].get()), index.push_back(i);
+    if (step.empty()) break;
+    std::vector<GenerationBatch::Outcome> out;
+    batch.step(step, out);
+    for (size_t j = 0; j < step.size(); ++j) {
+      ASSERT_FALSE(out[j].error) << "generation " << index[j] << " threw";
+      running[index[j]] = out[j].more;
+    }
+  }
+  for (size_t i = 0; i < gens.size(); ++i) {
+    EXPECT_EQ(gens[i]->result().tokens, plain[i].tokens) << "generation " << i;
+    EXPECT_GT(gens[i]->result().pld_accepted, 0) << "generation " << i;
+  }
+  EXPECT_GT(batch.batched_rows(), batch.batches());  // the passes really were shared
+}
+
 ChatRequest chat_of(const std::string& system, const std::string& user) {
   ChatRequest r;
   r.messages = {ChatMessage::Text("system", system), ChatMessage::Text("user", user)};
