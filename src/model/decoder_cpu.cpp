@@ -175,9 +175,20 @@ void CpuDecoderBackend::norm(const std::vector<float>& w) {
   ws_.normed_in.bind(ws_.normed.data(), rows_->T(), cfg_.hidden_size);
 }
 
-void CpuDecoderBackend::delta_rule(const DeltaNetWeights& w, int index) {
+// Each DeltaNet primitive takes the layer's sequences on their states of mixer `index`.
+bool CpuDecoderBackend::delta_rule_fused(const DeltaNetWeights& w, int index) {
   ops_.deltanet_spans = rows_->deltanet_spans(index);
-  ops_.delta_rule(w, index);
+  return ops_.delta_rule_fused(w, index);
+}
+
+void CpuDecoderBackend::conv(const DeltaNetWeights& w, int index) {
+  ops_.deltanet_spans = rows_->deltanet_spans(index);
+  ops_.conv(w, index);
+}
+
+void CpuDecoderBackend::delta(const DeltaNetWeights& w, int index) {
+  ops_.deltanet_spans = rows_->deltanet_spans(index);
+  ops_.delta(w, index);
 }
 
 void CpuDecoderBackend::attend(int index) {

@@ -35,7 +35,10 @@ class CpuDecoderBackend final : public DecoderBackend {
   // The layer primitives: CpuLayerOps on the workspace, each mixer over the layer's segments.
   void linear(Rows in, std::span<const LinearTo> outs) override { ops_.linear(in, outs); }
   using LayerOps::linear;
-  void delta_rule(const DeltaNetWeights& w, int index) override;
+  bool delta_rule_fused(const DeltaNetWeights& w, int index) override;
+  void conv(const DeltaNetWeights& w, int index) override;
+  void gates(const DeltaNetWeights& w) override { ops_.gates(w); }
+  void delta(const DeltaNetWeights& w, int index) override;
   void head_norms(const AttentionWeights& w) override { ops_.head_norms(w); }
   void rope() override { ops_.rope(); }
   void attend(int index) override;

@@ -58,18 +58,25 @@ struct DeltaNetSpan {
 };
 
 // The layer's body (spec 3.5) on any backend: the q/k/v, z, beta and decay projections, the
-// recurrent core (LayerOps::delta_rule) on the sequence's state of its index-th DeltaNet layer,
-// the output projection. Rows::kIn -> Rows::kOut.
+// conv step, the gates and q/k norms, the delta rule (recurrent or chunked) and gated norm on the
+// sequence's states of its index-th DeltaNet layer, the output projection. Rows::kIn -> Rows::kOut.
 void deltanet_layer(LayerOps& b, const DeltaNetWeights& w, int index);
 
-// The CPU's LayerOps::delta_rule on T rows of the scratch (qkv, z, beta, g -> core) for rows of
-// several sequences (spans in row order, their T summing to T), each on its state; fills the
-// spans' traces. A span's results are the bits it gets alone.
-void deltanet_core(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
+// The CPU's DeltaNet primitives (LayerOps, layer_ops_cpu.h) on T rows of the scratch for rows of
+// several sequences (spans in row order, their T summing to T), each on its state. A span's
+// results are the bits it gets alone. deltanet_fused comes first: it lays out the spans' rows and
+// fills their traces, and for a decoded token in every span runs the whole core fused (true).
+bool deltanet_fused(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
+                    std::span<const DeltaNetSpan> spans, DeltaNetScratch& s, int64_t T);
+void deltanet_conv(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
                    std::span<const DeltaNetSpan> spans, DeltaNetScratch& s, int64_t T);
+void deltanet_gates(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, DeltaNetScratch& s,
+                    int64_t T);
+void deltanet_delta(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
+                    std::span<const DeltaNetSpan> spans, DeltaNetScratch& s);
 
 // Advances `state` (as it was before the traced block) by the block's first n tokens, with the
-// recurrent delta rule: what deltanet_forward in kRecurrent mode leaves after those n tokens.
+// recurrent delta rule: what the layer in kRecurrent mode leaves after those n tokens.
 void deltanet_replay(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
                      const DeltaNetTrace& trace, int64_t n, DeltaNetState& state, DeltaNetScratch& s);
 

@@ -52,13 +52,20 @@ class LayerOps {
     linear(in, std::span<const LinearTo>(outs.begin(), outs.size()));
   }
 
-  // DeltaNet's recurrent core over kQkv, kZ, kBeta, kG into kCore, each sequence on the state of
-  // its index-th DeltaNet layer: the causal conv step (+ SiLU, conv state update), the gates
-  // (beta = sigmoid, g = -exp(A) softplus(a + dt_bias)), the l2-normed q (scaled by 1/sqrt(dk))
-  // and k, the delta rule over the tokens (recurrent steps or chunks, recurrent state update),
-  // then norm(o) * w.norm * silu(z) per value head. One primitive: the CPU runs it for a decoded
-  // token as one task per key head, conv to norm, in one parallel pass.
-  virtual void delta_rule(const DeltaNetWeights& w, int index) = 0;
+  // DeltaNet's core, kQkv, kZ, kBeta, kG -> kCore, each sequence on its states of its index-th
+  // DeltaNet layer. delta_rule_fused comes first: a backend that runs the whole core as one fused
+  // step where that pays does so there and returns true (the CPU, for a decoded token in every
+  // sequence: one task per key head, conv to norm, in one parallel pass); otherwise the body runs
+  // conv, gates and delta.
+  virtual bool delta_rule_fused(const DeltaNetWeights& w, int index) = 0;
+  // The causal conv step over kQkv (+ SiLU, conv state update).
+  virtual void conv(const DeltaNetWeights& w, int index) = 0;
+  // kBeta = sigmoid(kBeta), kG = -exp(A) softplus(kG + dt_bias) in place; q (scaled by 1/sqrt(dk))
+  // and k l2-normed from the conv's output.
+  virtual void gates(const DeltaNetWeights& w) = 0;
+  // The delta rule over the tokens (recurrent steps, or chunks where the sequence's mode says:
+  // DeltaRuleMode), recurrent state update, then norm(o) * w.norm * silu(kZ) per value head.
+  virtual void delta(const DeltaNetWeights& w, int index) = 0;
 
   // Attention: kQ = RMSNorm(the query part of each head of kQg) * q_norm; kK normed per head in
   // place (* k_norm).

@@ -61,8 +61,18 @@ void CpuLayerOps::linear(Rows in, std::span<const LinearTo> outs) {
   kernels::linear_fused(c_, *x, std::span<const kernels::LinearOut>(o, outs.size()));
 }
 
-void CpuLayerOps::delta_rule(const DeltaNetWeights& w, int) {
-  deltanet_core(c_, cfg(), w, deltanet_spans, scratch(deltanet, "DeltaNet"), T());
+bool CpuLayerOps::delta_rule_fused(const DeltaNetWeights& w, int) {
+  return deltanet_fused(c_, cfg(), w, deltanet_spans, scratch(deltanet, "DeltaNet"), T());
+}
+
+void CpuLayerOps::conv(const DeltaNetWeights& w, int) {
+  deltanet_conv(c_, cfg(), w, deltanet_spans, scratch(deltanet, "DeltaNet"), T());
+}
+
+void CpuLayerOps::gates(const DeltaNetWeights& w) { deltanet_gates(c_, cfg(), w, scratch(deltanet, "DeltaNet"), T()); }
+
+void CpuLayerOps::delta(const DeltaNetWeights& w, int) {
+  deltanet_delta(c_, cfg(), w, deltanet_spans, scratch(deltanet, "DeltaNet"));
 }
 
 void CpuLayerOps::head_norms(const AttentionWeights& w) {

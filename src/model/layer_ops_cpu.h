@@ -38,7 +38,10 @@ class CpuLayerOps final : public LayerOps {
 
   void linear(Rows in, std::span<const LinearTo> outs) override;
   using LayerOps::linear;
-  void delta_rule(const DeltaNetWeights& w, int index) override;
+  bool delta_rule_fused(const DeltaNetWeights& w, int index) override;
+  void conv(const DeltaNetWeights& w, int index) override;
+  void gates(const DeltaNetWeights& w) override;
+  void delta(const DeltaNetWeights& w, int index) override;
   void head_norms(const AttentionWeights& w) override;
   void rope() override;
   void attend(int index) override;

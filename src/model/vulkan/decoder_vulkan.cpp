@@ -355,20 +355,23 @@ void VulkanDecoderBackend::add_norm(const std::vector<float>& w) {
 
 void VulkanDecoderBackend::add() { vk::add(*pass_, mixed_->address(), x_->address(), T_ * cfg_.hidden_size); }
 
-void VulkanDecoderBackend::delta_rule(const DeltaNetWeights& w, int index) {
-  vk::Pass& p = *pass_;
-  const int64_t T = T_, C = cfg_.conv_dim(), Hk = cfg_.linear_key_heads;
-  const int64_t Hv = cfg_.linear_value_heads;
-  const int dk = cfg_.linear_key_dim, dv = cfg_.linear_value_dim;
-  const int64_t QK = Hk * dk, VS = Hv * dv;
+void VulkanDecoderBackend::conv(const DeltaNetWeights& w, int index) {
+  const int64_t C = cfg_.conv_dim();
   int64_t row = 0;
-  for (const DecoderSegment& sg : segments_) {  // the conv on each sequence's state
+  for (const DecoderSegment& sg : segments_) {  // on each sequence's state
     if (sg.T == 0) continue;
     State& st = state_of(*sg.state);
-    vk::causal_conv(p, {qkv_->address(size_t(row * C) * 4), vec(w.conv_t), st.conv[size_t(index)]->address(),
-                        conv_out_->address(size_t(row * C) * 4), sg.T, C, cfg_.conv_kernel});
+    vk::causal_conv(*pass_, {qkv_->address(size_t(row * C) * 4), vec(w.conv_t), st.conv[size_t(index)]->address(),
+                             conv_out_->address(size_t(row * C) * 4), sg.T, C, cfg_.conv_kernel});
     row += sg.T;
   }
+}
+
+void VulkanDecoderBackend::gates(const DeltaNetWeights& w) {
+  vk::Pass& p = *pass_;
+  const int64_t T = T_, C = cfg_.conv_dim(), Hk = cfg_.linear_key_heads, Hv = cfg_.linear_value_heads;
+  const int dk = cfg_.linear_key_dim;
+  const int64_t QK = Hk * dk;
   vk::sigmoid(p, beta_->address(), beta_->address(), T * Hv);
   for (int64_t t = 0; t < T; ++t) {  // per token: the gates' weights are per head, the q/k heads C apart
     vk::decay_gate(p, vec(w.neg_a), vec(w.dt_bias), g_->address(size_t(t * Hv) * 4), Hv);
@@ -376,8 +379,15 @@ void VulkanDecoderBackend::delta_rule(const DeltaNetWeights& w, int index) {
     vk::l2_norm(p, in, dk, 1.0f / std::sqrt(float(dk)), 1e-6f, q_->address(size_t(t * QK) * 4), dk, dk, Hk);
     vk::l2_norm(p, in + size_t(QK) * 4, dk, 1.0f, 1e-6f, k_->address(size_t(t * QK) * 4), dk, dk, Hk);
   }
-  row = 0;
-  for (const DecoderSegment& sg : segments_) {  // the delta rule on each sequence's state
+}
+
+void VulkanDecoderBackend::delta(const DeltaNetWeights& w, int index) {
+  vk::Pass& p = *pass_;
+  const int64_t T = T_, C = cfg_.conv_dim(), Hk = cfg_.linear_key_heads, Hv = cfg_.linear_value_heads;
+  const int dk = cfg_.linear_key_dim, dv = cfg_.linear_value_dim;
+  const int64_t QK = Hk * dk, VS = Hv * dv;
+  int64_t row = 0;
+  for (const DecoderSegment& sg : segments_) {  // on each sequence's state
     if (sg.T == 0) continue;
     vk::DeltaDeviceArgs d;
     d.q = q_->address(size_t(row * QK) * 4);

@@ -52,7 +52,10 @@ class VulkanDecoderBackend final : public DecoderBackend {
   // The layer primitives (layer_ops.h) as shaders on the rows below.
   void linear(Rows in, std::span<const LinearTo> outs) override;
   using LayerOps::linear;
-  void delta_rule(const DeltaNetWeights& w, int index) override;
+  bool delta_rule_fused(const DeltaNetWeights&, int) override { return false; }
+  void conv(const DeltaNetWeights& w, int index) override;
+  void gates(const DeltaNetWeights& w) override;
+  void delta(const DeltaNetWeights& w, int index) override;
   void head_norms(const AttentionWeights& w) override;
   void rope() override;
   void attend(int index) override;
