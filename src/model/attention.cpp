@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "model/layer_ops_cpu.h"
 
 namespace qwen35 {
 
@@ -26,35 +27,31 @@ void AttentionScratch::set_positions(const MRope& rope, const int32_t* positions
     rope.angles(positions[t], positions[T + t], positions[2 * T + t], cos.data() + t * half, sin.data() + t * half);
 }
 
-void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const AttentionWeights& w, const MRope& rope,
-                       const float* a, int64_t T, KvCache& kv, AttentionScratch& s, float* out) {
-  s.in.bind(a, T, cfg.hidden_size);
-  attention_forward(c, cfg, w, rope, s.in, kv, s, out);
+void attention_layer(LayerOps& b, const TextConfig& cfg, const AttentionWeights& w, int index) {
+  b.linear(Rows::kIn, {{&w.q, Rows::kQg}, {&w.k, Rows::kK}, {&w.v, Rows::kV}});  // one pass over the input
+  b.head_norms(w);
+  b.rope();
+  b.attend(index);
+  if (cfg.attn_output_gate) b.output_gate();
+  b.linear(Rows::kAttn, {{&w.o, Rows::kOut}});
 }
 
 void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const AttentionWeights& w, const MRope& rope,
                        kernels::Activations& a, KvCache& kv, AttentionScratch& s, float* out) {
+  s.reserve(cfg, a.T());
   const AttentionSpan span{&kv, a.T()};
-  attention_forward(c, cfg, w, rope, a, std::span<const AttentionSpan>(&span, 1), s, out);
+  CpuLayerOps ops(c, &cfg, a, out);
+  ops.attention = &s;
+  ops.attention_spans = std::span<const AttentionSpan>(&span, 1);
+  ops.rope_half = rope.half();
+  attention_layer(ops, cfg, w, 0);
 }
 
-void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const AttentionWeights& w, const MRope& rope,
-                       kernels::Activations& a, std::span<const AttentionSpan> spans, AttentionScratch& s, float* out) {
-  const int64_t T = a.T();
-  {
-    int64_t rows = 0;
-    for (const AttentionSpan& sp : spans) rows += sp.T;
-    if (rows != T) fail("attention_forward: spans cover ", rows, " rows of ", T);
-  }
-  s.reserve(cfg, T);
+void attention_head_norms(const kernels::Compute& c, const TextConfig& cfg, const AttentionWeights& w,
+                          AttentionScratch& s, int64_t T) {
   const int nq = cfg.num_heads, nkv = cfg.num_kv_heads, hd = cfg.head_dim;
   const int64_t QD = int64_t(nq) * hd, KD = int64_t(nkv) * hd, qg_stride = w.q.rows;
-  const int half = rope.half();
-
-  kernels::linear_fused(c, a, {{&w.q, s.qg.data(), w.q.rows}, {&w.k, s.k.data(), KD}, {&w.v, s.v.data(), KD}});
-
-  // Per token: the q and k heads' RMSNorms, then RoPE. q_proj rows are per head [query(hd) ;
-  // gate(hd)] when gated.
+  // q_proj rows are per head [query(hd) ; gate(hd)] when gated.
   const int64_t head_stride = cfg.attn_output_gate ? 2 * hd : hd;
   for (int64_t t = 0; t < T; ++t) {
     for (int h = 0; h < nq; ++h)
@@ -64,12 +61,29 @@ void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const A
       float* k = s.k.data() + t * KD + int64_t(h) * hd;
       c.k->rms_norm(k, w.k_norm.data(), cfg.rms_norm_eps, k, hd);
     }
+  }
+}
+
+void attention_rope(const kernels::Compute& c, const TextConfig& cfg, int half, AttentionScratch& s, int64_t T) {
+  const int nq = cfg.num_heads, nkv = cfg.num_kv_heads, hd = cfg.head_dim;
+  const int64_t QD = int64_t(nq) * hd, KD = int64_t(nkv) * hd;
+  for (int64_t t = 0; t < T; ++t) {
     const float* cs = s.cos.data() + t * half;
     const float* sn = s.sin.data() + t * half;
     c.k->rope(s.q.data() + t * QD, nq, hd, half, cs, sn);
     c.k->rope(s.k.data() + t * KD, nkv, hd, half, cs, sn);
   }
+}
 
+void attention_attend(const kernels::Compute& c, const TextConfig& cfg, std::span<const AttentionSpan> spans,
+                      AttentionScratch& s, int64_t T) {
+  {
+    int64_t rows = 0;
+    for (const AttentionSpan& sp : spans) rows += sp.T;
+    if (rows != T) fail("attention: spans cover ", rows, " rows of ", T);
+  }
+  const int nq = cfg.num_heads, nkv = cfg.num_kv_heads, hd = cfg.head_dim;
+  const int64_t QD = int64_t(nq) * hd, KD = int64_t(nkv) * hd;
   // Per span: its rows join its cache, then tasks of kAttnBlock tokens x one KV head, so the group
   // of query heads that share the KV head reads each key and value row once. Later blocks see more
   // keys, so they are handed out first. The kernel computes every row the same way in any block,
@@ -115,14 +129,15 @@ void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const A
         }
       },
       tasks);
+}
 
-  if (cfg.attn_output_gate)
-    for (int64_t t = 0; t < T; ++t)
-      for (int h = 0; h < nq; ++h)
-        c.k->sigmoid_gate(s.qg.data() + t * qg_stride + int64_t(h) * 2 * hd + hd,
-                          s.attn.data() + t * QD + int64_t(h) * hd, hd);
-  s.attn_in.bind(s.attn.data(), T, QD);
-  kernels::linear(c, s.attn_in, w.o, out, w.o.rows);
+void attention_output_gate(const kernels::Compute& c, const TextConfig& cfg, AttentionScratch& s, int64_t T) {
+  const int nq = cfg.num_heads, hd = cfg.head_dim;
+  const int64_t QD = int64_t(nq) * hd, qg_stride = 2 * QD;  // per head [query(hd) ; gate(hd)]
+  for (int64_t t = 0; t < T; ++t)
+    for (int h = 0; h < nq; ++h)
+      c.k->sigmoid_gate(s.qg.data() + t * qg_stride + int64_t(h) * 2 * hd + hd, s.attn.data() + t * QD + int64_t(h) * hd,
+                        hd);
 }
 
 }  // namespace qwen35

@@ -8,6 +8,7 @@
 #include "kernels/compute.h"
 #include "model/config.h"
 #include "model/decoder_state.h"
+#include "model/layer_ops.h"
 #include "model/rope.h"
 #include "model/text_weights.h"
 
@@ -43,20 +44,24 @@ struct AttentionSpan {
   int64_t T = 0;
 };
 
-// out[T, H] = Attention(a[T, H]) for rows of several sequences (spans in row order, their T summing
-// to a.T()), at the angles set by s.set_positions for all rows: projections over all rows at once,
-// each span's queries over its own cache, to which its rows are appended. A span's results are the
-// bits it gets alone.
-void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const AttentionWeights& w, const MRope& rope,
-                       kernels::Activations& a, std::span<const AttentionSpan> spans, AttentionScratch& s, float* out);
+// The layer's body (spec 3.6) on any backend: q (with its gates), k, v projections, per-head
+// RMSNorms, MRoPE, the sequence's cache (index-th attention layer) and attention, the sigmoid
+// output gate, o. Rows::kIn -> Rows::kOut.
+void attention_layer(LayerOps& b, const TextConfig& cfg, const AttentionWeights& w, int index);
 
-// out[T, H] = Attention(a[T, H]) at the angles set by s.set_positions; appends T rows to `kv`.
-// `a` may already hold quantized forms of its rows.
+// out[T, H] = Attention(a[T, H]) on the CPU at the angles set by s.set_positions; appends T rows
+// to `kv`. `a` may already hold quantized forms of its rows.
 void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const AttentionWeights& w, const MRope& rope,
                        kernels::Activations& a, KvCache& kv, AttentionScratch& s, float* out);
-// out[T, H] = Attention(a[T, H]) at the angles set by s.set_positions; appends T rows to `kv`.
-void attention_forward(const kernels::Compute& c, const TextConfig& cfg, const AttentionWeights& w, const MRope& rope,
-                       const float* a, int64_t T, KvCache& kv, AttentionScratch& s,
-                       float* out);
+
+// The CPU's attention primitives (LayerOps, layer_ops_cpu.h) on T rows of the scratch.
+void attention_head_norms(const kernels::Compute& c, const TextConfig& cfg, const AttentionWeights& w,
+                          AttentionScratch& s, int64_t T);
+void attention_rope(const kernels::Compute& c, const TextConfig& cfg, int half, AttentionScratch& s, int64_t T);
+// Spans in row order, their T summing to T: each span's rows join its cache, then attend. A
+// span's results are the bits it gets alone.
+void attention_attend(const kernels::Compute& c, const TextConfig& cfg, std::span<const AttentionSpan> spans,
+                      AttentionScratch& s, int64_t T);
+void attention_output_gate(const kernels::Compute& c, const TextConfig& cfg, AttentionScratch& s, int64_t T);
 
 }  // namespace qwen35

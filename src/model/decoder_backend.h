@@ -1,19 +1,22 @@
 // What the text decoder's forward runs on. TextDecoder::forward_on (text_decoder.cpp) is the one
 // forward: the layer loop, which rows each layer takes, pre-norm, mixer, residual, FFN, final
-// norm and LM head, in that order; a backend runs each step where its tensors live. The CPU
-// backend (decoder_cpu.h) runs the kernel table on host rows; the Vulkan backend
-// (model/vulkan/decoder_vulkan.h) records the same steps into one command buffer on device-resident
-// tensors.
+// norm and LM head, in that order, and the layers' bodies (deltanet_layer, attention_layer,
+// mlp_layer) are written once against the primitives of layer_ops.h; a backend runs each step and
+// primitive where its tensors live. The CPU backend (decoder_cpu.h) runs the kernel table on host
+// rows; the Vulkan backend (model/vulkan/decoder_vulkan.h) records the same steps into one command
+// buffer on device-resident tensors.
 //
-// A backend holds the call's residual stream x, the normed rows and the mixer / FFN output; each
-// step names what it reads and writes. A step computes every row the same way whatever the rows
-// of the call (PLD, prefix reuse and batching rest on it on every backend).
+// A backend holds the call's residual stream x, the normed rows (the layer bodies' Rows::kIn) and
+// the mixer / FFN output (Rows::kOut); each step names what it reads and writes. A step computes
+// every row the same way whatever the rows of the call (PLD, prefix reuse and batching rest on it
+// on every backend).
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "model/layer_ops.h"
 #include "model/text_weights.h"
 
 namespace qwen35 {
@@ -21,7 +24,7 @@ namespace qwen35 {
 class DecoderObserver;
 struct DecoderSegment;
 
-class DecoderBackend {
+class DecoderBackend : public LayerOps {
  public:
   virtual ~DecoderBackend() = default;
 
@@ -34,14 +37,12 @@ class DecoderBackend {
 
   // normed = RMSNorm(x) * w.
   virtual void norm(const std::vector<float>& w) = 0;
-  // mixed = the mixer over normed, each segment on its own state: its index-th DeltaNet layer or
-  // attention layer (appending its rows to that layer's KV cache).
-  virtual void deltanet(const DeltaNetWeights& w, int index) = 0;
-  virtual void attention(const AttentionWeights& w, int index) = 0;
+  // The mixer (mixed = deltanet_layer / attention_layer over normed) runs on the primitives, each
+  // segment on its own state: its index-th DeltaNet layer or attention layer.
   // x += mixed, then normed = RMSNorm(x) * w.
   virtual void add_norm(const std::vector<float>& w) = 0;
-  // mixed = FFN(normed): SwiGLU, or the mixture of experts (layer: what the observer is told).
-  virtual void mlp(const MlpWeights& w) = 0;
+  // mixed = FFN(normed): SwiGLU (mlp_layer on the primitives), or the mixture of experts (layer:
+  // what the observer is told).
   virtual void moe(const MoeWeights& w, int layer, DecoderObserver* observer) = 0;
   // x += mixed.
   virtual void add() = 0;

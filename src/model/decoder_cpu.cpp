@@ -138,7 +138,12 @@ void norm_rows(const kernels::Compute& c, const float* x, const std::vector<floa
 
 CpuDecoderBackend::CpuDecoderBackend(const kernels::Compute& c, const TextConfig& cfg, const MRope& rope,
                                      DecoderWorkspace& ws)
-    : c_(c), cfg_(cfg), rope_(rope), ws_(ws) {}
+    : c_(c), cfg_(cfg), rope_(rope), ws_(ws), ops_(c, &cfg, ws.normed_in, nullptr) {
+  ops_.deltanet = &ws.deltanet;
+  ops_.attention = &ws.attention;
+  ops_.rope_half = rope.half();
+  ops_.mlp = &ws.mlp;
+}
 
 CpuDecoderBackend::~CpuDecoderBackend() = default;
 
@@ -156,6 +161,7 @@ void CpuDecoderBackend::begin(const float* inputs, const int32_t* positions, std
     if (sg.traces) sg.traces->resize(size_t(cfg_.num_deltanet_layers()));
   ws_.reserve(cfg_, T);
   std::memcpy(ws_.x.data(), inputs, size_t(T * cfg_.hidden_size) * sizeof(float));
+  ops_.bind(ws_.normed_in, ws_.mixed.data());
   rows_ = std::make_unique<LayerRows>(segments, cfg_.num_layers, positions, T, rope_, cfg_.hidden_size, ws_);
 }
 
@@ -169,12 +175,25 @@ void CpuDecoderBackend::norm(const std::vector<float>& w) {
   ws_.normed_in.bind(ws_.normed.data(), rows_->T(), cfg_.hidden_size);
 }
 
-void CpuDecoderBackend::deltanet(const DeltaNetWeights& w, int index) {
-  deltanet_forward(c_, cfg_, w, ws_.normed_in, rows_->deltanet_spans(index), ws_.deltanet, ws_.mixed.data());
+// Each DeltaNet primitive takes the layer's sequences on their states of mixer `index`.
+bool CpuDecoderBackend::delta_rule_fused(const DeltaNetWeights& w, int index) {
+  ops_.deltanet_spans = rows_->deltanet_spans(index);
+  return ops_.delta_rule_fused(w, index);
 }
 
-void CpuDecoderBackend::attention(const AttentionWeights& w, int index) {
-  attention_forward(c_, cfg_, w, rope_, ws_.normed_in, rows_->attention_spans(index), ws_.attention, ws_.mixed.data());
+void CpuDecoderBackend::conv(const DeltaNetWeights& w, int index) {
+  ops_.deltanet_spans = rows_->deltanet_spans(index);
+  ops_.conv(w, index);
+}
+
+void CpuDecoderBackend::delta(const DeltaNetWeights& w, int index) {
+  ops_.deltanet_spans = rows_->deltanet_spans(index);
+  ops_.delta(w, index);
+}
+
+void CpuDecoderBackend::attend(int index) {
+  ops_.attention_spans = rows_->attention_spans(index);
+  ops_.attend(index);
 }
 
 void CpuDecoderBackend::add_norm(const std::vector<float>& w) {
@@ -187,8 +206,6 @@ void CpuDecoderBackend::add_norm(const std::vector<float>& w) {
   });
   ws_.normed_in.bind(ws_.normed.data(), rows_->T(), H);
 }
-
-void CpuDecoderBackend::mlp(const MlpWeights& w) { mlp_forward(c_, w, ws_.normed_in, ws_.mlp, ws_.mixed.data()); }
 
 void CpuDecoderBackend::moe(const MoeWeights& w, int layer, DecoderObserver* observer) {
   moe_forward(c_, w, ws_.normed_in, ws_.moe, ws_.mixed.data());

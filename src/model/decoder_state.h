@@ -63,10 +63,22 @@ class KvCache {
 
 // A backend's copy of a sequence's state where it computes (a device's buffers for the KV caches
 // and DeltaNet states, made on its first pass); the CPU computes on the vectors of DecoderState.
+// Saves, snapshots and rewinds of such a state are device copies (named costs: each one pass on
+// the device, run by the caller under the device's lock).
 class BackendState {
  public:
   virtual ~BackendState() = default;
   virtual void reset() = 0;  // back to an empty sequence
+  // A copy where this one lives of its DeltaNet states and, with `kv`, of its KV rows (a
+  // snapshot, sized to the rows used); without, the copy holds no KV rows.
+  virtual std::unique_ptr<BackendState> copy(bool kv) const = 0;
+  // Takes `from`'s DeltaNet states (a copy of this sequence's, or of one of the same model) and,
+  // with `kv`, its KV rows, into this state's buffers. Throws when the shapes differ.
+  virtual void assign(const BackendState& from, bool kv) = 0;
+  // Drops the KV rows past `length` (rewinds), as KvCache::truncate.
+  virtual void truncate_kv(int64_t length) = 0;
+  virtual int64_t kv_length() const = 0;
+  virtual size_t bytes() const = 0;  // the buffers' bytes in use
 };
 
 // DecoderState::device. A state whose caches live on a device is not copied by value (its host

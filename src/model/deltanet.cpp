@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "model/layer_ops.h"
 
 namespace qwen35 {
 
@@ -71,11 +72,10 @@ void for_range(const kernels::Compute& c, int64_t T, int64_t n, int64_t grain, F
   c.pool->parallel_for(size_t(n), size_t(grain), [&](size_t b, size_t e) { fn(int64_t(b), int64_t(e)); });
 }
 
-// The conv (with its state update) and the gates of the spans' tokens (T in all, in span order):
-// qkv -> s.mixed, s.q, s.k; the beta and decay logits in s.beta, s.g turned into gates in place.
-void conv_and_gates(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* qkv,
-                    std::span<const DeltaNetSpan> spans, int64_t T, DeltaNetScratch& s) {
-  const int64_t C = cfg.conv_dim(), Hk = cfg.linear_key_heads, Hv = cfg.linear_value_heads;
+// The conv (with its state update) of the spans' tokens (T in all, in span order): qkv -> s.mixed.
+void conv_rows(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* qkv,
+               std::span<const DeltaNetSpan> spans, int64_t T, DeltaNetScratch& s) {
+  const int64_t C = cfg.conv_dim();
   // Conv over channel blocks (each channel is independent along time), every span on its state.
   for_range(c, T, C, 256, [&](int64_t c0, int64_t c1) {
     int64_t t0 = 0;
@@ -84,6 +84,13 @@ void conv_and_gates(const kernels::Compute& c, const TextConfig& cfg, const Delt
       t0 += sp.T;
     }
   });
+}
+
+// The gates and q/k norms of T rows: the beta and decay logits in s.beta, s.g turned into gates in
+// place; s.mixed -> s.q, s.k.
+void gate_rows(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, int64_t T,
+               DeltaNetScratch& s) {
+  const int64_t Hk = cfg.linear_key_heads, Hv = cfg.linear_value_heads;
   for_range(c, T, T, 16, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       head_gates(c, cfg, w, s, t, 0, Hv);
@@ -165,11 +172,10 @@ void value_head(const kernels::Compute& c, const TextConfig& cfg, const DeltaNet
   }
 }
 
-// A block with several tokens in some span: the conv and gates of every row first, then one task
-// per span and value head.
-void block_heads(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
-                 std::span<const DeltaNetSpan> spans, DeltaNetScratch& s, int64_t T) {
-  conv_and_gates(c, cfg, w, s.qkv.data(), spans, T, s);
+// The delta rule and gated norm of a block whose conv and gates are done: one task per span and
+// value head.
+void delta_heads(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
+                 std::span<const DeltaNetSpan> spans, DeltaNetScratch& s) {
   const size_t Hv = size_t(cfg.linear_value_heads);
   c.pool->parallel_for(spans.size() * Hv, 1, [&](size_t b, size_t e) {
     std::vector<float> work;
@@ -182,7 +188,7 @@ void block_heads(const kernels::Compute& c, const TextConfig& cfg, const DeltaNe
 // k and v channels, the q/k norms and its value heads' gates itself, in the parallel pass, instead
 // of the calling thread running them for every channel first while the other threads wait (on the
 // 0.8B shapes that was a fifth of the calling thread's time outside the passes). The taps, gates
-// and norms are computed as conv_and_gates computes them, so the bits are the same.
+// and norms are computed as conv_rows and gate_rows compute them, so the bits are the same.
 void decode_heads(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
                   std::span<const DeltaNetSpan> spans, DeltaNetScratch& s) {
   const int64_t C = cfg.conv_dim(), Hk = cfg.linear_key_heads, Hv = cfg.linear_value_heads;
@@ -213,22 +219,24 @@ void decode_heads(const kernels::Compute& c, const TextConfig& cfg, const DeltaN
 
 }  // namespace
 
-void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
-                      kernels::Activations& a, std::span<const DeltaNetSpan> spans, DeltaNetScratch& s, float* out) {
-  const int64_t T = a.T();
-  s.reserve(cfg, T);
+void deltanet_layer(LayerOps& b, const DeltaNetWeights& w, int index) {
+  // The four projections read the same normed rows: one pass, one quantization of them.
+  b.linear(Rows::kIn, {{&w.in_qkv, Rows::kQkv}, {&w.in_z, Rows::kZ}, {&w.in_b, Rows::kBeta}, {&w.in_a, Rows::kG}});
+  if (!b.delta_rule_fused(w, index)) {
+    b.conv(w, index);   // SiLU(causal conv(qkv)), each sequence on its conv state
+    b.gates(w);         // beta, decay; q, k l2-normed
+    b.delta(w, index);  // core = gated norm of the delta rule's outputs, each sequence on its state
+  }
+  b.linear(Rows::kCore, {{&w.out, Rows::kOut}});
+}
+
+bool deltanet_fused(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
+                    std::span<const DeltaNetSpan> spans, DeltaNetScratch& s, int64_t T) {
   s.span_rows.assign(spans.size() + 1, 0);
   for (size_t i = 0; i < spans.size(); ++i) s.span_rows[i + 1] = s.span_rows[i] + spans[i].T;
-  if (s.span_rows.back() != T) fail("deltanet_forward: spans cover ", s.span_rows.back(), " rows of ", T);
-  const int64_t C = cfg.conv_dim(), Hv = cfg.linear_value_heads, VS = Hv * int64_t(cfg.linear_value_dim);
+  if (s.span_rows.back() != T) fail("deltanet: spans cover ", s.span_rows.back(), " rows of ", T);
+  const int64_t C = cfg.conv_dim(), Hv = cfg.linear_value_heads;
   if (w.conv_t.size() != size_t(C * cfg.conv_kernel)) fail("DeltaNet weights were bound without finish_deltanet_weights");
-
-  // The four projections read the same normed rows: one pass, one quantization of them.
-  kernels::linear_fused(c, a,
-                        {{&w.in_qkv, s.qkv.data(), C},     // [T, C]
-                         {&w.in_z, s.z.data(), VS},        // [T, VS]
-                         {&w.in_b, s.beta.data(), Hv},     // [T, Hv] logits
-                         {&w.in_a, s.g.data(), Hv}});      // [T, Hv] decay input
   for (size_t i = 0; i < spans.size(); ++i) {
     DeltaNetTrace* trace = spans[i].trace;
     if (!trace) continue;
@@ -238,27 +246,25 @@ void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const De
     trace->b.assign(s.beta.begin() + t0 * Hv, s.beta.begin() + (t0 + n) * Hv);
     trace->a.assign(s.g.begin() + t0 * Hv, s.g.begin() + (t0 + n) * Hv);
   }
-
   bool decoding = true;
   for (const DeltaNetSpan& sp : spans) decoding = decoding && sp.T == 1;
   if (decoding) decode_heads(c, cfg, w, spans, s);
-  else block_heads(c, cfg, w, spans, s, T);
-
-  s.core_in.bind(s.core.data(), T, VS);
-  kernels::linear(c, s.core_in, w.out, out, w.out.rows);
+  return decoding;
 }
 
-void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
-                      kernels::Activations& a, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode,
-                      float* out, DeltaNetTrace* trace) {
-  const DeltaNetSpan span{&state, a.T(), mode, trace};
-  deltanet_forward(c, cfg, w, a, std::span<const DeltaNetSpan>(&span, 1), s, out);
+void deltanet_conv(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
+                   std::span<const DeltaNetSpan> spans, DeltaNetScratch& s, int64_t T) {
+  conv_rows(c, cfg, w, s.qkv.data(), spans, T, s);
 }
 
-void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* a,
-                      int64_t T, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode, float* out) {
-  s.in.bind(a, T, cfg.hidden_size);
-  deltanet_forward(c, cfg, w, s.in, state, s, mode, out);
+void deltanet_gates(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, DeltaNetScratch& s,
+                    int64_t T) {
+  gate_rows(c, cfg, w, T, s);
+}
+
+void deltanet_delta(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
+                    std::span<const DeltaNetSpan> spans, DeltaNetScratch& s) {
+  delta_heads(c, cfg, w, spans, s);
 }
 
 void deltanet_replay(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
@@ -271,7 +277,8 @@ void deltanet_replay(const kernels::Compute& c, const TextConfig& cfg, const Del
   std::copy_n(trace.b.begin(), n * Hv, s.beta.begin());
   std::copy_n(trace.a.begin(), n * Hv, s.g.begin());
   const DeltaNetSpan span{&state, n, DeltaRuleMode::kRecurrent, nullptr};
-  conv_and_gates(c, cfg, w, trace.qkv.data(), std::span<const DeltaNetSpan>(&span, 1), n, s);
+  conv_rows(c, cfg, w, trace.qkv.data(), std::span<const DeltaNetSpan>(&span, 1), n, s);
+  gate_rows(c, cfg, w, n, s);
   c.pool->parallel_for(size_t(Hv), 1, [&](size_t hb, size_t he) {
     for (size_t h = hb; h < he; ++h)
       c.k->delta_recurrent(head_of(cfg, w, s, int64_t(h)), n, dk, dv, state.recurrent.data() + int64_t(h) * dk * dv);

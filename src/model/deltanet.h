@@ -7,6 +7,7 @@
 #include "kernels/compute.h"
 #include "model/config.h"
 #include "model/decoder_state.h"
+#include "model/layer_ops.h"
 #include "model/text_weights.h"
 
 namespace qwen35 {
@@ -27,7 +28,6 @@ struct DeltaNetScratch {
   std::vector<float> k;      // [T, Hk*dk] normalised
   std::vector<float> core;   // [T, Hv*dv] delta-rule output, then gated-normed
   std::vector<int64_t> span_rows;  // first row of each span of the call, then the rows in all
-  kernels::Activations in;       // the layer input, when the caller passes plain rows
   kernels::Activations core_in;  // core, input of the output projection
   void reserve(const TextConfig& cfg, int64_t tokens);
 };
@@ -57,22 +57,26 @@ struct DeltaNetSpan {
   DeltaNetTrace* trace = nullptr;
 };
 
-// out[T, H] = DeltaNet(a[T, H]) for rows of several sequences (spans in row order, their T summing
-// to a.T()): the projections run over all rows at once, the conv and the delta rule per span on
-// its state. A span's results are the bits it gets alone.
-void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
-                      kernels::Activations& a, std::span<const DeltaNetSpan> spans, DeltaNetScratch& s, float* out);
+// The layer's body (spec 3.5) on any backend: the q/k/v, z, beta and decay projections, the
+// conv step, the gates and q/k norms, the delta rule (recurrent or chunked) and gated norm on the
+// sequence's states of its index-th DeltaNet layer, the output projection. Rows::kIn -> Rows::kOut.
+void deltanet_layer(LayerOps& b, const DeltaNetWeights& w, int index);
 
-// out[T, H] = DeltaNet(a[T, H]), advancing `state` by T tokens. `a` may already hold quantized
-// forms of its rows. Fills `trace` when given.
-void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
-                      kernels::Activations& a, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode,
-                      float* out, DeltaNetTrace* trace = nullptr);
-void deltanet_forward(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, const float* a,
-                      int64_t T, DeltaNetState& state, DeltaNetScratch& s, DeltaRuleMode mode, float* out);
+// The CPU's DeltaNet primitives (LayerOps, layer_ops_cpu.h) on T rows of the scratch for rows of
+// several sequences (spans in row order, their T summing to T), each on its state. A span's
+// results are the bits it gets alone. deltanet_fused comes first: it lays out the spans' rows and
+// fills their traces, and for a decoded token in every span runs the whole core fused (true).
+bool deltanet_fused(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
+                    std::span<const DeltaNetSpan> spans, DeltaNetScratch& s, int64_t T);
+void deltanet_conv(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
+                   std::span<const DeltaNetSpan> spans, DeltaNetScratch& s, int64_t T);
+void deltanet_gates(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w, DeltaNetScratch& s,
+                    int64_t T);
+void deltanet_delta(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
+                    std::span<const DeltaNetSpan> spans, DeltaNetScratch& s);
 
 // Advances `state` (as it was before the traced block) by the block's first n tokens, with the
-// recurrent delta rule: what deltanet_forward in kRecurrent mode leaves after those n tokens.
+// recurrent delta rule: what the layer in kRecurrent mode leaves after those n tokens.
 void deltanet_replay(const kernels::Compute& c, const TextConfig& cfg, const DeltaNetWeights& w,
                      const DeltaNetTrace& trace, int64_t n, DeltaNetState& state, DeltaNetScratch& s);
 

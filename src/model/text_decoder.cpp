@@ -54,11 +54,11 @@ void TextDecoder::forward_on(DecoderBackend& b, const float* inputs, const int32
     const int mixer = deltanet ? deltanet_index++ : attention_index++;
     if (!b.enter_layer(i)) continue;
     b.norm(Lw.input_norm);  // normed = RMSNorm(x)
-    if (deltanet) b.deltanet(Lw.deltanet, mixer);  // mixed = mixer(normed)
-    else b.attention(Lw.attention, mixer);
+    if (deltanet) deltanet_layer(b, Lw.deltanet, mixer);  // mixed = mixer(normed)
+    else attention_layer(b, cfg_, Lw.attention, mixer);
     b.add_norm(Lw.post_norm);  // x += mixed; normed = RMSNorm(x)
     if (Lw.is_moe()) b.moe(Lw.moe, i, observer);  // mixed = FFN(normed)
-    else b.mlp(Lw.mlp);
+    else mlp_layer(b, Lw.mlp);
     b.add();  // x += mixed
     if (observer) b.observe(i, *observer);
   }

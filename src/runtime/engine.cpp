@@ -151,9 +151,9 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
       fail("speculative mode 'mtp' needs a multi-token-prediction head, and this model has none (no mtp.* tensors, no GGUF MTP block or --mtp sidecar)");
     e.defaults.speculative = spec;
     if (device_index >= 0) {
-      // Verify blocks are traced, and rewinds read the DeltaNet states: both host-side for now.
+      // Prompt lookup runs there (saves and rewinds are device copies); the MTP head reads the
+      // decoder's hidden rows on the host.
       if (spec.mode == SpecMode::kMtp) fail("speculative mode 'mtp' does not run on a Vulkan device yet");
-      e.defaults.speculative.mode = SpecMode::kOff;
       e.device = open_decoder_device(device_index, *e.model);
     } else if (spec.mode == SpecMode::kAuto || spec.mode == SpecMode::kMtp) {
       e.mtp = e.model->mtp();

@@ -117,9 +117,7 @@ void Generation::Impl::prefill_step(BatchGate* gate) {
   next_prompt += n;
   result.timings.prefill_tokens += n;
 
-  // (The prefix cache keeps host snapshots: not of a sequence whose states live on a device.)
-  if (!engine.device &&
-      std::find(plan.snapshot_points.begin(), plan.snapshot_points.end(), next_prompt) != plan.snapshot_points.end())
+  if (std::find(plan.snapshot_points.begin(), plan.snapshot_points.end(), next_prompt) != plan.snapshot_points.end())
     impl_of(*session.cache).put(session.seq.snapshot());
   if (last) {
     session.seq.set_rope_delta(plan.rope_delta);

@@ -22,6 +22,7 @@ size_t SnapshotData::bytes() const {
   for (size_t i = 0; i < keys_rows.size(); ++i) n += keys_rows[i].size() + value_rows[i].size();
   n += mtp_key_rows.size() + mtp_value_rows.size() + (mtp_hidden.size() + mtp_embedding.size()) * sizeof(float);
   n += mtp_position.size() * sizeof(int32_t);
+  if (device) n += device->bytes();
   return n;
 }
 
@@ -75,7 +76,8 @@ bool Sequence::advance_block(int layers, int64_t n_logits, float* logits, BatchG
   const int64_t H = engine_.text_config().hidden_size, n = block_.n;
   const int first = block_.next_layer, end = layers <= 0 ? L : std::min(L, first + layers);
   n_logits = end == L ? std::min(n_logits, n) : 0;
-  std::vector<DeltaNetTrace>* traces = ws_.trace ? &ws_.traces : nullptr;
+  // A device keeps no traces: a rewind into a traced block feeds its kept tokens again there.
+  std::vector<DeltaNetTrace>* traces = ws_.trace && !engine_.device ? &ws_.traces : nullptr;
   try {
     if (gate) {
       // The gate's batched pass; the rows come back as the solo pass leaves them, and the traces
@@ -123,10 +125,10 @@ void Sequence::discard_block() {
   reset();
 }
 
-void Sequence::require_host_state(const char* what) const {
-  if (state_.device)
-    fail("Sequence::", what, ": the sequence's states are on the Vulkan device, where snapshots and rewinds "
-         "are not supported yet");
+void Sequence::leave_device() {
+  if (!state_.device) return;
+  std::lock_guard<std::mutex> lock(engine_.device_mutex);
+  state_.device.reset();
 }
 
 void Sequence::require_no_block(const char* what) const {
@@ -208,7 +210,15 @@ void Sequence::mtp_draft(int32_t next, int k, std::vector<int32_t>& out) {
 
 void Sequence::save_deltanet(DeltaNetSave& save) const {
   require_no_block("save_deltanet");
-  require_host_state("save_deltanet");
+  save.length = length();
+  if (state_.device) {
+    // A device copy; a save's buffers are reused by the next save.
+    std::lock_guard<std::mutex> lock(engine_.device_mutex);
+    if (save.device) save.device->assign(*state_.device, false);
+    else save.device = state_.device->copy(false);
+    return;
+  }
+  save.device.reset();
   save.states.resize(state_.deltanet.size());
   for (size_t i = 0; i < state_.deltanet.size(); ++i) {
     // Assignment into existing vectors reuses their buffers: no allocation after the first save.
@@ -220,13 +230,22 @@ void Sequence::save_deltanet(DeltaNetSave& save) const {
 
 void Sequence::rewind(const DeltaNetSave& save) {
   require_no_block("rewind");
-  require_host_state("rewind");
   if (save.length > length()) fail("Sequence::rewind: save is ahead of the sequence");
-  for (size_t i = 0; i < state_.deltanet.size(); ++i) {
-    std::copy(save.states[i].conv.begin(), save.states[i].conv.end(), state_.deltanet[i].conv.begin());
-    std::copy(save.states[i].recurrent.begin(), save.states[i].recurrent.end(), state_.deltanet[i].recurrent.begin());
+  if (save.device && state_.device) {
+    std::lock_guard<std::mutex> lock(engine_.device_mutex);
+    state_.device->assign(*save.device, false);
+    state_.device->truncate_kv(save.length);
+  } else {
+    if (save.device) fail("Sequence::rewind: a save on a device, of a sequence no longer there");
+    // A save from before the states moved to the device: the host's vectors have not changed since.
+    leave_device();
+    for (size_t i = 0; i < state_.deltanet.size(); ++i) {
+      std::copy(save.states[i].conv.begin(), save.states[i].conv.end(), state_.deltanet[i].conv.begin());
+      std::copy(save.states[i].recurrent.begin(), save.states[i].recurrent.end(),
+                state_.deltanet[i].recurrent.begin());
+    }
+    for (KvCache& kv : state_.kv) kv.truncate(save.length);
   }
-  for (KvCache& kv : state_.kv) kv.truncate(save.length);
   tokens_.resize(size_t(save.length));
   keys_.resize(size_t(save.length));
   state_.n_past = save.length;
@@ -243,11 +262,19 @@ void Sequence::rewind(const DeltaNetSave& save) {
 
 void Sequence::rewind(const DeltaNetSave& save, int64_t keep) {
   require_no_block("rewind");
-  require_host_state("rewind");
   if (keep == 0) return rewind(save);
   if (traced_from_ != save.length || keep < 0 || keep > traced_tokens_ || save.length + keep > length())
     fail("Sequence::rewind: ", keep, " tokens after the save were not fed in one traced block");
   const int64_t to = save.length + keep;
+  if (engine_.device) {
+    // No traces on a device: rewind to the save and feed the kept tokens again, recurrently as the
+    // verify block ran them (the same bits: rows do not depend on their block). Still traced, so
+    // that what is left of the block can be kept by a later rewind.
+    refeed_.assign(tokens_.begin() + save.length, tokens_.begin() + to);
+    rewind(save);
+    feed_text(refeed_.data(), keep, DeltaRuleMode::kRecurrent, 0, nullptr, /*traced=*/true);
+    return;
+  }
   for (size_t i = 0; i < state_.deltanet.size(); ++i) {
     std::copy(save.states[i].conv.begin(), save.states[i].conv.end(), state_.deltanet[i].conv.begin());
     std::copy(save.states[i].recurrent.begin(), save.states[i].recurrent.end(), state_.deltanet[i].recurrent.begin());
@@ -269,12 +296,16 @@ void Sequence::rewind(const DeltaNetSave& save, int64_t keep) {
 
 std::unique_ptr<SnapshotData> Sequence::snapshot() const {
   require_no_block("snapshot");
-  require_host_state("snapshot");
   auto s = std::make_unique<SnapshotData>();
   s->tokens = tokens_;
   s->keys = keys_;
-  s->deltanet = state_.deltanet;
   s->rope_delta = rope_delta_;
+  if (state_.device) {  // (no MTP head on a device)
+    std::lock_guard<std::mutex> lock(engine_.device_mutex);
+    s->device = state_.device->copy(true);
+    return s;
+  }
+  s->deltanet = state_.deltanet;
   for (const KvCache& kv : state_.kv) {
     const size_t n = size_t(kv.length()) * kv.row_bytes();
     const uint8_t* k = static_cast<const uint8_t*>(kv.key_row(0));
@@ -296,8 +327,25 @@ std::unique_ptr<SnapshotData> Sequence::snapshot() const {
 }
 
 void Sequence::restore(const SnapshotData& s) {
-  require_host_state("restore");
   const int64_t n = int64_t(s.tokens.size());
+  if (s.device) {
+    if (has_mtp() || s.device->kv_length() != n || s.keys.size() != s.tokens.size())
+      fail("snapshot does not belong to this model");
+    if (n > engine_.context_size) fail("snapshot of ", n, " tokens exceeds the context of ", engine_.context_size);
+    {
+      std::lock_guard<std::mutex> lock(engine_.device_mutex);
+      if (state_.device) state_.device->assign(*s.device, true);
+      else state_.device = s.device->copy(true);
+    }
+    tokens_ = s.tokens;
+    keys_ = s.keys;
+    rope_delta_ = s.rope_delta;
+    state_.n_past = n;
+    traced_from_ = -1;
+    block_.n = 0;
+    return;
+  }
+  leave_device();
   // A snapshot of another model would overrun the state buffers.
   bool same_shape = s.deltanet.size() == state_.deltanet.size() && s.keys_rows.size() == state_.kv.size();
   for (size_t i = 0; same_shape && i < s.deltanet.size(); ++i)

@@ -41,6 +41,9 @@ struct SnapshotData {
   std::vector<uint8_t> mtp_key_rows, mtp_value_rows;  // [pairs] rows in the cache's dtype
   std::vector<float> mtp_hidden, mtp_embedding;       // [pending, H]
   std::vector<int32_t> mtp_position;                  // [pending, 3]
+  // Of a sequence whose states live on a device: the copy there of its DeltaNet states and KV rows
+  // (deltanet, keys_rows and value_rows are then empty).
+  std::shared_ptr<const BackendState> device;
   size_t bytes() const;
 };
 
@@ -95,6 +98,7 @@ class Sequence {
   // Cheap rewind for speculative checks: the DeltaNet states only (KV rewinds by truncation).
   struct DeltaNetSave {
     std::vector<DeltaNetState> states;
+    std::unique_ptr<BackendState> device;  // instead, when the states live on a device: a copy there
     int64_t length = 0;
   };
   void save_deltanet(DeltaNetSave& save) const;
@@ -127,11 +131,13 @@ class Sequence {
     int next_layer = 0;
   } block_;
   void require_no_block(const char* what) const;
-  // Snapshots and rewinds copy the host's states: refused once the states live on a device.
-  void require_host_state(const char* what) const;
+  // A host save or snapshot taken back into a sequence whose states live on a device: the
+  // device's copy is dropped, to be made again from the host's states by the next pass.
+  void leave_device();
   std::vector<int32_t> pos_;
   std::vector<int64_t> logit_rows_;  // the rows whose logits a device pass returns
   std::vector<uint64_t> key_buf_;
+  std::vector<int32_t> refeed_;  // a rewind's kept tokens, fed again on a device
   int64_t traced_from_ = -1, traced_tokens_ = 0;  // the last fed block, when it was traced
 
   // Runs the head on the first n pending pairs, plus, with `next_embedding`, the pair of the last

@@ -40,7 +40,7 @@ const ConvertedGguf& converted(DType type) { return converted_gguf("tiny-qwen35"
 class GgufTextGolden : public ::testing::TestWithParam<std::string> {};
 
 // Whole prompts in one block, and token by token: decoding runs a DeltaNet layer's conv, gates and
-// norms per key head with its tiled value heads (deltanet_forward), a path the blocks do not take.
+// norms per key head with its tiled value heads (deltanet_fused), a path the blocks do not take.
 void expect_gguf_f32_matches_golden(const std::string& name, int64_t block) {
   const Golden g("tiny-qwen35/golden/" + name + ".safetensors");
   const Model& m = *converted(DType::F32).model;

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "kernels/kernels.h"
 #include "kernels/vulkan/device.h"
 
 namespace qwen35::vk {
@@ -51,6 +52,10 @@ struct ConvParams {
 struct DeltaParams {
   Addr q, k, v, beta, g, S, o;
   uint32_t T, Hv, Hk, dk, dv, qk_stride, v_stride, gate_stride, o_stride, tiled;
+};
+struct DeltaChunkParams {
+  Addr q, k, v, beta, g, S, o, work;
+  uint32_t T, Hv, Hk, dk, dv, qk_stride, v_stride, gate_stride, o_stride, tiled, work_stride;
 };
 struct AttnParams {
   Addr q, o, k, v;
@@ -203,6 +208,35 @@ void delta_recurrent(Pass& p, const DeltaDeviceArgs& a) {
                        u32(a.dk, "dk"), u32(a.dv, "dv"), u32(a.qk_stride, "qk_stride"), u32(a.v_stride, "v_stride"),
                        u32(a.gate_stride, "gate_stride"), u32(a.o_stride, "o_stride"), a.tiled ? 1u : 0u};
   p.dispatch("delta_recurrent", dp, u32(a.Hv, "Hv"));
+}
+
+size_t delta_chunk_work_floats(int dk, int dv) {
+  const size_t C = size_t(kernels::kDeltaChunk);
+  return 3 * C * C + C * size_t(dk) + C * size_t(dv);  // A, Tinv, tmp; W; U
+}
+
+void delta_chunk(Pass& p, const DeltaDeviceArgs& a, Addr work) {
+  if (a.Hk <= 0 || a.Hv % a.Hk) fail("vulkan: delta_chunk: ", a.Hv, " value heads over ", a.Hk, " key heads");
+  const DeltaChunkParams dp{a.q,
+                            a.k,
+                            a.v,
+                            a.beta,
+                            a.g,
+                            a.S,
+                            a.o,
+                            work,
+                            u32(a.T, "T"),
+                            u32(a.Hv, "Hv"),
+                            u32(a.Hk, "Hk"),
+                            u32(a.dk, "dk"),
+                            u32(a.dv, "dv"),
+                            u32(a.qk_stride, "qk_stride"),
+                            u32(a.v_stride, "v_stride"),
+                            u32(a.gate_stride, "gate_stride"),
+                            u32(a.o_stride, "o_stride"),
+                            a.tiled ? 1u : 0u,
+                            u32(int64_t(delta_chunk_work_floats(a.dk, a.dv)), "work_stride")};
+  p.dispatch(p.device().info().float64 ? "delta_chunk_f64" : "delta_chunk", dp, u32(a.Hv, "Hv"));
 }
 
 void attention(Pass& p, const AttnDeviceArgs& a) {

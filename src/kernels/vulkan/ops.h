@@ -101,6 +101,10 @@ struct DeltaDeviceArgs {
   bool tiled = false;  // value head h reads key head h % Hk (GGUF), else h / (Hv / Hk)
 };
 void delta_recurrent(Pass& p, const DeltaDeviceArgs& a);
+// The same in the chunkwise-parallel form (chunks of kernels::kDeltaChunk tokens, the reference's
+// delta_chunk over each): `work` holds a.Hv * delta_chunk_work_floats(dk, dv) floats.
+void delta_chunk(Pass& p, const DeltaDeviceArgs& a, Addr work);
+size_t delta_chunk_work_floats(int dk, int dv);
 
 // Softmax attention of n_q query tokens over every KV head of a cache (kernels::AttnArgs for all
 // heads): query head kh * group + g reads KV head kh.

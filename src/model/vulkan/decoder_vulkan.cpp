@@ -42,6 +42,69 @@ class VulkanDecoderBackend::State final : public BackendState {
     }
   }
 
+  // An empty state to copy into (copy()).
+  explicit State(vk::Device& dev) : dev_(dev) {}
+
+  std::unique_ptr<BackendState> copy(bool with_kv) const override {
+    auto s = std::make_unique<State>(dev_);
+    s->kv_layers = kv_layers;
+    s->kv_dtype = kv_dtype;
+    s->row_bytes = row_bytes;
+    for (size_t i = 0; i < conv.size(); ++i) {
+      s->conv.push_back(std::make_unique<Buffer>(dev_, conv[i]->size()));
+      s->recurrent.push_back(std::make_unique<Buffer>(dev_, recurrent[i]->size()));
+    }
+    s->assign(*this, with_kv);
+    return s;
+  }
+
+  void assign(const BackendState& from_state, bool with_kv) override {
+    const auto* from = dynamic_cast<const State*>(&from_state);
+    bool same = from && from->conv.size() == conv.size() && (!with_kv || from->kv_layers == kv_layers);
+    for (size_t i = 0; same && i < conv.size(); ++i)
+      same = from->conv[i]->size() == conv[i]->size() && from->recurrent[i]->size() == recurrent[i]->size();
+    same = same && (!with_kv || kv_layers == 0 || (from->kv_dtype == kv_dtype && from->row_bytes == row_bytes));
+    if (!same) fail("vulkan: a saved decoder state of another model or device");
+    if (with_kv && !from->kv.empty()) reserve(std::max<int64_t>(from->kv_length(), 1));
+    vk::Pass p(dev_);
+    for (size_t i = 0; i < conv.size(); ++i) {
+      p.copy(*from->conv[i], 0, *conv[i], 0, conv[i]->size());
+      p.copy(*from->recurrent[i], 0, *recurrent[i], 0, recurrent[i]->size());
+    }
+    if (with_kv) {
+      for (size_t i = 0; i < kv.size(); ++i) {
+        const int64_t n = i < from->kv.size() ? from->kv[i].length : 0;
+        const size_t bytes = size_t(n) * row_bytes;
+        if (bytes) {
+          p.copy(*from->kv[i].k, 0, *kv[i].k, 0, bytes);
+          p.copy(*from->kv[i].v, 0, *kv[i].v, 0, bytes);
+        }
+        kv[i].length = n;
+      }
+    }
+    p.run();
+  }
+
+  void truncate_kv(int64_t length) override {
+    for (Kv& c : kv) {
+      if (length < 0 || length > c.length) fail("vulkan: KV truncate to ", length, " outside [0, ", c.length, "]");
+      c.length = length;
+    }
+  }
+
+  int64_t kv_length() const override {
+    int64_t n = 0;
+    for (const Kv& c : kv) n = std::max(n, c.length);
+    return n;
+  }
+
+  size_t bytes() const override {
+    size_t n = 0;
+    for (size_t i = 0; i < conv.size(); ++i) n += conv[i]->size() + recurrent[i]->size();
+    for (const Kv& c : kv) n += 2 * size_t(c.length) * row_bytes;
+    return n;
+  }
+
   void reset() override {
     vk::Pass p(dev_);
     for (size_t i = 0; i < conv.size(); ++i) {
@@ -199,6 +262,10 @@ void VulkanDecoderBackend::reserve(int64_t T) {
   attn_ = rows(QD);
   gate_ = rows(I);
   up_ = rows(I);
+  if (!delta_work_) {  // the chunked delta rule's matrices, a slice per value head (segments run in turn)
+    const size_t floats = size_t(Hv) * vk::delta_chunk_work_floats(cfg_.linear_key_dim, cfg_.linear_value_dim);
+    delta_work_ = std::make_unique<Buffer>(dev_, std::max<size_t>(floats, 1) * 4);
+  }
   capacity_ = T;
 }
 
@@ -215,6 +282,33 @@ void VulkanDecoderBackend::linear(const kernels::WeightMatrix& w, Addr x, int64_
   const kernels::ActFormat fmt = kernels::act_format_for(m.dtype);
   vk::quantize_act(*pass_, fmt, x, T, x_stride, m.cols, act_q_->address(), act_d_->address());
   vk::qmatmul(*pass_, m, act_q_->address(), act_d_->address(), T, y, y_stride);
+}
+
+Addr VulkanDecoderBackend::rows(Rows r) const {
+  switch (r) {
+    case Rows::kIn: return normed_->address();
+    case Rows::kOut: return mixed_->address();
+    case Rows::kQkv: return qkv_->address();
+    case Rows::kZ: return z_->address();
+    case Rows::kBeta: return beta_->address();
+    case Rows::kG: return g_->address();
+    case Rows::kCore: return core_->address();
+    case Rows::kQg: return qg_->address();
+    case Rows::kQ: return q_->address();
+    case Rows::kK: return kr_->address();
+    case Rows::kV: return vr_->address();
+    case Rows::kAttn: return attn_->address();
+    case Rows::kGate: return gate_->address();
+    case Rows::kUp: return up_->address();
+  }
+  fail("vulkan: rows of no layer tensor");
+}
+
+void VulkanDecoderBackend::linear(Rows in, std::span<const LinearTo> outs) {
+  for (const LinearTo& o : outs) {
+    linear(*o.w, rows(in), T_, o.w->cols, rows(o.out), o.w->rows);
+    if (o.out == Rows::kGate) gate_width_ = o.w->rows;
+  }
 }
 
 void VulkanDecoderBackend::begin(const float* inputs, const int32_t* positions,
@@ -261,24 +355,23 @@ void VulkanDecoderBackend::add_norm(const std::vector<float>& w) {
 
 void VulkanDecoderBackend::add() { vk::add(*pass_, mixed_->address(), x_->address(), T_ * cfg_.hidden_size); }
 
-void VulkanDecoderBackend::deltanet(const DeltaNetWeights& w, int index) {
-  vk::Pass& p = *pass_;
-  const int64_t T = T_, H = cfg_.hidden_size, C = cfg_.conv_dim(), Hk = cfg_.linear_key_heads;
-  const int64_t Hv = cfg_.linear_value_heads;
-  const int dk = cfg_.linear_key_dim, dv = cfg_.linear_value_dim;
-  const int64_t QK = Hk * dk, VS = Hv * dv;
-  linear(w.in_qkv, normed_->address(), T, H, qkv_->address(), C);  // [T, C]
-  linear(w.in_z, normed_->address(), T, H, z_->address(), VS);     // [T, VS]
-  linear(w.in_b, normed_->address(), T, H, beta_->address(), Hv);  // [T, Hv] logits
-  linear(w.in_a, normed_->address(), T, H, g_->address(), Hv);     // [T, Hv] decay input
+void VulkanDecoderBackend::conv(const DeltaNetWeights& w, int index) {
+  const int64_t C = cfg_.conv_dim();
   int64_t row = 0;
-  for (const DecoderSegment& sg : segments_) {  // the conv on each sequence's state
+  for (const DecoderSegment& sg : segments_) {  // on each sequence's state
     if (sg.T == 0) continue;
     State& st = state_of(*sg.state);
-    vk::causal_conv(p, {qkv_->address(size_t(row * C) * 4), vec(w.conv_t), st.conv[size_t(index)]->address(),
-                        conv_out_->address(size_t(row * C) * 4), sg.T, C, cfg_.conv_kernel});
+    vk::causal_conv(*pass_, {qkv_->address(size_t(row * C) * 4), vec(w.conv_t), st.conv[size_t(index)]->address(),
+                             conv_out_->address(size_t(row * C) * 4), sg.T, C, cfg_.conv_kernel});
     row += sg.T;
   }
+}
+
+void VulkanDecoderBackend::gates(const DeltaNetWeights& w) {
+  vk::Pass& p = *pass_;
+  const int64_t T = T_, C = cfg_.conv_dim(), Hk = cfg_.linear_key_heads, Hv = cfg_.linear_value_heads;
+  const int dk = cfg_.linear_key_dim;
+  const int64_t QK = Hk * dk;
   vk::sigmoid(p, beta_->address(), beta_->address(), T * Hv);
   for (int64_t t = 0; t < T; ++t) {  // per token: the gates' weights are per head, the q/k heads C apart
     vk::decay_gate(p, vec(w.neg_a), vec(w.dt_bias), g_->address(size_t(t * Hv) * 4), Hv);
@@ -286,8 +379,15 @@ void VulkanDecoderBackend::deltanet(const DeltaNetWeights& w, int index) {
     vk::l2_norm(p, in, dk, 1.0f / std::sqrt(float(dk)), 1e-6f, q_->address(size_t(t * QK) * 4), dk, dk, Hk);
     vk::l2_norm(p, in + size_t(QK) * 4, dk, 1.0f, 1e-6f, k_->address(size_t(t * QK) * 4), dk, dk, Hk);
   }
-  row = 0;
-  for (const DecoderSegment& sg : segments_) {  // the delta rule, recurrent, on each sequence's state
+}
+
+void VulkanDecoderBackend::delta(const DeltaNetWeights& w, int index) {
+  vk::Pass& p = *pass_;
+  const int64_t T = T_, C = cfg_.conv_dim(), Hk = cfg_.linear_key_heads, Hv = cfg_.linear_value_heads;
+  const int dk = cfg_.linear_key_dim, dv = cfg_.linear_value_dim;
+  const int64_t QK = Hk * dk, VS = Hv * dv;
+  int64_t row = 0;
+  for (const DecoderSegment& sg : segments_) {  // on each sequence's state
     if (sg.T == 0) continue;
     vk::DeltaDeviceArgs d;
     d.q = q_->address(size_t(row * QK) * 4);
@@ -307,41 +407,47 @@ void VulkanDecoderBackend::deltanet(const DeltaNetWeights& w, int index) {
     d.gate_stride = Hv;
     d.o_stride = VS;
     d.tiled = w.v_heads_tiled;
-    vk::delta_recurrent(p, d);
+    // As the CPU: chunkwise-parallel for a block of several tokens (prefill), else recurrent.
+    if (sg.mode == DeltaRuleMode::kChunked || (sg.mode == DeltaRuleMode::kAuto && sg.T > 1))
+      vk::delta_chunk(p, d, delta_work_->address());
+    else
+      vk::delta_recurrent(p, d);
     row += sg.T;
   }
   vk::gated_rms_norm(p, core_->address(), dv, vec(w.norm), z_->address(), dv, cfg_.rms_norm_eps, core_->address(), dv,
                      dv, T * Hv);
-  linear(w.out, core_->address(), T, VS, mixed_->address(), H);
 }
 
-void VulkanDecoderBackend::attention(const AttentionWeights& w, int index) {
-  vk::Pass& p = *pass_;
-  const int64_t T = T_, H = cfg_.hidden_size;
+void VulkanDecoderBackend::head_norms(const AttentionWeights& w) {
   const int nq = cfg_.num_heads, nkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
-  const int64_t QD = int64_t(nq) * hd, KD = int64_t(nkv) * hd, QG = w.q.rows;
-  const bool gated = cfg_.attn_output_gate;
-  const int64_t head_stride = gated ? 2 * hd : hd;  // q_proj rows per head: [query ; gate] when gated
-  linear(w.q, normed_->address(), T, H, qg_->address(), QG);
-  linear(w.k, normed_->address(), T, H, kr_->address(), KD);
-  linear(w.v, normed_->address(), T, H, vr_->address(), KD);
-  vk::rms_norm(p, qg_->address(), head_stride, vec(w.q_norm), cfg_.rms_norm_eps, q_->address(), hd, hd, T * nq);
-  vk::rms_norm(p, kr_->address(), hd, vec(w.k_norm), cfg_.rms_norm_eps, kr_->address(), hd, hd, T * nkv);
+  const int64_t head_stride = cfg_.attn_output_gate ? 2 * hd : hd;  // q_proj rows per head: [query ; gate] when gated
+  vk::rms_norm(*pass_, qg_->address(), head_stride, vec(w.q_norm), cfg_.rms_norm_eps, q_->address(), hd, hd, T_ * nq);
+  vk::rms_norm(*pass_, kr_->address(), hd, vec(w.k_norm), cfg_.rms_norm_eps, kr_->address(), hd, hd, T_ * nkv);
+}
+
+void VulkanDecoderBackend::rope() {
+  const int nq = cfg_.num_heads, nkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
   vk::RopeArgs r;
   r.cos = cos_->address();
   r.sin = sin_->address();
-  r.T = T;
+  r.T = T_;
   r.half = rope_.half();
   r.cs_stride = rope_.half();
   r.head_stride = hd;
   r.x = q_->address();
   r.heads = nq;
-  r.token_stride = QD;
-  vk::rope(p, r);
+  r.token_stride = int64_t(nq) * hd;
+  vk::rope(*pass_, r);
   r.x = kr_->address();
   r.heads = nkv;
-  r.token_stride = KD;
-  vk::rope(p, r);
+  r.token_stride = int64_t(nkv) * hd;
+  vk::rope(*pass_, r);
+}
+
+void VulkanDecoderBackend::attend(int index) {
+  vk::Pass& p = *pass_;
+  const int nq = cfg_.num_heads, nkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
+  const int64_t QD = int64_t(nq) * hd, KD = int64_t(nkv) * hd;
   int64_t row = 0;
   for (const DecoderSegment& sg : segments_) {  // each sequence's rows join its cache, then attend
     if (sg.T == 0) continue;
@@ -374,20 +480,19 @@ void VulkanDecoderBackend::attention(const AttentionWeights& w, int index) {
     kv.length += sg.T;
     row += sg.T;
   }
-  if (gated)
-    for (int64_t t = 0; t < T; ++t)
-      for (int h = 0; h < nq; ++h)
-        vk::sigmoid_gate(p, qg_->address(size_t(t * QG + h * 2 * hd + hd) * 4), attn_->address(size_t(t * QD + h * hd) * 4),
-                         hd);
-  linear(w.o, attn_->address(), T, QD, mixed_->address(), H);
 }
 
-void VulkanDecoderBackend::mlp(const MlpWeights& w) {
-  const int64_t T = T_, H = cfg_.hidden_size, I = w.gate.rows;
-  linear(w.gate, normed_->address(), T, H, gate_->address(), I);
-  linear(w.up, normed_->address(), T, H, up_->address(), I);
-  vk::swiglu(*pass_, gate_->address(), up_->address(), gate_->address(), T * I);
-  linear(w.down, gate_->address(), T, I, mixed_->address(), H);
+void VulkanDecoderBackend::output_gate() {
+  const int nq = cfg_.num_heads, hd = cfg_.head_dim;
+  const int64_t QD = int64_t(nq) * hd, QG = 2 * QD;  // q_proj rows per head: [query(hd) ; gate(hd)]
+  for (int64_t t = 0; t < T_; ++t)
+    for (int h = 0; h < nq; ++h)
+      vk::sigmoid_gate(*pass_, qg_->address(size_t(t * QG + h * 2 * hd + hd) * 4),
+                       attn_->address(size_t(t * QD + h * hd) * 4), hd);
+}
+
+void VulkanDecoderBackend::swiglu() {
+  vk::swiglu(*pass_, gate_->address(), up_->address(), gate_->address(), T_ * gate_width_);
 }
 
 void VulkanDecoderBackend::moe(const MoeWeights&, int, DecoderObserver*) {

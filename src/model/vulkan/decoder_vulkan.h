@@ -6,8 +6,8 @@
 // for) come back.
 //
 // Not on the device yet (each a clear error): the mixture-of-experts FFN, observers, traced blocks
-// (speculative verification), segments that stop part-way through the layers, and the
-// chunkwise-parallel delta rule (a block of several tokens runs the recurrent form over them).
+// (a rewind on the device feeds the kept tokens again instead), segments that stop part-way
+// through the layers.
 //
 // Thread contract: one call at a time, as its Device.
 #pragma once
@@ -41,16 +41,26 @@ class VulkanDecoderBackend final : public DecoderBackend {
              int64_t T) override;
   bool enter_layer(int i) override { return true; }
   void norm(const std::vector<float>& w) override;
-  void deltanet(const DeltaNetWeights& w, int index) override;
-  void attention(const AttentionWeights& w, int index) override;
   void add_norm(const std::vector<float>& w) override;
-  void mlp(const MlpWeights& w) override;
   void moe(const MoeWeights& w, int layer, DecoderObserver* observer) override;
   void add() override;
   void observe(int layer, DecoderObserver& observer) override;
   // With out null the pass waits for logits() (or the next begin()) to be submitted.
   void finish(const std::vector<float>& final_norm, float* out) override;
   void logits(const kernels::WeightMatrix& lm_head, std::span<const int64_t> rows, float* out) override;
+
+  // The layer primitives (layer_ops.h) as shaders on the rows below.
+  void linear(Rows in, std::span<const LinearTo> outs) override;
+  using LayerOps::linear;
+  bool delta_rule_fused(const DeltaNetWeights&, int) override { return false; }
+  void conv(const DeltaNetWeights& w, int index) override;
+  void gates(const DeltaNetWeights& w) override;
+  void delta(const DeltaNetWeights& w, int index) override;
+  void head_norms(const AttentionWeights& w) override;
+  void rope() override;
+  void attend(int index) override;
+  void output_gate() override;
+  void swiglu() override;
 
  private:
   class State;
@@ -66,6 +76,7 @@ class VulkanDecoderBackend final : public DecoderBackend {
   State& state_of(DecoderState& s);
   void reserve(int64_t T);
   void flush();
+  vk::Addr rows(Rows r) const;
   // y[T, w.rows] (rows y_stride apart) = x[T, w.cols] (rows x_stride apart) * w^T.
   void linear(const kernels::WeightMatrix& w, vk::Addr x, int64_t T, int64_t x_stride, vk::Addr y, int64_t y_stride);
 
@@ -90,8 +101,10 @@ class VulkanDecoderBackend final : public DecoderBackend {
   int64_t capacity_ = 0;
   BufferPtr x_, normed_, mixed_, hidden_, cos_, sin_, act_q_, act_d_;
   BufferPtr qkv_, conv_out_, z_, beta_, g_, q_, k_, core_;  // DeltaNet
+  BufferPtr delta_work_;                                   // the chunked delta rule's scratch
   BufferPtr qg_, kr_, vr_, attn_;                          // attention
   BufferPtr gate_, up_;                                    // MLP
+  int64_t gate_width_ = 0;                                 // I, of the last projection into gate_
   BufferPtr logits_;
   int64_t logits_rows_ = 0;
 };

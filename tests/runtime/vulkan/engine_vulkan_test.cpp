@@ -1,6 +1,7 @@
 // The engine with --device vulkan on whatever Vulkan device the machine has (lavapipe here), with
 // the validation layer on: greedy completions of the tiny model's golden prompts give the golden
-// tokens (either of the two best at a near tie), and --device auto leaves lavapipe to the CPU.
+// tokens (either of the two best at a near tie), prompt lookup and the prefix cache give the
+// tokens of plain and cold runs there, and --device auto leaves lavapipe to the CPU.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -12,6 +13,8 @@
 #include "qwen35/engine.h"
 #include "runtime/engine_impl.h"
 #include "runtime/engine_internal.h"
+#include "runtime/prefix_cache.h"
+#include "runtime/session_impl.h"
 #include "support/logit_checks.h"
 #include "support/test_data.h"
 
@@ -122,6 +125,147 @@ TEST(VulkanEngine, BatchedGenerationsGiveTheirSoloTokens) {
   }
   for (size_t i = 0; i < gens.size(); ++i) EXPECT_EQ(gens[i]->result().tokens, solo[i]) << "generation " << i;
   EXPECT_GT(batch.batched_rows(), batch.batches());  // the passes really were shared
+}
+
+SamplingParams greedy_spec(int64_t n, SpecMode mode) {
+  SamplingParams p = greedy(n);
+  p.speculative.mode = mode;
+  p.speculative.draft_max = 4;
+  return p;
+}
+
+// Prompt lookup on the device: saves and rewinds are device copies, a partly accepted draft feeds
+// its kept tokens again there. A drafter that knows the plain greedy answer proposes it with
+// mistakes (whole drafts right, partial matches, misses): the output is plain greedy decoding's.
+TEST(VulkanEngine, PromptLookupGivesGreedyTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  setenv("QWEN35_VULKAN_VALIDATION", "1", 1);
+  const std::unique_ptr<Engine> engine = load("vulkan");
+  unsetenv("QWEN35_VULKAN_VALIDATION");
+  ASSERT_TRUE(engine);
+  auto* backend = dynamic_cast<VulkanDecoderBackend*>(impl_of(*engine).device.get());
+  ASSERT_NE(backend, nullptr);
+  const std::vector<int32_t> prompt = {9707, 11, 1879, 0, 3555, 374, 279};
+  constexpr int64_t kTokens = 10;
+  Status st;
+  const GenerationResult plain =
+      engine->new_session()->complete(prompt, greedy_spec(kTokens, SpecMode::kOff), nullptr, &st);
+  ASSERT_TRUE(st.ok()) << st.message;
+  ASSERT_EQ(int64_t(plain.tokens.size()), kTokens);
+  auto session = engine->new_session();
+  auto gen = session->start_completion(prompt, greedy_spec(kTokens, SpecMode::kPld), nullptr, &st);
+  ASSERT_TRUE(gen) << st.message;
+  int calls = 0;
+  impl_of(*gen).draft_source = [&](const std::vector<int32_t>& history, int max_tokens, std::vector<int32_t>& out) {
+    const size_t done = history.size() - prompt.size();  // generated so far (incl. the pending one)
+    const int len = std::min(max_tokens, 2 + calls % 3);
+    const int wrong_at = calls % 3 == 0 ? len : 1 + calls % 2;  // every third draft is all right
+    for (int i = 0; i < len && done + size_t(i) < plain.tokens.size(); ++i)
+      out.push_back(i == wrong_at ? (plain.tokens[done + size_t(i)] + 1) % 1000 : plain.tokens[done + size_t(i)]);
+    ++calls;
+  };
+  while (gen->step()) {
+  }
+  const GenerationResult& r = gen->result();
+  EXPECT_EQ(r.tokens, plain.tokens);
+  EXPECT_GT(r.pld_accepted, 0);
+  EXPECT_LT(r.pld_accepted, r.pld_drafted);  // some drafts were partly wrong: rewinds that keep a part
+  EXPECT_EQ(backend->device().validation_errors(), 0);
+}
+
+// The same with two generations stepped together: their verify blocks share one device pass per
+// round (BatchGate), and each still gives its plain greedy tokens.
+TEST(VulkanEngine, BatchedPromptLookupGivesGreedyTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  const std::unique_ptr<Engine> engine = load("vulkan");
+  ASSERT_TRUE(engine);
+  const std::vector<std::vector<int32_t>> prompts = {{9707, 11, 1879, 0, 3555}, {3838, 374, 220, 17}};
+  constexpr int64_t kTokens = 8;
+  std::vector<GenerationResult> plain;
+  for (const auto& p : prompts) {
+    Status st;
+    plain.push_back(engine->new_session()->complete(p, greedy_spec(kTokens, SpecMode::kOff), nullptr, &st));
+    ASSERT_TRUE(st.ok()) << st.message;
+  }
+  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<std::unique_ptr<Generation>> gens;
+  std::vector<int> calls(prompts.size(), 0);
+  for (size_t g = 0; g < prompts.size(); ++g) {
+    Status st;
+    sessions.push_back(engine->new_session());
+    gens.push_back(sessions.back()->start_completion(prompts[g], greedy_spec(kTokens, SpecMode::kPld), nullptr, &st));
+    ASSERT_TRUE(gens.back()) << st.message;
+    impl_of(*gens.back()).draft_source = [&, g](const std::vector<int32_t>& history, int max_tokens,
+                                                std::vector<int32_t>& out) {
+      const std::vector<int32_t>& want = plain[g].tokens;
+      const size_t done = history.size() - prompts[g].size();
+      const int c = calls[g]++, len = std::min(max_tokens, 3);
+      const int wrong_at = (c + int(g)) % 2 == 0 ? len : 1;  // every other draft partly wrong
+      for (int i = 0; i < len && done + size_t(i) < want.size(); ++i)
+        out.push_back(i == wrong_at ? (want[done + size_t(i)] + 1) % 1000 : want[done + size_t(i)]);
+    };
+  }
+  GenerationBatch batch(*engine);
+  std::vector<bool> running(gens.size(), true);
+  for (int round = 0; round < 64; ++round) {
+    std::vector<Generation*> step;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < gens.size(); ++i)
+      if (running[i]) step.push_back(gens[i].get()), index.push_back(i);
+    if (step.empty()) break;
+    std::vector<GenerationBatch::Outcome> out;
+    batch.step(step, out);
+    for (size_t j = 0; j < step.size(); ++j) {
+      ASSERT_FALSE(out[j].error) << "generation " << index[j] << " threw";
+      running[index[j]] = out[j].more;
+    }
+  }
+  for (size_t i = 0; i < gens.size(); ++i) {
+    EXPECT_EQ(gens[i]->result().tokens, plain[i].tokens) << "generation " << i;
+    EXPECT_GT(gens[i]->result().pld_accepted, 0) << "generation " << i;
+  }
+  EXPECT_GT(batch.batched_rows(), batch.batches());  // the passes really were shared
+}
+
+ChatRequest chat_of(const std::string& system, const std::string& user) {
+  ChatRequest r;
+  r.messages = {ChatMessage::Text("system", system), ChatMessage::Text("user", user)};
+  r.enable_thinking = false;
+  return r;
+}
+
+// The prefix cache on the device: its snapshots are device copies, restored into a fresh
+// session's state (which then lives on the device from the copy) and into one already there; the
+// reused prefix gives the tokens of a cold run.
+TEST(VulkanEngine, ReusedPrefixGivesTheColdRunsTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  setenv("QWEN35_VULKAN_VALIDATION", "1", 1);
+  const std::unique_ptr<Engine> engine = load("vulkan");
+  unsetenv("QWEN35_VULKAN_VALIDATION");
+  ASSERT_TRUE(engine);
+  auto* backend = dynamic_cast<VulkanDecoderBackend*>(impl_of(*engine).device.get());
+  ASSERT_NE(backend, nullptr);
+  PrefixCache cache(size_t(64) << 20);
+  auto a = engine->new_session(&cache), b = engine->new_session(&cache);
+  const std::string system = "A long shared system prompt about many things.";
+  Status st;
+  const GenerationResult x = a->chat(chat_of(system, "first question"), greedy(3), nullptr, &st);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_EQ(x.cached_tokens, 0);
+  for (Session* s : {b.get(), a.get()}) {  // a fresh session, then one whose states are on the device
+    SCOPED_TRACE(s == a.get() ? "same session" : "fresh session");
+    const ChatRequest next = chat_of(system, s == a.get() ? "a third question" : "a different question");
+    const GenerationResult y = s->chat(next, greedy(3), nullptr, &st);
+    ASSERT_TRUE(st.ok()) << st.message;
+    EXPECT_GT(y.cached_tokens, 0);
+    EXPECT_EQ(y.timings.prefill_tokens, y.prompt_tokens - y.cached_tokens);
+    const GenerationResult cold = engine->new_session()->chat(next, greedy(3), nullptr, &st);
+    ASSERT_TRUE(st.ok()) << st.message;
+    EXPECT_EQ(cold.cached_tokens, 0);
+    EXPECT_EQ(y.tokens, cold.tokens);
+  }
+  EXPECT_GT(cache.hits(), 0);
+  EXPECT_EQ(backend->device().validation_errors(), 0);
 }
 
 TEST(VulkanEngine, AutoLeavesASoftwareRasterizerToTheCpu) {
