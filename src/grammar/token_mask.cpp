@@ -96,7 +96,14 @@ TokenMasker::Entry TokenMasker::build(const Lexeme& lx, int32_t dstate) const {
     valid = k - 1;
     size_t j = i;
     do {
-      if (undecided) e.undecided.push_back(v.id(j));
+      if (undecided) {
+        const std::string_view a = e.undecided.empty() ? std::string_view() : v.bytes(size_t(e.undecided.back()));
+        const std::string_view c = v.bytes(j);
+        size_t l = 0;
+        while (l < a.size() && l < c.size() && a[l] == c[l]) ++l;
+        e.undecided_lcp.push_back(uint16_t(l));
+        e.undecided.push_back(int32_t(j));
+      }
       ++j;
     } while (j < n && v.lcp(j) >= k);
     i = j;
@@ -114,7 +121,7 @@ const TokenMasker::Entry& TokenMasker::entry(int32_t lexeme, int32_t dstate) {
   const uint64_t key = (uint64_t(uint32_t(lexeme)) << 32) | uint32_t(dstate);
   if (auto it = entries_.find(key); it != entries_.end()) return it->second;
   Entry e = build(g_->lexemes[size_t(lexeme)], dstate);
-  entry_bytes_ += (e.bits.size() * 8) + (e.accepted.size() + e.undecided.size()) * 4 + 64;
+  entry_bytes_ += (e.bits.size() * 8) + (e.accepted.size() + e.undecided.size()) * 4 + e.undecided_lcp.size() * 2 + 64;
   return entries_.emplace(key, std::move(e)).first->second;
 }
 
@@ -145,12 +152,35 @@ void TokenMasker::fill(GrammarMatcher& m, uint64_t* bits) {
       for (size_t w = 0; w < words; ++w) bits[w] |= e.bits[w];
     for (int32_t t : e.accepted) bits[size_t(t) >> 6] |= uint64_t(1) << (t & 63);
   }
-  for (size_t i = 0; i < tops.size(); ++i)
-    for (int32_t t : es[i]->undecided) {
+  for (size_t i = 0; i < tops.size(); ++i) {
+    const Entry& e = *es[i];
+    if (e.undecided.empty()) continue;
+    m.probe_begin(tops[i]);
+    size_t valid = 0;                // depths 0..valid hold for the current token's prefix
+    size_t dead = size_t(-1);        // a token whose first `dead` bytes are the dead prefix is out
+    for (size_t u = 0; u < e.undecided.size(); ++u) {
+      const size_t lcp = e.undecided_lcp[u];
+      valid = std::min(valid, lcp);
+      if (lcp >= dead) continue;
+      dead = size_t(-1);
+      const size_t pos = size_t(e.undecided[u]);
+      const int32_t t = vocab_->id(pos);
       uint64_t& w = bits[size_t(t) >> 6];
       const uint64_t bit = uint64_t(1) << (t & 63);
-      if (!(w & bit) && m.accepts_from(tops[i], vocab_->token_bytes(t))) w |= bit;
+      if (w & bit) continue;
+      const std::string_view b = vocab_->bytes(pos);
+      size_t k = valid;
+      while (k < b.size() && m.probe_step(k, uint8_t(b[k]))) ++k;
+      if (k == b.size()) {
+        w |= bit;
+        valid = k;
+      } else {
+        valid = k;      // depth k lives; k + 1 is dead
+        dead = k + 1;
+      }
     }
+    m.probe_end();
+  }
   if (by_state_.size() >= kMaxStateMasks) by_state_.clear();
   by_state_.emplace(key_, std::vector<uint64_t>(bits, bits + words));
 }

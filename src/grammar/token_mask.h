@@ -9,7 +9,8 @@
 // every rule of a compiled grammar can finish, such a token is allowed whatever the stack below),
 // and which are undecided (the lexeme may end inside the token, so the rest depends on the
 // stack). A mask is then the OR of those sets over the state's nodes, plus the undecided tokens
-// checked one by one against the full stack (GrammarMatcher::accepts_from). Masks are also
+// checked against the full stack, walked as a trie in sorted order (GrammarMatcher::probe_*): a
+// prefix shared by many tokens is stepped once, and a dead one skips every token under it. Masks are also
 // cached by state (a matcher's serial and its sorted node ids are an exact key). This is the
 // split llguidance and XGrammar publish (context-independent tokens precomputed,
 // context-dependent ones checked at run time).
@@ -77,7 +78,10 @@ class TokenMasker {
   struct Entry {
     std::vector<uint64_t> bits;      // accepted tokens, when many
     std::vector<int32_t> accepted;   // ... or their ids, when few
-    std::vector<int32_t> undecided;  // token ids to check against the stack
+    // Tokens to check against the stack: their sorted positions in the vocabulary, and each
+    // one's common prefix length with the undecided token before it.
+    std::vector<int32_t> undecided;
+    std::vector<uint16_t> undecided_lcp;
   };
   const Entry& entry(int32_t lexeme, int32_t dstate);
   Entry build(const Lexeme& lx, int32_t dstate) const;
