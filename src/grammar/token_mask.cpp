@@ -14,6 +14,9 @@ namespace {
 // Past this, precomputed entries are dropped and rebuilt on demand (a bounded cache).
 constexpr size_t kMaxEntryBytes = size_t(256) << 20;
 constexpr size_t kMaxStateMasks = 64;
+// Grouping a lexeme's states costs states * 257 per round, one round per token byte at most: past
+// this, each state keeps an entry of its own (as exact, only slower).
+constexpr size_t kMaxClassWork = size_t(64) << 20;
 
 }  // namespace
 
@@ -39,6 +42,7 @@ TokenVocab::TokenVocab(int32_t vocab_size, const std::vector<std::pair<int32_t, 
     ids_.push_back(tokens[i].first);
     lcp_.push_back(uint16_t(l));
     bytes_ += b;
+    max_bytes_ = std::max(max_bytes_, b.size());
     offsets_.push_back(uint32_t(bytes_.size()));
     prev = b;
   }
@@ -94,6 +98,19 @@ TokenMasker::Entry TokenMasker::build(const Lexeme& lx, int32_t dstate) const {
     // The first k bytes are dead: so is every following token that shares them.
     const bool undecided = end[k - 1];
     valid = k - 1;
+    if (!undecided) {  // skip the dead subtree in log time: its tokens are the ones after i with b's first k bytes
+      const std::string_view prefix = b.substr(0, k);
+      size_t lo = i + 1, hi = n;
+      while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (v.bytes(mid).substr(0, k) == prefix)
+          lo = mid + 1;
+        else
+          hi = mid;
+      }
+      i = lo;
+      continue;
+    }
     size_t j = i;
     do {
       if (undecided) {
@@ -117,8 +134,60 @@ TokenMasker::Entry TokenMasker::build(const Lexeme& lx, int32_t dstate) const {
   return e;
 }
 
+const std::vector<int32_t>& TokenMasker::classes(int32_t lexeme) {
+  if (auto it = classes_.find(lexeme); it != classes_.end()) return it->second;
+  const Lexeme& lx = g_->lexemes[size_t(lexeme)];
+  const size_t n = size_t(lx.states);
+  const size_t rounds = vocab_->max_bytes();
+  std::vector<int32_t> cls(n);
+  if (n * 257 * rounds > kMaxClassWork) {
+    std::iota(cls.begin(), cls.end(), 0);
+    return classes_.emplace(lexeme, std::move(cls)).first->second;
+  }
+  // Moore's refinement, one round per byte: after round r, equal classes mean the same dead and
+  // accepting states along every path of up to r bytes -- all a token of up to `rounds` bytes
+  // sees in TokenMasker::build.
+  for (size_t s = 0; s < n; ++s) cls[s] = lx.accepting[s];
+  size_t count = 0;
+  std::vector<int32_t> next(n), sig(257);
+  std::unordered_multimap<uint64_t, int32_t> reps;  // signature hash -> a state of that class
+  for (size_t r = 0; r < rounds; ++r) {
+    reps.clear();
+    size_t made = 0;
+    auto signature = [&](size_t s, std::vector<int32_t>& out) {
+      out[0] = cls[s];
+      for (int b = 0; b < 256; ++b) {
+        const int32_t d = lx.step(int32_t(s), uint8_t(b));
+        out[size_t(b) + 1] = d == Lexeme::kDead ? -1 : cls[size_t(d)];
+      }
+    };
+    std::vector<int32_t> other(257);
+    for (size_t s = 0; s < n; ++s) {
+      signature(s, sig);
+      uint64_t h = 0xcbf29ce484222325ull;
+      for (int32_t x : sig) h = (h ^ uint64_t(uint32_t(x))) * 0x100000001B3ull;
+      int32_t found = -1;
+      auto [lo, hi] = reps.equal_range(h);
+      for (auto it = lo; it != hi && found < 0; ++it) {
+        signature(size_t(it->second), other);
+        if (other == sig) found = next[size_t(it->second)];
+      }
+      if (found < 0) {
+        found = int32_t(made++);
+        reps.emplace(h, int32_t(s));
+      }
+      next[s] = found;
+    }
+    cls.swap(next);
+    if (made == count) break;  // stable: no longer paths split anything
+    count = made;
+  }
+  return classes_.emplace(lexeme, std::move(cls)).first->second;
+}
+
 const TokenMasker::Entry& TokenMasker::entry(int32_t lexeme, int32_t dstate) {
-  const uint64_t key = (uint64_t(uint32_t(lexeme)) << 32) | uint32_t(dstate);
+  const int32_t c = classes(lexeme)[size_t(dstate)];
+  const uint64_t key = (uint64_t(uint32_t(lexeme)) << 32) | uint32_t(c);
   if (auto it = entries_.find(key); it != entries_.end()) return it->second;
   Entry e = build(g_->lexemes[size_t(lexeme)], dstate);
   entry_bytes_ += (e.bits.size() * 8) + (e.accepted.size() + e.undecided.size()) * 4 + e.undecided_lcp.size() * 2 + 64;

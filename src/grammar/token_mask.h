@@ -49,6 +49,7 @@ class TokenVocab {
   int32_t vocab_size() const { return vocab_size_; }
   size_t words() const { return (size_t(vocab_size_) + 63) / 64; }
   size_t size() const { return ids_.size(); }  // tokens in sorted order
+  size_t max_bytes() const { return max_bytes_; }  // the longest token's length
   int32_t id(size_t i) const { return ids_[i]; }
   uint16_t lcp(size_t i) const { return lcp_[i]; }  // common prefix with sorted token i - 1
   std::string_view bytes(size_t i) const { return {bytes_.data() + offsets_[i], offsets_[i + 1] - offsets_[i]}; }
@@ -62,6 +63,7 @@ class TokenVocab {
   std::vector<uint32_t> offsets_;
   std::string bytes_;
   std::vector<int32_t> sorted_index_;  // id -> sorted position, -1 when absent
+  size_t max_bytes_ = 0;
 };
 
 class TokenMasker {
@@ -85,10 +87,15 @@ class TokenMasker {
   };
   const Entry& entry(int32_t lexeme, int32_t dstate);
   Entry build(const Lexeme& lx, int32_t dstate) const;
+  // The lexeme's states grouped by what a token can see of them: two states whose paths of up to
+  // max_bytes() bytes die and accept alike have the same entry (a string of at most 256 code
+  // points has one entry for all its counts but the last few, not one per count).
+  const std::vector<int32_t>& classes(int32_t lexeme);
 
   std::shared_ptr<const Grammar> g_;
   std::shared_ptr<const TokenVocab> vocab_;
-  std::unordered_map<uint64_t, Entry> entries_;
+  std::unordered_map<uint64_t, Entry> entries_;  // by (lexeme, class of the DFA state)
+  std::unordered_map<int32_t, std::vector<int32_t>> classes_;
   size_t entry_bytes_ = 0;
   std::unordered_map<std::string, std::vector<uint64_t>> by_state_;
   std::string key_;                 // fill()'s scratch: the state's cache key
