@@ -68,6 +68,7 @@ void GrammarMatcher::close(Node start, State& out, bool scratch) {
         break;
     }
   }
+  visited_ += visited;
 }
 
 bool GrammarMatcher::step(const State& from, uint8_t b, State& to, bool scratch) {

@@ -59,6 +59,8 @@ class GrammarMatcher {
   void probe_begin(int32_t node);
   bool probe_step(size_t depth, uint8_t b);
   void probe_end();
+  // Nodes visited by every closure so far (the matcher's work, for callers that bound it).
+  uint64_t work() const { return visited_; }
   const Grammar& grammar() const { return *g_; }
   // Unique per matcher: node ids mean something only within one matcher.
   uint64_t serial() const { return serial_; }
@@ -99,6 +101,7 @@ class GrammarMatcher {
   State tmp_a_, tmp_b_;
   std::vector<State> probe_;          // probe_[k]: the state after k bytes of the probed string
   std::vector<size_t> probe_nodes_;  // nodes_.size() once probe_[k] was made (its scratch nodes end there)
+  uint64_t visited_ = 0;             // work()
 };
 
 }  // namespace qwen35::grammar

@@ -63,8 +63,8 @@ std::string_view TokenVocab::token_bytes(int32_t id) const {
   return bytes(size_t(sorted_index_[size_t(id)]));
 }
 
-TokenMasker::TokenMasker(std::shared_ptr<const Grammar> g, std::shared_ptr<const TokenVocab> vocab)
-    : g_(std::move(g)), vocab_(std::move(vocab)) {}
+TokenMasker::TokenMasker(std::shared_ptr<const Grammar> g, std::shared_ptr<const TokenVocab> vocab, uint64_t max_mask_work)
+    : g_(std::move(g)), vocab_(std::move(vocab)), max_mask_work_(max_mask_work) {}
 
 TokenMasker::Entry TokenMasker::build(const Lexeme& lx, int32_t dstate) const {
   const TokenVocab& v = *vocab_;
@@ -221,6 +221,7 @@ void TokenMasker::fill(GrammarMatcher& m, uint64_t* bits) {
       for (size_t w = 0; w < words; ++w) bits[w] |= e.bits[w];
     for (int32_t t : e.accepted) bits[size_t(t) >> 6] |= uint64_t(1) << (t & 63);
   }
+  const uint64_t work0 = m.work();
   for (size_t i = 0; i < tops.size(); ++i) {
     const Entry& e = *es[i];
     if (e.undecided.empty()) continue;
@@ -240,6 +241,11 @@ void TokenMasker::fill(GrammarMatcher& m, uint64_t* bits) {
       const std::string_view b = vocab_->bytes(pos);
       size_t k = valid;
       while (k < b.size() && m.probe_step(k, uint8_t(b[k]))) ++k;
+      if (m.work() - work0 > max_mask_work_) {
+        m.probe_end();
+        fail("grammar: the token mask needs more than ", max_mask_work_,
+             " matcher steps here (the grammar is too ambiguous where a lexeme may end inside a token)");
+      }
       if (k == b.size()) {
         w |= bit;
         valid = k;

@@ -68,10 +68,15 @@ class TokenVocab {
 
 class TokenMasker {
  public:
-  TokenMasker(std::shared_ptr<const Grammar> g, std::shared_ptr<const TokenVocab> vocab);
+  // One mask's check of undecided tokens against the stack visits at most this many matcher
+  // nodes; past it fill() throws (the request ends with that error) rather than stall.
+  static constexpr uint64_t kMaxMaskWork = 20'000'000;
+
+  TokenMasker(std::shared_ptr<const Grammar> g, std::shared_ptr<const TokenVocab> vocab,
+              uint64_t max_mask_work = kMaxMaskWork);
 
   // bits[vocab.words()]: bit t set when token t may come next in `m`'s state. Does not set
-  // stop tokens.
+  // stop tokens. Throws qwen35::Error past max_mask_work.
   void fill(GrammarMatcher& m, uint64_t* bits);
 
   const TokenVocab& vocab() const { return *vocab_; }
@@ -94,6 +99,7 @@ class TokenMasker {
 
   std::shared_ptr<const Grammar> g_;
   std::shared_ptr<const TokenVocab> vocab_;
+  uint64_t max_mask_work_;
   std::unordered_map<uint64_t, Entry> entries_;  // by (lexeme, class of the DFA state)
   std::unordered_map<int32_t, std::vector<int32_t>> classes_;
   size_t entry_bytes_ = 0;

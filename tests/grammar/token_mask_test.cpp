@@ -183,6 +183,33 @@ TEST(TokenMask, SlowMaskBenchShapesMatchBruteForce) {
   }
 }
 
+// One mask's work is bounded: past the bound fill() throws a clear error (the request ends) and
+// leaves the matcher as it was; a larger bound gives the oracle's mask.
+TEST(TokenMask, WorkPastTheBoundIsAnError) {
+  auto g = compile_grammar(parse_gbnf(kJsonGbnf));
+  std::vector<std::pair<int32_t, std::string>> tokens;
+  const char* words[] = {"1", "12", "1,", "1, ", "1]", "1}", "1, 2", "1,\"a\"", "\"", "\"a\":", "[", "{", "]", "}"};
+  for (const char* w : words) tokens.emplace_back(int32_t(tokens.size()), w);
+  auto vocab = std::make_shared<const TokenVocab>(int32_t(tokens.size()), tokens);
+  GrammarMatcher m(g);
+  ASSERT_TRUE(m.advance("{\"a\": [1"));  // a number may end inside most tokens: they are undecided
+  std::vector<uint64_t> bits(vocab->words());
+  TokenMasker tight(g, vocab, 3);
+  try {
+    tight.fill(m, bits.data());
+    FAIL() << "no error past the bound";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("token mask needs more than 3 matcher steps"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(m.steps(), 1u);
+  TokenMasker ample(g, vocab);
+  ample.fill(m, bits.data());
+  EXPECT_EQ(bits, brute_force(m, *vocab));
+  EXPECT_TRUE(allowed(bits, 2));   // "1,"
+  EXPECT_TRUE(allowed(bits, 4));   // "1]"
+  EXPECT_FALSE(allowed(bits, 5));  // "1}"
+}
+
 TEST(TokenMask, AppliedToLogits) {
   std::vector<uint64_t> bits(2, 0);
   bits[0] = 0b1010;
