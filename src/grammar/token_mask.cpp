@@ -14,8 +14,8 @@ namespace {
 // Past this, precomputed entries are dropped and rebuilt on demand (a bounded cache).
 constexpr size_t kMaxEntryBytes = size_t(256) << 20;
 constexpr size_t kMaxStateMasks = 64;
-// Grouping a lexeme's states costs states * 257 per round, one round per token byte at most: past
-// this, each state keeps an entry of its own (as exact, only slower).
+// Grouping a lexeme's states costs states * (distinct byte columns + 1) per round, one round per
+// token byte at most: past this, each state keeps an entry of its own (as exact, only slower).
 constexpr size_t kMaxClassWork = size_t(64) << 20;
 
 }  // namespace
@@ -140,7 +140,26 @@ const std::vector<int32_t>& TokenMasker::classes(int32_t lexeme) {
   const size_t n = size_t(lx.states);
   const size_t rounds = vocab_->max_bytes();
   std::vector<int32_t> cls(n);
-  if (n * 257 * rounds > kMaxClassWork) {
+  // Bytes whose columns of the table are equal move every state alike: one of each is enough.
+  std::vector<int> bytes;
+  {
+    std::unordered_multimap<uint64_t, int> seen;
+    for (int b = 0; b < 256; ++b) {
+      uint64_t h = 0xcbf29ce484222325ull;
+      for (size_t s = 0; s < n; ++s) h = (h ^ uint64_t(uint32_t(lx.step(int32_t(s), uint8_t(b))))) * 0x100000001B3ull;
+      bool dup = false;
+      auto [lo, hi] = seen.equal_range(h);
+      for (auto it = lo; it != hi && !dup; ++it) {
+        dup = true;
+        for (size_t s = 0; s < n && dup; ++s) dup = lx.step(int32_t(s), uint8_t(b)) == lx.step(int32_t(s), uint8_t(it->second));
+      }
+      if (!dup) {
+        seen.emplace(h, b);
+        bytes.push_back(b);
+      }
+    }
+  }
+  if (n * (bytes.size() + 1) * rounds > kMaxClassWork) {
     std::iota(cls.begin(), cls.end(), 0);
     return classes_.emplace(lexeme, std::move(cls)).first->second;
   }
@@ -148,33 +167,31 @@ const std::vector<int32_t>& TokenMasker::classes(int32_t lexeme) {
   // accepting states along every path of up to r bytes -- all a token of up to `rounds` bytes
   // sees in TokenMasker::build.
   for (size_t s = 0; s < n; ++s) cls[s] = lx.accepting[s];
+  const size_t width = bytes.size() + 1;
   size_t count = 0;
-  std::vector<int32_t> next(n), sig(257);
-  std::unordered_multimap<uint64_t, int32_t> reps;  // signature hash -> a state of that class
+  std::vector<int32_t> next(n), sigs;  // sigs: each new class's signature, `width` apiece
+  std::vector<int32_t> sig(width);
+  std::unordered_multimap<uint64_t, int32_t> reps;  // signature hash -> class made this round
   for (size_t r = 0; r < rounds; ++r) {
     reps.clear();
+    sigs.clear();
     size_t made = 0;
-    auto signature = [&](size_t s, std::vector<int32_t>& out) {
-      out[0] = cls[s];
-      for (int b = 0; b < 256; ++b) {
-        const int32_t d = lx.step(int32_t(s), uint8_t(b));
-        out[size_t(b) + 1] = d == Lexeme::kDead ? -1 : cls[size_t(d)];
-      }
-    };
-    std::vector<int32_t> other(257);
     for (size_t s = 0; s < n; ++s) {
-      signature(s, sig);
+      sig[0] = cls[s];
+      for (size_t i = 0; i + 1 < width; ++i) {
+        const int32_t d = lx.step(int32_t(s), uint8_t(bytes[i]));
+        sig[i + 1] = d == Lexeme::kDead ? -1 : cls[size_t(d)];
+      }
       uint64_t h = 0xcbf29ce484222325ull;
       for (int32_t x : sig) h = (h ^ uint64_t(uint32_t(x))) * 0x100000001B3ull;
       int32_t found = -1;
       auto [lo, hi] = reps.equal_range(h);
-      for (auto it = lo; it != hi && found < 0; ++it) {
-        signature(size_t(it->second), other);
-        if (other == sig) found = next[size_t(it->second)];
-      }
+      for (auto it = lo; it != hi && found < 0; ++it)
+        if (std::equal(sig.begin(), sig.end(), sigs.begin() + std::ptrdiff_t(size_t(it->second) * width))) found = it->second;
       if (found < 0) {
         found = int32_t(made++);
-        reps.emplace(h, int32_t(s));
+        reps.emplace(h, found);
+        sigs.insert(sigs.end(), sig.begin(), sig.end());
       }
       next[s] = found;
     }
