@@ -113,7 +113,11 @@ bool time_masks(const std::shared_ptr<const Grammar>& g, const MaskVocab& mv, co
   std::vector<uint64_t> bits(mv.vocab->words());
   for (int32_t id : mv.split(text)) {
     const auto t0 = std::chrono::steady_clock::now();
-    masker.fill(m, bits.data());
+    try {
+      masker.fill(m, bits.data());
+    } catch (const qwen35::Error&) {  // past the mask's work bound: counted as refused
+      return false;
+    }
     mask_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     if (!((bits[size_t(id) >> 6] >> (id & 63)) & 1) || !m.advance(mv.vocab->token_bytes(id))) return false;
   }

@@ -68,6 +68,7 @@ void GrammarMatcher::close(Node start, State& out, bool scratch) {
         break;
     }
   }
+  visited_ += visited;
 }
 
 bool GrammarMatcher::step(const State& from, uint8_t b, State& to, bool scratch) {
@@ -114,6 +115,24 @@ bool GrammarMatcher::accepts_from(int32_t node, std::string_view bytes) {
   nodes_.resize(committed_);
   return ok;
 }
+
+void GrammarMatcher::probe_begin(int32_t node) {
+  if (probe_.empty()) probe_.resize(1);
+  probe_[0].tops.assign(1, node);
+  probe_[0].finish = false;
+  probe_nodes_.assign(1, committed_);
+}
+
+bool GrammarMatcher::probe_step(size_t depth, uint8_t b) {
+  if (probe_.size() < depth + 2) probe_.resize(depth + 2);
+  probe_nodes_.resize(depth + 2);
+  nodes_.resize(probe_nodes_[depth]);  // depth k's nodes and below stay; deeper ones are gone
+  const bool alive = step(probe_[depth], b, probe_[depth + 1], true);
+  probe_nodes_[depth + 1] = nodes_.size();
+  return alive;
+}
+
+void GrammarMatcher::probe_end() { nodes_.resize(committed_); }
 
 void GrammarMatcher::rollback(size_t n) {
   if (n > steps()) fail("grammar: rollback of ", n, " steps past the start (", steps(), " taken)");

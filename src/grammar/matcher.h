@@ -51,6 +51,16 @@ class GrammarMatcher {
   }
   const Node& node(int32_t id) const { return nodes_[size_t(id)]; }
   bool accepts_from(int32_t node, std::string_view bytes);
+  // accepts_from for many byte strings walked as a trie (the token mask's undecided tokens, in
+  // sorted order): probe_begin(node) makes depth 0 the stack under `node`; probe_step(k, b) sets
+  // depth k + 1 to depth k after byte b (depths past k are dropped) and says whether it lives. A
+  // string is accepted when every step along it lived, exactly as accepts_from says. probe_end()
+  // drops the scratch nodes; the state does not change.
+  void probe_begin(int32_t node);
+  bool probe_step(size_t depth, uint8_t b);
+  void probe_end();
+  // Nodes visited by every closure so far (the matcher's work, for callers that bound it).
+  uint64_t work() const { return visited_; }
   const Grammar& grammar() const { return *g_; }
   // Unique per matcher: node ids mean something only within one matcher.
   uint64_t serial() const { return serial_; }
@@ -89,6 +99,9 @@ class GrammarMatcher {
   std::vector<uint8_t> finish_;
   std::vector<Node> work_;
   State tmp_a_, tmp_b_;
+  std::vector<State> probe_;          // probe_[k]: the state after k bytes of the probed string
+  std::vector<size_t> probe_nodes_;  // nodes_.size() once probe_[k] was made (its scratch nodes end there)
+  uint64_t visited_ = 0;             // work()
 };
 
 }  // namespace qwen35::grammar

@@ -14,6 +14,9 @@ namespace {
 // Past this, precomputed entries are dropped and rebuilt on demand (a bounded cache).
 constexpr size_t kMaxEntryBytes = size_t(256) << 20;
 constexpr size_t kMaxStateMasks = 64;
+// Grouping a lexeme's states costs states * (distinct byte columns + 1) per round, one round per
+// token byte at most: past this, each state keeps an entry of its own (as exact, only slower).
+constexpr size_t kMaxClassWork = size_t(64) << 20;
 
 }  // namespace
 
@@ -39,6 +42,7 @@ TokenVocab::TokenVocab(int32_t vocab_size, const std::vector<std::pair<int32_t, 
     ids_.push_back(tokens[i].first);
     lcp_.push_back(uint16_t(l));
     bytes_ += b;
+    max_bytes_ = std::max(max_bytes_, b.size());
     offsets_.push_back(uint32_t(bytes_.size()));
     prev = b;
   }
@@ -59,8 +63,8 @@ std::string_view TokenVocab::token_bytes(int32_t id) const {
   return bytes(size_t(sorted_index_[size_t(id)]));
 }
 
-TokenMasker::TokenMasker(std::shared_ptr<const Grammar> g, std::shared_ptr<const TokenVocab> vocab)
-    : g_(std::move(g)), vocab_(std::move(vocab)) {}
+TokenMasker::TokenMasker(std::shared_ptr<const Grammar> g, std::shared_ptr<const TokenVocab> vocab, uint64_t max_mask_work)
+    : g_(std::move(g)), vocab_(std::move(vocab)), max_mask_work_(max_mask_work) {}
 
 TokenMasker::Entry TokenMasker::build(const Lexeme& lx, int32_t dstate) const {
   const TokenVocab& v = *vocab_;
@@ -94,9 +98,29 @@ TokenMasker::Entry TokenMasker::build(const Lexeme& lx, int32_t dstate) const {
     // The first k bytes are dead: so is every following token that shares them.
     const bool undecided = end[k - 1];
     valid = k - 1;
+    if (!undecided) {  // skip the dead subtree in log time: its tokens are the ones after i with b's first k bytes
+      const std::string_view prefix = b.substr(0, k);
+      size_t lo = i + 1, hi = n;
+      while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (v.bytes(mid).substr(0, k) == prefix)
+          lo = mid + 1;
+        else
+          hi = mid;
+      }
+      i = lo;
+      continue;
+    }
     size_t j = i;
     do {
-      if (undecided) e.undecided.push_back(v.id(j));
+      if (undecided) {
+        const std::string_view a = e.undecided.empty() ? std::string_view() : v.bytes(size_t(e.undecided.back()));
+        const std::string_view c = v.bytes(j);
+        size_t l = 0;
+        while (l < a.size() && l < c.size() && a[l] == c[l]) ++l;
+        e.undecided_lcp.push_back(uint16_t(l));
+        e.undecided.push_back(int32_t(j));
+      }
       ++j;
     } while (j < n && v.lcp(j) >= k);
     i = j;
@@ -110,11 +134,80 @@ TokenMasker::Entry TokenMasker::build(const Lexeme& lx, int32_t dstate) const {
   return e;
 }
 
+const std::vector<int32_t>& TokenMasker::classes(int32_t lexeme) {
+  if (auto it = classes_.find(lexeme); it != classes_.end()) return it->second;
+  const Lexeme& lx = g_->lexemes[size_t(lexeme)];
+  const size_t n = size_t(lx.states);
+  const size_t rounds = vocab_->max_bytes();
+  std::vector<int32_t> cls(n);
+  // Bytes whose columns of the table are equal move every state alike: one of each is enough.
+  std::vector<int> bytes;
+  {
+    std::unordered_multimap<uint64_t, int> seen;
+    for (int b = 0; b < 256; ++b) {
+      uint64_t h = 0xcbf29ce484222325ull;
+      for (size_t s = 0; s < n; ++s) h = (h ^ uint64_t(uint32_t(lx.step(int32_t(s), uint8_t(b))))) * 0x100000001B3ull;
+      bool dup = false;
+      auto [lo, hi] = seen.equal_range(h);
+      for (auto it = lo; it != hi && !dup; ++it) {
+        dup = true;
+        for (size_t s = 0; s < n && dup; ++s) dup = lx.step(int32_t(s), uint8_t(b)) == lx.step(int32_t(s), uint8_t(it->second));
+      }
+      if (!dup) {
+        seen.emplace(h, b);
+        bytes.push_back(b);
+      }
+    }
+  }
+  if (n * (bytes.size() + 1) * rounds > kMaxClassWork) {
+    std::iota(cls.begin(), cls.end(), 0);
+    return classes_.emplace(lexeme, std::move(cls)).first->second;
+  }
+  // Moore's refinement, one round per byte: after round r, equal classes mean the same dead and
+  // accepting states along every path of up to r bytes -- all a token of up to `rounds` bytes
+  // sees in TokenMasker::build.
+  for (size_t s = 0; s < n; ++s) cls[s] = lx.accepting[s];
+  const size_t width = bytes.size() + 1;
+  size_t count = 0;
+  std::vector<int32_t> next(n), sigs;  // sigs: each new class's signature, `width` apiece
+  std::vector<int32_t> sig(width);
+  std::unordered_multimap<uint64_t, int32_t> reps;  // signature hash -> class made this round
+  for (size_t r = 0; r < rounds; ++r) {
+    reps.clear();
+    sigs.clear();
+    size_t made = 0;
+    for (size_t s = 0; s < n; ++s) {
+      sig[0] = cls[s];
+      for (size_t i = 0; i + 1 < width; ++i) {
+        const int32_t d = lx.step(int32_t(s), uint8_t(bytes[i]));
+        sig[i + 1] = d == Lexeme::kDead ? -1 : cls[size_t(d)];
+      }
+      uint64_t h = 0xcbf29ce484222325ull;
+      for (int32_t x : sig) h = (h ^ uint64_t(uint32_t(x))) * 0x100000001B3ull;
+      int32_t found = -1;
+      auto [lo, hi] = reps.equal_range(h);
+      for (auto it = lo; it != hi && found < 0; ++it)
+        if (std::equal(sig.begin(), sig.end(), sigs.begin() + std::ptrdiff_t(size_t(it->second) * width))) found = it->second;
+      if (found < 0) {
+        found = int32_t(made++);
+        reps.emplace(h, found);
+        sigs.insert(sigs.end(), sig.begin(), sig.end());
+      }
+      next[s] = found;
+    }
+    cls.swap(next);
+    if (made == count) break;  // stable: no longer paths split anything
+    count = made;
+  }
+  return classes_.emplace(lexeme, std::move(cls)).first->second;
+}
+
 const TokenMasker::Entry& TokenMasker::entry(int32_t lexeme, int32_t dstate) {
-  const uint64_t key = (uint64_t(uint32_t(lexeme)) << 32) | uint32_t(dstate);
+  const int32_t c = classes(lexeme)[size_t(dstate)];
+  const uint64_t key = (uint64_t(uint32_t(lexeme)) << 32) | uint32_t(c);
   if (auto it = entries_.find(key); it != entries_.end()) return it->second;
   Entry e = build(g_->lexemes[size_t(lexeme)], dstate);
-  entry_bytes_ += (e.bits.size() * 8) + (e.accepted.size() + e.undecided.size()) * 4 + 64;
+  entry_bytes_ += (e.bits.size() * 8) + (e.accepted.size() + e.undecided.size()) * 4 + e.undecided_lcp.size() * 2 + 64;
   return entries_.emplace(key, std::move(e)).first->second;
 }
 
@@ -145,12 +238,41 @@ void TokenMasker::fill(GrammarMatcher& m, uint64_t* bits) {
       for (size_t w = 0; w < words; ++w) bits[w] |= e.bits[w];
     for (int32_t t : e.accepted) bits[size_t(t) >> 6] |= uint64_t(1) << (t & 63);
   }
-  for (size_t i = 0; i < tops.size(); ++i)
-    for (int32_t t : es[i]->undecided) {
+  const uint64_t work0 = m.work();
+  for (size_t i = 0; i < tops.size(); ++i) {
+    const Entry& e = *es[i];
+    if (e.undecided.empty()) continue;
+    m.probe_begin(tops[i]);
+    size_t valid = 0;                // depths 0..valid hold for the current token's prefix
+    size_t dead = size_t(-1);        // a token whose first `dead` bytes are the dead prefix is out
+    for (size_t u = 0; u < e.undecided.size(); ++u) {
+      const size_t lcp = e.undecided_lcp[u];
+      valid = std::min(valid, lcp);
+      if (lcp >= dead) continue;
+      dead = size_t(-1);
+      const size_t pos = size_t(e.undecided[u]);
+      const int32_t t = vocab_->id(pos);
       uint64_t& w = bits[size_t(t) >> 6];
       const uint64_t bit = uint64_t(1) << (t & 63);
-      if (!(w & bit) && m.accepts_from(tops[i], vocab_->token_bytes(t))) w |= bit;
+      if (w & bit) continue;
+      const std::string_view b = vocab_->bytes(pos);
+      size_t k = valid;
+      while (k < b.size() && m.probe_step(k, uint8_t(b[k]))) ++k;
+      if (m.work() - work0 > max_mask_work_) {
+        m.probe_end();
+        fail("grammar: the token mask needs more than ", max_mask_work_,
+             " matcher steps here (the grammar is too ambiguous where a lexeme may end inside a token)");
+      }
+      if (k == b.size()) {
+        w |= bit;
+        valid = k;
+      } else {
+        valid = k;      // depth k lives; k + 1 is dead
+        dead = k + 1;
+      }
     }
+    m.probe_end();
+  }
   if (by_state_.size() >= kMaxStateMasks) by_state_.clear();
   by_state_.emplace(key_, std::vector<uint64_t>(bits, bits + words));
 }

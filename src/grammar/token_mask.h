@@ -9,7 +9,8 @@
 // every rule of a compiled grammar can finish, such a token is allowed whatever the stack below),
 // and which are undecided (the lexeme may end inside the token, so the rest depends on the
 // stack). A mask is then the OR of those sets over the state's nodes, plus the undecided tokens
-// checked one by one against the full stack (GrammarMatcher::accepts_from). Masks are also
+// checked against the full stack, walked as a trie in sorted order (GrammarMatcher::probe_*): a
+// prefix shared by many tokens is stepped once, and a dead one skips every token under it. Masks are also
 // cached by state (a matcher's serial and its sorted node ids are an exact key). This is the
 // split llguidance and XGrammar publish (context-independent tokens precomputed,
 // context-dependent ones checked at run time).
@@ -48,6 +49,7 @@ class TokenVocab {
   int32_t vocab_size() const { return vocab_size_; }
   size_t words() const { return (size_t(vocab_size_) + 63) / 64; }
   size_t size() const { return ids_.size(); }  // tokens in sorted order
+  size_t max_bytes() const { return max_bytes_; }  // the longest token's length
   int32_t id(size_t i) const { return ids_[i]; }
   uint16_t lcp(size_t i) const { return lcp_[i]; }  // common prefix with sorted token i - 1
   std::string_view bytes(size_t i) const { return {bytes_.data() + offsets_[i], offsets_[i + 1] - offsets_[i]}; }
@@ -61,14 +63,20 @@ class TokenVocab {
   std::vector<uint32_t> offsets_;
   std::string bytes_;
   std::vector<int32_t> sorted_index_;  // id -> sorted position, -1 when absent
+  size_t max_bytes_ = 0;
 };
 
 class TokenMasker {
  public:
-  TokenMasker(std::shared_ptr<const Grammar> g, std::shared_ptr<const TokenVocab> vocab);
+  // One mask's check of undecided tokens against the stack visits at most this many matcher
+  // nodes; past it fill() throws (the request ends with that error) rather than stall.
+  static constexpr uint64_t kMaxMaskWork = 20'000'000;
+
+  TokenMasker(std::shared_ptr<const Grammar> g, std::shared_ptr<const TokenVocab> vocab,
+              uint64_t max_mask_work = kMaxMaskWork);
 
   // bits[vocab.words()]: bit t set when token t may come next in `m`'s state. Does not set
-  // stop tokens.
+  // stop tokens. Throws qwen35::Error past max_mask_work.
   void fill(GrammarMatcher& m, uint64_t* bits);
 
   const TokenVocab& vocab() const { return *vocab_; }
@@ -77,14 +85,23 @@ class TokenMasker {
   struct Entry {
     std::vector<uint64_t> bits;      // accepted tokens, when many
     std::vector<int32_t> accepted;   // ... or their ids, when few
-    std::vector<int32_t> undecided;  // token ids to check against the stack
+    // Tokens to check against the stack: their sorted positions in the vocabulary, and each
+    // one's common prefix length with the undecided token before it.
+    std::vector<int32_t> undecided;
+    std::vector<uint16_t> undecided_lcp;
   };
   const Entry& entry(int32_t lexeme, int32_t dstate);
   Entry build(const Lexeme& lx, int32_t dstate) const;
+  // The lexeme's states grouped by what a token can see of them: two states whose paths of up to
+  // max_bytes() bytes die and accept alike have the same entry (a string of at most 256 code
+  // points has one entry for all its counts but the last few, not one per count).
+  const std::vector<int32_t>& classes(int32_t lexeme);
 
   std::shared_ptr<const Grammar> g_;
   std::shared_ptr<const TokenVocab> vocab_;
-  std::unordered_map<uint64_t, Entry> entries_;
+  uint64_t max_mask_work_;
+  std::unordered_map<uint64_t, Entry> entries_;  // by (lexeme, class of the DFA state)
+  std::unordered_map<int32_t, std::vector<int32_t>> classes_;
   size_t entry_bytes_ = 0;
   std::unordered_map<std::string, std::vector<uint64_t>> by_state_;
   std::string key_;                 // fill()'s scratch: the state's cache key

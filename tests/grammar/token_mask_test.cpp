@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
 #include <string>
 
 #include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
 #include "grammar/token_mask.h"
 #include "support/test_data.h"
 #include "text/tokenizer.h"
@@ -125,6 +127,87 @@ item ::= "a" [bc]* "d" | "(" root ")" | "é"+)g",
       }
     }
   }
+}
+
+// The MaskBench shapes whose masks were slow (a bounded string beside an enum, as Snowplow sp_165;
+// an object of numbers, as Glaive's calculate_area; a string with a pattern and nested objects):
+// long lexemes that can end almost anywhere, so that most tokens are undecided, under a
+// vocabulary of punctuation runs like the benchmarks' synthetic one. Every mask along a valid
+// instance equals the oracle's.
+TEST(TokenMask, SlowMaskBenchShapesMatchBruteForce) {
+  const char* cases[][2] = {
+      {R"({"additionalProperties": false, "properties": {"encryptedId": {"maxLength": 256, "type": "string"},
+          "optout": {"enum": ["true", "false"]}}, "required": ["encryptedId", "optout"], "type": "object"})",
+       R"({"encryptedId": "a-long, \"base64\" encoded: string}", "optout": "false"})"},
+      {R"({"properties": {"dimensions": {"properties": {"base": {"type": "number"}, "height": {"type": "number"},
+          "radius": {"type": "number"}}, "required": ["base", "height", "radius"], "type": "object"},
+          "shape": {"type": "string"}}, "required": ["dimensions", "shape"], "type": "object"})",
+       R"({"dimensions": {"base": 10.5, "height": -2e3, "radius": 0}, "shape": "rect, \"angle\": 3}"})"},
+      {R"({"type": "object", "properties": {"id": {"type": "string", "pattern": "^[a-z0-9-]{1,20}$"},
+          "tags": {"type": "array", "items": {"type": "integer"}, "maxItems": 5}}})",
+       R"({"id": "ab-12", "tags": [1, 22, 333]})"},
+  };
+  std::mt19937 rng(11);
+  const std::string punct = "{}[]\":,. \\-0123456789abtrue";
+  std::vector<std::pair<int32_t, std::string>> tokens;
+  for (int b = 0; b < 256; ++b) tokens.emplace_back(b, std::string(1, char(b)));
+  std::set<std::string> seen;
+  for (auto& t : tokens) seen.insert(t.second);
+  while (tokens.size() < 6000) {
+    std::string s;
+    const int len = 2 + int(rng() % 6);
+    for (int k = 0; k < len; ++k) s += punct[rng() % punct.size()];
+    if (seen.insert(s).second) tokens.emplace_back(int32_t(tokens.size()), s);
+  }
+  auto vocab = std::make_shared<const TokenVocab>(int32_t(tokens.size()), tokens);
+  for (const auto& c : cases) {
+    auto g = compile_grammar(json_schema_text_to_grammar(c[0]));
+    GrammarMatcher m(g);
+    TokenMasker masker(g, vocab);
+    std::vector<uint64_t> bits(vocab->words());
+    const std::string text = c[1];
+    for (size_t p = 0; p < text.size();) {
+      masker.fill(m, bits.data());
+      ASSERT_EQ(bits, brute_force(m, *vocab)) << "after '" << text.substr(0, p) << "' in " << c[0];
+      // The longest allowed token that continues the instance.
+      int32_t best = -1;
+      for (int32_t t = 0; t < vocab->vocab_size(); ++t) {
+        const std::string_view b = vocab->token_bytes(t);
+        if (allowed(bits, t) && text.compare(p, b.size(), b) == 0 && (best < 0 || b.size() > vocab->token_bytes(best).size())) best = t;
+      }
+      ASSERT_GE(best, 0) << "no token continues '" << text.substr(0, p) << "'";
+      ASSERT_TRUE(m.advance(vocab->token_bytes(best)));
+      p += vocab->token_bytes(best).size();
+    }
+    EXPECT_TRUE(m.can_finish());
+  }
+}
+
+// One mask's work is bounded: past the bound fill() throws a clear error (the request ends) and
+// leaves the matcher as it was; a larger bound gives the oracle's mask.
+TEST(TokenMask, WorkPastTheBoundIsAnError) {
+  auto g = compile_grammar(parse_gbnf(kJsonGbnf));
+  std::vector<std::pair<int32_t, std::string>> tokens;
+  const char* words[] = {"1", "12", "1,", "1, ", "1]", "1}", "1, 2", "1,\"a\"", "\"", "\"a\":", "[", "{", "]", "}"};
+  for (const char* w : words) tokens.emplace_back(int32_t(tokens.size()), w);
+  auto vocab = std::make_shared<const TokenVocab>(int32_t(tokens.size()), tokens);
+  GrammarMatcher m(g);
+  ASSERT_TRUE(m.advance("{\"a\": [1"));  // a number may end inside most tokens: they are undecided
+  std::vector<uint64_t> bits(vocab->words());
+  TokenMasker tight(g, vocab, 3);
+  try {
+    tight.fill(m, bits.data());
+    FAIL() << "no error past the bound";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("token mask needs more than 3 matcher steps"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(m.steps(), 1u);
+  TokenMasker ample(g, vocab);
+  ample.fill(m, bits.data());
+  EXPECT_EQ(bits, brute_force(m, *vocab));
+  EXPECT_TRUE(allowed(bits, 2));   // "1,"
+  EXPECT_TRUE(allowed(bits, 4));   // "1]"
+  EXPECT_FALSE(allowed(bits, 5));  // "1}"
 }
 
 TEST(TokenMask, AppliedToLogits) {
