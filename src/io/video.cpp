@@ -715,17 +715,7 @@ const VideoDecodeStats& VideoDecoder::stats() const { return state_->stats; }
 std::vector<RgbImage> VideoDecoder::decode_frames(std::span<const int64_t> indices) {
   LogCapture log;
   State& s = *state_;
-  const int64_t n = s.info.frame_count;
-  for (const int64_t i : indices)
-    if (i < 0 || i >= n) fail("video frame index ", i, " is out of range: the video has ", n, " frames");
-  const int64_t frame_bytes = int64_t(s.info.width) * s.info.height * 3;
-  if (int64_t(indices.size()) > s.options.max_output_bytes / frame_bytes)
-    fail(indices.size(), " video frames of ", s.info.width, "x", s.info.height, " exceed the output limit of ",
-         s.options.max_output_bytes, " bytes");
-
-  std::vector<int64_t> wanted(indices.begin(), indices.end());
-  std::sort(wanted.begin(), wanted.end());
-  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  const std::vector<int64_t> wanted = frames_to_decode(indices, s.info, s.options);
   std::vector<RgbImage> decoded(wanted.size());
   std::vector<char> have(wanted.size(), 0);
   try {
@@ -734,7 +724,8 @@ std::vector<RgbImage> VideoDecoder::decode_frames(std::span<const int64_t> indic
         s.position_for(wanted[k]);
         const State::Outcome outcome = s.decode_until(wanted[k], wanted, decoded, have);
         if (outcome.reached) break;
-        if (!s.seeking_allowed) fail("cannot decode video frame ", wanted[k], " of ", n, ": ", outcome.problem);
+        if (!s.seeking_allowed)
+          fail("cannot decode video frame ", wanted[k], " of ", s.info.frame_count, ": ", outcome.problem);
         // Reading in order from the top cannot be misled by a seek; it is the last resort.
         s.seeking_allowed = false;
         s.demuxer.reset();
@@ -762,6 +753,21 @@ std::vector<RgbImage> VideoDecoder::decode_all_frames() {
   std::vector<int64_t> all(size_t(state_->info.frame_count));
   std::iota(all.begin(), all.end(), 0);
   return decode_frames(all);
+}
+
+std::vector<int64_t> frames_to_decode(std::span<const int64_t> indices, const VideoInfo& info,
+                                      const VideoDecodeOptions& options) {
+  const int64_t n = info.frame_count;
+  for (const int64_t i : indices)
+    if (i < 0 || i >= n) fail("video frame index ", i, " is out of range: the video has ", n, " frames");
+  const int64_t frame_bytes = int64_t(info.width) * info.height * 3;
+  if (int64_t(indices.size()) > options.max_output_bytes / frame_bytes)
+    fail(indices.size(), " video frames of ", info.width, "x", info.height, " exceed the output limit of ",
+         options.max_output_bytes, " bytes");
+  std::vector<int64_t> wanted(indices.begin(), indices.end());
+  std::sort(wanted.begin(), wanted.end());
+  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  return wanted;
 }
 
 void check_animation_cost(int64_t frames, int width, int height, const VideoDecodeOptions& options) {

@@ -75,6 +75,13 @@ struct VideoDecodeOptions {
 // options.max_animation_pixels (or the frame limit).
 void check_animation_cost(int64_t frames, int width, int height, const VideoDecodeOptions& options);
 
+struct VideoInfo;
+
+// The frames a decode_frames call asks for, sorted and each once, after checking that every index
+// is one of the video's frames and that the frames asked for fit options.max_output_bytes.
+std::vector<int64_t> frames_to_decode(std::span<const int64_t> indices, const VideoInfo& info,
+                                      const VideoDecodeOptions& options);
+
 struct VideoInfo {
   std::string container;  // the demuxer's name, e.g. "mov,mp4,m4a,3gp,3g2,mj2"
   std::string codec;      // the decoder's name, e.g. "h264"

@@ -95,17 +95,7 @@ const VideoDecodeStats& AnimatedWebpDecoder::stats() const { return state_->stat
 
 std::vector<RgbImage> AnimatedWebpDecoder::decode_frames(std::span<const int64_t> indices) {
   State& s = *state_;
-  const int64_t n = s.info.frame_count;
-  for (const int64_t i : indices)
-    if (i < 0 || i >= n) fail("video frame index ", i, " is out of range: the video has ", n, " frames");
-  const int64_t frame_bytes = int64_t(s.info.width) * s.info.height * 3;
-  if (int64_t(indices.size()) > s.options.max_output_bytes / frame_bytes)
-    fail(indices.size(), " video frames of ", s.info.width, "x", s.info.height, " exceed the output limit of ",
-         s.options.max_output_bytes, " bytes");
-
-  std::vector<int64_t> wanted(indices.begin(), indices.end());
-  std::sort(wanted.begin(), wanted.end());
-  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  const std::vector<int64_t> wanted = frames_to_decode(indices, s.info, s.options);
   std::vector<RgbImage> decoded(wanted.size());
   try {
     for (size_t k = 0; k < wanted.size(); ++k) {
