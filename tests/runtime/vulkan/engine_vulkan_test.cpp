@@ -40,6 +40,18 @@ std::unique_ptr<Engine> load(const std::string& device) {
   return e;
 }
 
+// The tiny model on the device with the validation layer on (its errors counted by the device).
+std::unique_ptr<Engine> load_validated() {
+  setenv("QWEN35_VULKAN_VALIDATION", "1", 1);
+  std::unique_ptr<Engine> e = load("vulkan");
+  unsetenv("QWEN35_VULKAN_VALIDATION");
+  return e;
+}
+
+VulkanDecoderBackend* vulkan_backend(Engine& engine) {
+  return dynamic_cast<VulkanDecoderBackend*>(impl_of(engine).device.get());
+}
+
 SamplingParams greedy(int64_t n) {
   SamplingParams p;
   p.temperature = 0;
@@ -50,12 +62,10 @@ SamplingParams greedy(int64_t n) {
 
 TEST(VulkanEngine, GreedyCompletionsGiveTheGoldenTokens) {
   if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
-  setenv("QWEN35_VULKAN_VALIDATION", "1", 1);
-  const std::unique_ptr<Engine> engine = load("vulkan");
-  unsetenv("QWEN35_VULKAN_VALIDATION");
+  const std::unique_ptr<Engine> engine = load_validated();
   ASSERT_TRUE(engine);
   EXPECT_EQ(engine->info().device.rfind("Vulkan on ", 0), 0u) << engine->info().device;
-  auto* backend = dynamic_cast<VulkanDecoderBackend*>(impl_of(*engine).device.get());
+  VulkanDecoderBackend* backend = vulkan_backend(*engine);
   ASSERT_NE(backend, nullptr);
   ASSERT_TRUE(backend->device().validation());
 
@@ -139,11 +149,9 @@ SamplingParams greedy_spec(int64_t n, SpecMode mode) {
 // mistakes (whole drafts right, partial matches, misses): the output is plain greedy decoding's.
 TEST(VulkanEngine, PromptLookupGivesGreedyTokens) {
   if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
-  setenv("QWEN35_VULKAN_VALIDATION", "1", 1);
-  const std::unique_ptr<Engine> engine = load("vulkan");
-  unsetenv("QWEN35_VULKAN_VALIDATION");
+  const std::unique_ptr<Engine> engine = load_validated();
   ASSERT_TRUE(engine);
-  auto* backend = dynamic_cast<VulkanDecoderBackend*>(impl_of(*engine).device.get());
+  VulkanDecoderBackend* backend = vulkan_backend(*engine);
   ASSERT_NE(backend, nullptr);
   const std::vector<int32_t> prompt = {9707, 11, 1879, 0, 3555, 374, 279};
   constexpr int64_t kTokens = 10;
@@ -239,11 +247,9 @@ ChatRequest chat_of(const std::string& system, const std::string& user) {
 // reused prefix gives the tokens of a cold run.
 TEST(VulkanEngine, ReusedPrefixGivesTheColdRunsTokens) {
   if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
-  setenv("QWEN35_VULKAN_VALIDATION", "1", 1);
-  const std::unique_ptr<Engine> engine = load("vulkan");
-  unsetenv("QWEN35_VULKAN_VALIDATION");
+  const std::unique_ptr<Engine> engine = load_validated();
   ASSERT_TRUE(engine);
-  auto* backend = dynamic_cast<VulkanDecoderBackend*>(impl_of(*engine).device.get());
+  VulkanDecoderBackend* backend = vulkan_backend(*engine);
   ASSERT_NE(backend, nullptr);
   PrefixCache cache(size_t(64) << 20);
   auto a = engine->new_session(&cache), b = engine->new_session(&cache);
