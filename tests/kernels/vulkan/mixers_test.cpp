@@ -34,60 +34,88 @@ void normalize(float* v, int n, float scale) {
   kernels::ref::l2_norm(v, scale, 1e-6f, v, n);
 }
 
+// One delta-rule case on odd strides: unit-norm q (scaled) and k per key head, gates in range, a
+// random start state; S_ref / o_ref are for the reference to fill.
+struct DeltaCase {
+  bool tiled;
+  int64_t T, Hk = 2, Hv;
+  int dk = 12, dv = 20;
+  int64_t qk_stride = Hk * dk + 1, v_stride = Hv * dv + 2, gate_stride = Hv + 1, o_stride = Hv * dv + 3;
+  std::vector<float> q, k, v, beta, g, S0, S_ref, o_ref;
+
+  DeltaCase(std::mt19937& rng, bool tiled_heads, int64_t tokens, int64_t v_heads)
+      : tiled(tiled_heads), T(tokens), Hv(v_heads) {
+    q = random_floats(size_t(T * qk_stride), rng);
+    k = random_floats(size_t(T * qk_stride), rng);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < Hk; ++h) {
+        normalize(q.data() + t * qk_stride + h * dk, dk, 1.0f / std::sqrt(float(dk)));
+        normalize(k.data() + t * qk_stride + h * dk, dk, 1.0f);
+      }
+    v = random_floats(size_t(T * v_stride), rng);
+    beta.resize(size_t(T * gate_stride));
+    g.resize(size_t(T * gate_stride));
+    std::uniform_real_distribution<float> ub(0.05f, 0.95f), ug(-2.0f, -0.01f);
+    for (auto& b : beta) b = ub(rng);
+    for (auto& x : g) x = ug(rng);
+    S0 = random_floats(size_t(Hv * dk * dv), rng, 0.3f);
+    S_ref = S0;
+    o_ref.assign(size_t(T * o_stride), 0.0f);
+  }
+  int64_t key_head(int64_t h) const { return tiled ? h % Hk : h / (Hv / Hk); }
+  // Value head h's reference arguments from token t0 on.
+  kernels::DeltaRuleHead head(int64_t h, int64_t t0) {
+    const int64_t kh = key_head(h);
+    return {q.data() + t0 * qk_stride + kh * dk, k.data() + t0 * qk_stride + kh * dk, qk_stride,
+            v.data() + t0 * v_stride + h * dv,   v_stride,
+            beta.data() + t0 * gate_stride + h,  g.data() + t0 * gate_stride + h,
+            gate_stride,                         o_ref.data() + t0 * o_stride + h * dv,
+            o_stride};
+  }
+
+  // The case on the device, `record` adding the shader under test to the pass; the state and the
+  // outputs against the reference's within 1e-5.
+  template <class Record>
+  void expect_device_matches(Device& dev, Record record) const {
+    auto qd = to_device(dev, q), kd = to_device(dev, k), vd = to_device(dev, v), bd = to_device(dev, beta),
+         gd = to_device(dev, g), Sd = to_device(dev, S0);
+    auto od = zeros<float>(dev, o_ref.size());
+    DeltaDeviceArgs a;
+    a.q = qd->address();
+    a.k = kd->address();
+    a.v = vd->address();
+    a.beta = bd->address();
+    a.g = gd->address();
+    a.S = Sd->address();
+    a.o = od->address();
+    a.T = T;
+    a.Hv = Hv;
+    a.Hk = Hk;
+    a.dk = dk;
+    a.dv = dv;
+    a.qk_stride = qk_stride;
+    a.v_stride = v_stride;
+    a.gate_stride = gate_stride;
+    a.o_stride = o_stride;
+    a.tiled = tiled;
+    Pass p(dev);
+    record(p, a);
+    p.run();
+    const std::string at = "tiled=" + std::to_string(tiled) + " T=" + std::to_string(T);
+    EXPECT_LE(rel_err(from_device<float>(dev, *Sd, S_ref.size()), S_ref), 1e-5) << at;
+    EXPECT_LE(rel_err(from_device<float>(dev, *od, o_ref.size()), o_ref), 1e-5) << at;
+  }
+};
+
 TEST(VulkanMixers, DeltaRecurrentMatchesTheReference) {
   QWEN35_NEED_VULKAN();
   std::mt19937 rng(7);
   for (bool tiled : {false, true})
     for (int64_t T : {1, 3}) {
-      const int64_t Hk = 2, Hv = 6;
-      const int dk = 12, dv = 20;
-      const int64_t qk_stride = Hk * dk + 1, v_stride = Hv * dv + 2, gate_stride = Hv + 1, o_stride = Hv * dv + 3;
-      auto q = random_floats(size_t(T * qk_stride), rng), k = random_floats(size_t(T * qk_stride), rng);
-      for (int64_t t = 0; t < T; ++t)
-        for (int64_t h = 0; h < Hk; ++h) {
-          normalize(q.data() + t * qk_stride + h * dk, dk, 1.0f / std::sqrt(float(dk)));
-          normalize(k.data() + t * qk_stride + h * dk, dk, 1.0f);
-        }
-      const auto v = random_floats(size_t(T * v_stride), rng);
-      std::vector<float> beta(size_t(T * gate_stride)), g(size_t(T * gate_stride));
-      std::uniform_real_distribution<float> ub(0.05f, 0.95f), ug(-2.0f, -0.01f);
-      for (auto& b : beta) b = ub(rng);
-      for (auto& x : g) x = ug(rng);
-      const auto S0 = random_floats(size_t(Hv * dk * dv), rng, 0.3f);
-      std::vector<float> S_ref = S0, o_ref(size_t(T * o_stride), 0.0f);
-      for (int64_t h = 0; h < Hv; ++h) {
-        const int64_t kh = tiled ? h % Hk : h / (Hv / Hk);
-        kernels::DeltaRuleHead head{q.data() + kh * dk, k.data() + kh * dk, qk_stride, v.data() + h * dv, v_stride,
-                                    beta.data() + h, g.data() + h, gate_stride, o_ref.data() + h * dv, o_stride};
-        kernels::ref::delta_recurrent(head, T, dk, dv, S_ref.data() + h * dk * dv);
-      }
-      auto qd = to_device(*dev, q), kd = to_device(*dev, k), vd = to_device(*dev, v), bd = to_device(*dev, beta),
-           gd = to_device(*dev, g), Sd = to_device(*dev, S0);
-      auto od = zeros<float>(*dev, o_ref.size());
-      DeltaDeviceArgs a;
-      a.q = qd->address();
-      a.k = kd->address();
-      a.v = vd->address();
-      a.beta = bd->address();
-      a.g = gd->address();
-      a.S = Sd->address();
-      a.o = od->address();
-      a.T = T;
-      a.Hv = Hv;
-      a.Hk = Hk;
-      a.dk = dk;
-      a.dv = dv;
-      a.qk_stride = qk_stride;
-      a.v_stride = v_stride;
-      a.gate_stride = gate_stride;
-      a.o_stride = o_stride;
-      a.tiled = tiled;
-      Pass p(*dev);
-      delta_recurrent(p, a);
-      p.run();
-      const std::string at = "tiled=" + std::to_string(tiled) + " T=" + std::to_string(T);
-      EXPECT_LE(rel_err(from_device<float>(*dev, *Sd, S_ref.size()), S_ref), 1e-5) << at;
-      EXPECT_LE(rel_err(from_device<float>(*dev, *od, o_ref.size()), o_ref), 1e-5) << at;
+      DeltaCase c(rng, tiled, T, 6);
+      for (int64_t h = 0; h < c.Hv; ++h)
+        kernels::ref::delta_recurrent(c.head(h, 0), T, c.dk, c.dv, c.S_ref.data() + h * c.dk * c.dv);
+      c.expect_device_matches(*dev, [](Pass& p, const DeltaDeviceArgs& a) { delta_recurrent(p, a); });
     }
 }
 
@@ -98,62 +126,14 @@ TEST(VulkanMixers, DeltaChunkMatchesTheReference) {
   std::mt19937 rng(9);
   for (bool tiled : {false, true})
     for (int64_t T : {2, 37, 64, 65, 150}) {
-      const int64_t Hk = 2, Hv = 4;
-      const int dk = 12, dv = 20;
-      const int64_t qk_stride = Hk * dk + 1, v_stride = Hv * dv + 2, gate_stride = Hv + 1, o_stride = Hv * dv + 3;
-      auto q = random_floats(size_t(T * qk_stride), rng), k = random_floats(size_t(T * qk_stride), rng);
-      for (int64_t t = 0; t < T; ++t)
-        for (int64_t h = 0; h < Hk; ++h) {
-          normalize(q.data() + t * qk_stride + h * dk, dk, 1.0f / std::sqrt(float(dk)));
-          normalize(k.data() + t * qk_stride + h * dk, dk, 1.0f);
-        }
-      const auto v = random_floats(size_t(T * v_stride), rng);
-      std::vector<float> beta(size_t(T * gate_stride)), g(size_t(T * gate_stride));
-      std::uniform_real_distribution<float> ub(0.05f, 0.95f), ug(-2.0f, -0.01f);
-      for (auto& b : beta) b = ub(rng);
-      for (auto& x : g) x = ug(rng);
-      const auto S0 = random_floats(size_t(Hv * dk * dv), rng, 0.3f);
-      std::vector<float> S_ref = S0, o_ref(size_t(T * o_stride), 0.0f);
-      std::vector<float> work(kernels::delta_chunk_work_floats(dk, dv));
-      for (int64_t h = 0; h < Hv; ++h) {
-        const int64_t kh = tiled ? h % Hk : h / (Hv / Hk);
-        for (int64_t t0 = 0; t0 < T; t0 += kernels::kDeltaChunk) {
-          kernels::DeltaRuleHead head{q.data() + t0 * qk_stride + kh * dk, k.data() + t0 * qk_stride + kh * dk,
-                                      qk_stride, v.data() + t0 * v_stride + h * dv, v_stride,
-                                      beta.data() + t0 * gate_stride + h, g.data() + t0 * gate_stride + h,
-                                      gate_stride, o_ref.data() + t0 * o_stride + h * dv, o_stride};
-          kernels::ref::delta_chunk(head, std::min(kernels::kDeltaChunk, T - t0), dk, dv, S_ref.data() + h * dk * dv,
-                                    work.data());
-        }
-      }
-      auto qd = to_device(*dev, q), kd = to_device(*dev, k), vd = to_device(*dev, v), bd = to_device(*dev, beta),
-           gd = to_device(*dev, g), Sd = to_device(*dev, S0);
-      auto od = zeros<float>(*dev, o_ref.size());
-      auto wd = zeros<float>(*dev, size_t(Hv) * delta_chunk_work_floats(dk, dv));
-      DeltaDeviceArgs a;
-      a.q = qd->address();
-      a.k = kd->address();
-      a.v = vd->address();
-      a.beta = bd->address();
-      a.g = gd->address();
-      a.S = Sd->address();
-      a.o = od->address();
-      a.T = T;
-      a.Hv = Hv;
-      a.Hk = Hk;
-      a.dk = dk;
-      a.dv = dv;
-      a.qk_stride = qk_stride;
-      a.v_stride = v_stride;
-      a.gate_stride = gate_stride;
-      a.o_stride = o_stride;
-      a.tiled = tiled;
-      Pass p(*dev);
-      delta_chunk(p, a, wd->address());
-      p.run();
-      const std::string at = "tiled=" + std::to_string(tiled) + " T=" + std::to_string(T);
-      EXPECT_LE(rel_err(from_device<float>(*dev, *Sd, S_ref.size()), S_ref), 1e-5) << at;
-      EXPECT_LE(rel_err(from_device<float>(*dev, *od, o_ref.size()), o_ref), 1e-5) << at;
+      DeltaCase c(rng, tiled, T, 4);
+      std::vector<float> work(kernels::delta_chunk_work_floats(c.dk, c.dv));
+      for (int64_t h = 0; h < c.Hv; ++h)
+        for (int64_t t0 = 0; t0 < T; t0 += kernels::kDeltaChunk)
+          kernels::ref::delta_chunk(c.head(h, t0), std::min(kernels::kDeltaChunk, T - t0), c.dk, c.dv,
+                                    c.S_ref.data() + h * c.dk * c.dv, work.data());
+      auto wd = zeros<float>(*dev, size_t(c.Hv) * delta_chunk_work_floats(c.dk, c.dv));
+      c.expect_device_matches(*dev, [&](Pass& p, const DeltaDeviceArgs& a) { delta_chunk(p, a, wd->address()); });
     }
 }
 
