@@ -38,6 +38,25 @@ TEST(CpuTuning, OverrideSetsClassesFormatsAndTheStep) {
   EXPECT_NE(d.find("8192 bytes ahead"), std::string::npos) << d;
   EXPECT_NE(d.find("Q6_K l2"), std::string::npos) << d;
   EXPECT_NE(d.find("2 blocks a step"), std::string::npos) << d;
+  EXPECT_NE(d.find("blocks of tokens l1 for every format;"), std::string::npos) << d;  // the base's
+}
+
+// Blocks of two or more tokens have their own level, which the one-token items leave alone.
+TEST(CpuTuning, OverrideSetsTheLevelForBlocksOfTokens) {
+  EXPECT_EQ(kBase.prefetch_tokens, kBase.prefetch);
+  const CpuTuning t = prefetch_override("none:8192,legacy=none,tokens=l2", kBase);
+  EXPECT_EQ(t.prefetch[size_t(DType::Q4_K)], Prefetch::kNone);
+  EXPECT_EQ(t.prefetch[size_t(DType::Q8_0)], Prefetch::kNone);
+  EXPECT_EQ(t.prefetch_tokens[size_t(DType::Q4_K)], Prefetch::kL2);
+  EXPECT_EQ(t.prefetch_tokens[size_t(DType::Q8_0)], Prefetch::kL2);
+  EXPECT_NE(describe(t).find("blocks of tokens l2 for every format;"), std::string::npos) << describe(t);
+  const CpuTuning kept = prefetch_override("l2:1024", kBase);
+  EXPECT_EQ(kept.prefetch_tokens[size_t(DType::Q4_K)], Prefetch::kL1);
+  EXPECT_THROW(prefetch_override("l2:64,tokens=l3", kBase), Error);
+  CpuTuning mixed = kBase;
+  mixed.prefetch_tokens[size_t(DType::Q6_K)] = Prefetch::kL2;
+  EXPECT_NE(describe(mixed).find("blocks of tokens Q8_0 l1,"), std::string::npos) << describe(mixed);
+  EXPECT_NE(describe(mixed).find("Q6_K l2, IQ4_XS l1; one token"), std::string::npos) << describe(mixed);
 }
 
 TEST(CpuTuning, OverrideRejectsWhatItCannotRead) {

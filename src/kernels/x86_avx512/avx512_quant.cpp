@@ -784,15 +784,33 @@ void run_groups(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_
     remainder_tile<K, P, kTokenTile - 1>(a, full, group(o), nb, y, ys, o, o_end);
 }
 
-// A format's kernel with the prefetch the CPU's tuning names for it.
+// One token with the prefetch P1, blocks of tokens with PN (cpu_tuning.h: prefetch, prefetch_tokens).
+// A prefetch moves no arithmetic, so a row's output is the same under either.
+template <class K, Prefetch P1, Prefetch PN>
+void run_by_tokens(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
+  if (a.T == 1) {
+    run_groups<K, P1>(a, w, o_begin, o_end, y, ys);
+  } else {
+    run_groups<K, PN>(a, w, o_begin, o_end, y, ys);
+  }
+}
+template <class K, Prefetch P1>
+QMatmulFn with_tokens_prefetch(Prefetch pn) {
+  return pn == Prefetch::kNone ? run_by_tokens<K, P1, Prefetch::kNone>
+         : pn == Prefetch::kL1 ? run_by_tokens<K, P1, Prefetch::kL1>
+                               : run_by_tokens<K, P1, Prefetch::kL2>;
+}
+// A format's kernel with the prefetches the CPU's tuning names for it.
 template <class K>
-QMatmulFn with_prefetch(Prefetch p) {
-  return p == Prefetch::kNone ? run_groups<K, Prefetch::kNone> : p == Prefetch::kL1 ? run_groups<K, Prefetch::kL1> : run_groups<K, Prefetch::kL2>;
+QMatmulFn with_prefetch(const CpuTuning& t, DType f) {
+  const Prefetch p1 = t.prefetch[size_t(f)], pn = t.prefetch_tokens[size_t(f)];
+  return p1 == Prefetch::kNone ? with_tokens_prefetch<K, Prefetch::kNone>(pn)
+         : p1 == Prefetch::kL1 ? with_tokens_prefetch<K, Prefetch::kL1>(pn)
+                               : with_tokens_prefetch<K, Prefetch::kL2>(pn);
 }
 template <Legacy L>
 QMatmulFn legacy_kernel(const CpuTuning& t, DType f) {
-  return t.legacy_step == 2 ? with_prefetch<LegacyK<L, 2>>(t.prefetch[size_t(f)])
-                            : with_prefetch<LegacyK<L, 8>>(t.prefetch[size_t(f)]);
+  return t.legacy_step == 2 ? with_prefetch<LegacyK<L, 2>>(t, f) : with_prefetch<LegacyK<L, 8>>(t, f);
 }
 
 }  // namespace
@@ -809,12 +827,12 @@ void install_avx512_quant(KernelTable& k) {
   k.qmatmul[size_t(DType::Q4_1)] = legacy_kernel<Legacy::kQ4_1>(t, DType::Q4_1);
   k.qmatmul[size_t(DType::Q5_0)] = legacy_kernel<Legacy::kQ5_0>(t, DType::Q5_0);
   k.qmatmul[size_t(DType::Q5_1)] = legacy_kernel<Legacy::kQ5_1>(t, DType::Q5_1);
-  k.qmatmul[size_t(DType::Q4_K)] = with_prefetch<K4K<false>>(t.prefetch[size_t(DType::Q4_K)]);
-  k.qmatmul[size_t(DType::Q5_K)] = with_prefetch<K4K<true>>(t.prefetch[size_t(DType::Q5_K)]);
-  k.qmatmul[size_t(DType::Q6_K)] = with_prefetch<Q6K>(t.prefetch[size_t(DType::Q6_K)]);
-  k.qmatmul[size_t(DType::Q2_K)] = with_prefetch<K2K<false>>(t.prefetch[size_t(DType::Q2_K)]);
-  k.qmatmul[size_t(DType::Q3_K)] = with_prefetch<K2K<true>>(t.prefetch[size_t(DType::Q3_K)]);
-  k.qmatmul[size_t(DType::IQ4_XS)] = with_prefetch<XsK>(t.prefetch[size_t(DType::IQ4_XS)]);
+  k.qmatmul[size_t(DType::Q4_K)] = with_prefetch<K4K<false>>(t, DType::Q4_K);
+  k.qmatmul[size_t(DType::Q5_K)] = with_prefetch<K4K<true>>(t, DType::Q5_K);
+  k.qmatmul[size_t(DType::Q6_K)] = with_prefetch<Q6K>(t, DType::Q6_K);
+  k.qmatmul[size_t(DType::Q2_K)] = with_prefetch<K2K<false>>(t, DType::Q2_K);
+  k.qmatmul[size_t(DType::Q3_K)] = with_prefetch<K2K<true>>(t, DType::Q3_K);
+  k.qmatmul[size_t(DType::IQ4_XS)] = with_prefetch<XsK>(t, DType::IQ4_XS);
 }
 
 }  // namespace qwen35::kernels
