@@ -1,8 +1,9 @@
 // This CPU's arithmetic peaks, the ceilings against which the vision tower's figures are read
 // (bench/README.md, video): int8 multiply-adds by vpdpbusd (zmm and ymm), f32 FMAs (zmm) and
 // bf16 pair dot products by vdpbf16ps (zmm), each as many independent chains as hide the
-// instruction's latency, on 1..N threads at once; and the core clock, from a chain of dependent
-// integer adds (one a cycle). Prints one JSON object:
+// instruction's latency, and the Q8_0 matmul's instruction mix (its ceiling), on 1..N threads at
+// once; and the core clock, from a chain of dependent integer adds (one a cycle). Prints one JSON
+// object:
 //
 //   build/bin/vnni_peak [--threads N] [--seconds S]
 //
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <time.h>
@@ -29,7 +31,7 @@ namespace {
 
 struct Kernel {
   const char* name;
-  double macs_per_instr;       // multiply-adds one instruction does
+  double macs_per_instr;       // multiply-adds one instruction does, averaged over the 12
   void (*run)(uint64_t iters);  // iters x 12 instructions
 };
 
@@ -69,6 +71,28 @@ void vdpbf16ps_zmm(uint64_t n) {
       : "xmm0", "xmm1", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14",
         "xmm15", "cc");
 }
+// The Q8_0 token-tile kernel's instruction mix for one token and block (x86_avx512/avx512_quant.cpp):
+// 8 vpdpbusd with broadcast activation bytes, then the canonical float step (quant_ref.h: convert
+// the integer sum, multiply the two scales, FMA into the row's sum) and the offset's shift; 12
+// instructions an iteration as the others, counted as 8 multiply-add instructions (see main).
+void q8_0_mix(uint64_t n) {
+  alignas(64) static int32_t acts[16] = {};
+  asm volatile(
+      "vpxord %%zmm1, %%zmm1, %%zmm1\n vpxord %%zmm2, %%zmm2, %%zmm2\n vpxord %%zmm3, %%zmm3, %%zmm3\n"
+      "1:\n"
+      "vpdpbusd 0(%1)%{1to16%}, %%zmm1, %%zmm4\n vpdpbusd 4(%1)%{1to16%}, %%zmm1, %%zmm5\n"
+      "vpdpbusd 8(%1)%{1to16%}, %%zmm1, %%zmm6\n vpdpbusd 12(%1)%{1to16%}, %%zmm1, %%zmm7\n"
+      "vpdpbusd 16(%1)%{1to16%}, %%zmm1, %%zmm8\n vpdpbusd 20(%1)%{1to16%}, %%zmm1, %%zmm9\n"
+      "vpdpbusd 24(%1)%{1to16%}, %%zmm1, %%zmm10\n vpdpbusd 28(%1)%{1to16%}, %%zmm1, %%zmm11\n"
+      "vcvtdq2ps %%zmm2, %%zmm12\n vmulps 32(%1)%{1to16%}, %%zmm3, %%zmm13\n"
+      "vfmadd231ps %%zmm12, %%zmm13, %%zmm14\n vpslld $7, %%zmm2, %%zmm15\n"
+      "dec %0\n jnz 1b\n"
+      : "+r"(n)
+      : "r"(acts)
+      : "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13",
+        "xmm14", "xmm15", "cc", "memory");
+}
+
 // A chain of dependent adds: one a cycle, so adds per second is the clock.
 void add_chain(uint64_t n) {
   uint64_t x = 0;
@@ -150,7 +174,8 @@ int main(int argc, char** argv) {
   const Kernel kernels[] = {{"vpdpbusd_zmm_int8", 64, vpdpbusd_zmm},
                             {"vpdpbusd_ymm_int8", 32, vpdpbusd_ymm},
                             {"vfmadd231ps_zmm_f32", 16, vfmadd_zmm},
-                            {"vdpbf16ps_zmm_bf16", 32, vdpbf16ps_zmm}};
+                            {"vdpbf16ps_zmm_bf16", 32, vdpbf16ps_zmm},
+                            {"q8_0_block_mix_int8", 64.0 * 8 / 12, q8_0_mix}};
   std::printf("{\n  \"ghz_per_thread\": [");
   for (int t = 1; t <= max_threads; ++t)
     std::printf("%s%.3f", t > 1 ? ", " : "", rate(add_chain, t, seconds) / t / 1e9);
@@ -161,7 +186,7 @@ int main(int argc, char** argv) {
     std::printf("%.3f, \"gops\": [", rate(k.run, 1, seconds) / clock);
     for (int t = 1; t <= max_threads; ++t)
       std::printf("%s%.1f", t > 1 ? ", " : "", rate(k.run, t, seconds) * k.macs_per_instr * 2 / 1e9);
-    std::printf("]}%s\n", &k == &kernels[3] ? "" : ",");
+    std::printf("]}%s\n", &k == &kernels[std::size(kernels) - 1] ? "" : ",");
   }
   std::printf("}\n");
   return 0;
