@@ -18,8 +18,6 @@ int choose_decoder_device(const std::string& spec, std::string& why) {
 }
 
 std::unique_ptr<DecoderBackend> open_decoder_device(int index, const Model& model) {
-  if (model.config().text.is_moe())
-    fail("--device vulkan: the mixture-of-experts FFN does not run on the device yet (use --device cpu)");
   return VulkanDecoderBackend::open(index, model.config().text, model.text_weights());
 }
 

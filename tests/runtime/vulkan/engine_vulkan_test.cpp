@@ -6,7 +6,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
+#include <string>
 
 #include "kernels/vulkan/device.h"
 #include "model/vulkan/decoder_vulkan.h"
@@ -28,9 +30,9 @@ bool have_vulkan() {
   return false;
 }
 
-std::unique_ptr<Engine> load(const std::string& device) {
+std::unique_ptr<Engine> load(const std::string& device, const std::string& model_dir = test::tiny_model_dir()) {
   EngineOptions o;
-  o.model_dir = test::tiny_model_dir();
+  o.model_dir = model_dir;
   o.threads = 2;
   o.context_size = 256;
   o.device = device;
@@ -41,9 +43,9 @@ std::unique_ptr<Engine> load(const std::string& device) {
 }
 
 // The tiny model on the device with the validation layer on (its errors counted by the device).
-std::unique_ptr<Engine> load_validated() {
+std::unique_ptr<Engine> load_validated(const std::string& model_dir = test::tiny_model_dir()) {
   setenv("QWEN35_VULKAN_VALIDATION", "1", 1);
-  std::unique_ptr<Engine> e = load("vulkan");
+  std::unique_ptr<Engine> e = load("vulkan", model_dir);
   unsetenv("QWEN35_VULKAN_VALIDATION");
   return e;
 }
@@ -60,18 +62,19 @@ SamplingParams greedy(int64_t n) {
   return p;
 }
 
-TEST(VulkanEngine, GreedyCompletionsGiveTheGoldenTokens) {
-  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
-  const std::unique_ptr<Engine> engine = load_validated();
+// Greedy completions of the golden prompts of `golden` (a near tie: either of the two best, then
+// no more comparing) on a validated device.
+void expect_golden_completions(const std::string& model_dir, const std::string& golden,
+                               std::initializer_list<const char*> prompts, int64_t steps) {
+  const std::unique_ptr<Engine> engine = load_validated(model_dir);
   ASSERT_TRUE(engine);
   EXPECT_EQ(engine->info().device.rfind("Vulkan on ", 0), 0u) << engine->info().device;
   VulkanDecoderBackend* backend = vulkan_backend(*engine);
   ASSERT_NE(backend, nullptr);
   ASSERT_TRUE(backend->device().validation());
 
-  const test::Golden g("tiny-qwen35/golden/greedy.safetensors");
-  constexpr int64_t kSteps = 6;  // lavapipe runs the 248320-row LM head once per token
-  for (const std::string p : {"p0.", "p2."}) {
+  const test::Golden g(golden);
+  for (const std::string p : prompts) {
     SCOPED_TRACE(p);
     const auto prompt64 = g.i64(p + "prompt_ids");
     const auto want = g.i64(p + "generated_ids");
@@ -80,11 +83,11 @@ TEST(VulkanEngine, GreedyCompletionsGiveTheGoldenTokens) {
     const int64_t K = g.shape(p + "step_top_ids")[1];
     Status st;
     const GenerationResult r =
-        engine->new_session()->complete(std::vector<int32_t>(prompt64.begin(), prompt64.end()), greedy(kSteps), nullptr,
+        engine->new_session()->complete(std::vector<int32_t>(prompt64.begin(), prompt64.end()), greedy(steps), nullptr,
                                         &st);
     ASSERT_TRUE(st.ok()) << st.message;
-    ASSERT_EQ(int64_t(r.tokens.size()), kSteps);
-    for (int64_t s = 0; s < kSteps; ++s) {
+    ASSERT_EQ(int64_t(r.tokens.size()), steps);
+    for (int64_t s = 0; s < steps; ++s) {
       if (gaps[size_t(s)] < test::kLogitTol) {  // a near tie: either of the two best, then stop comparing
         EXPECT_TRUE(r.tokens[size_t(s)] == top[size_t(s * K)] || r.tokens[size_t(s)] == top[size_t(s * K + 1)]);
         if (r.tokens[size_t(s)] != want[size_t(s)]) break;
@@ -96,11 +99,22 @@ TEST(VulkanEngine, GreedyCompletionsGiveTheGoldenTokens) {
   EXPECT_EQ(backend->device().validation_errors(), 0);
 }
 
+// lavapipe runs the 248320-row LM head once per token: a few steps each.
+TEST(VulkanEngine, GreedyCompletionsGiveTheGoldenTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  expect_golden_completions(test::tiny_model_dir(), "tiny-qwen35/golden/greedy.safetensors", {"p0.", "p2."}, 6);
+}
+
+TEST(VulkanEngine, MoeGreedyCompletionsGiveTheGoldenTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  expect_golden_completions(test::tiny_moe_model_dir(), "tiny-qwen35-moe/golden/greedy.safetensors", {"p0.", "p1."},
+                            5);
+}
+
 // Two generations stepped together (their passes batched into one device pass per round) give
 // the tokens each gives alone on the device.
-TEST(VulkanEngine, BatchedGenerationsGiveTheirSoloTokens) {
-  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
-  const std::unique_ptr<Engine> engine = load("vulkan");
+void expect_batched_gives_solo(const std::string& model_dir) {
+  const std::unique_ptr<Engine> engine = load("vulkan", model_dir);
   ASSERT_TRUE(engine);
   const std::vector<std::vector<int32_t>> prompts = {{9707, 11, 1879, 0, 3555, 374, 279}, {3838, 374, 220, 17}};
   constexpr int64_t kTokens = 4;
@@ -137,6 +151,16 @@ TEST(VulkanEngine, BatchedGenerationsGiveTheirSoloTokens) {
   EXPECT_GT(batch.batched_rows(), batch.batches());  // the passes really were shared
 }
 
+TEST(VulkanEngine, BatchedGenerationsGiveTheirSoloTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  expect_batched_gives_solo(test::tiny_model_dir());
+}
+
+TEST(VulkanEngine, BatchedMoeGenerationsGiveTheirSoloTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  expect_batched_gives_solo(test::tiny_moe_model_dir());
+}
+
 SamplingParams greedy_spec(int64_t n, SpecMode mode) {
   SamplingParams p = greedy(n);
   p.speculative.mode = mode;
@@ -147,9 +171,8 @@ SamplingParams greedy_spec(int64_t n, SpecMode mode) {
 // Prompt lookup on the device: saves and rewinds are device copies, a partly accepted draft feeds
 // its kept tokens again there. A drafter that knows the plain greedy answer proposes it with
 // mistakes (whole drafts right, partial matches, misses): the output is plain greedy decoding's.
-TEST(VulkanEngine, PromptLookupGivesGreedyTokens) {
-  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
-  const std::unique_ptr<Engine> engine = load_validated();
+void expect_prompt_lookup_gives_greedy(const std::string& model_dir) {
+  const std::unique_ptr<Engine> engine = load_validated(model_dir);
   ASSERT_TRUE(engine);
   VulkanDecoderBackend* backend = vulkan_backend(*engine);
   ASSERT_NE(backend, nullptr);
@@ -179,6 +202,17 @@ TEST(VulkanEngine, PromptLookupGivesGreedyTokens) {
   EXPECT_GT(r.pld_accepted, 0);
   EXPECT_LT(r.pld_accepted, r.pld_drafted);  // some drafts were partly wrong: rewinds that keep a part
   EXPECT_EQ(backend->device().validation_errors(), 0);
+}
+
+TEST(VulkanEngine, PromptLookupGivesGreedyTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  expect_prompt_lookup_gives_greedy(test::tiny_model_dir());
+}
+
+// The mixture of experts in verify blocks: each row's experts as when decoded alone.
+TEST(VulkanEngine, MoePromptLookupGivesGreedyTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  expect_prompt_lookup_gives_greedy(test::tiny_moe_model_dir());
 }
 
 // The same with two generations stepped together: their verify blocks share one device pass per
