@@ -150,14 +150,10 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     if (spec.mode == SpecMode::kMtp && !e.model->mtp())
       fail("speculative mode 'mtp' needs a multi-token-prediction head, and this model has none (no mtp.* tensors, no GGUF MTP block or --mtp sidecar)");
     e.defaults.speculative = spec;
-    if (device_index >= 0) {
-      // Prompt lookup runs there (saves and rewinds are device copies); the MTP head reads the
-      // decoder's hidden rows on the host.
-      if (spec.mode == SpecMode::kMtp) fail("speculative mode 'mtp' does not run on a Vulkan device yet");
-      e.device = open_decoder_device(device_index, *e.model);
-    } else if (spec.mode == SpecMode::kAuto || spec.mode == SpecMode::kMtp) {
-      e.mtp = e.model->mtp();
-    }
+    // On a device, prompt lookup's saves and rewinds are device copies; the MTP head runs on the
+    // host over the decoder's final-normed rows, which then come back with the logits.
+    if (device_index >= 0) e.device = open_decoder_device(device_index, *e.model);
+    if (spec.mode == SpecMode::kAuto || spec.mode == SpecMode::kMtp) e.mtp = e.model->mtp();
     for (int64_t id : cfg.eos_token_ids) e.eos_ids.push_back(int32_t(id));
     for (const char* name : {"<|im_end|>", "<|endoftext|>"})
       if (auto id = e.tokenizer->token_to_id(name)) e.eos_ids.push_back(*id);

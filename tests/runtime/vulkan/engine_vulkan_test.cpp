@@ -276,6 +276,76 @@ ChatRequest chat_of(const std::string& system, const std::string& user) {
   return r;
 }
 
+// MTP speculation with the decoder on the device (the head on the host over the final-normed rows
+// that come back): the head's drafts, rewritten to plain greedy's tokens with mistakes (whole
+// drafts right, partly right, wrong) so that rewinds keep parts of verify blocks, give plain
+// greedy decoding's tokens on the device, for the dense and the MoE model.
+void expect_mtp_gives_greedy(const std::string& model_dir) {
+  const std::unique_ptr<Engine> engine = load_validated(model_dir);
+  ASSERT_TRUE(engine);
+  ASSERT_TRUE(engine->info().has_mtp);
+  VulkanDecoderBackend* backend = vulkan_backend(*engine);
+  ASSERT_NE(backend, nullptr);
+  const std::vector<int32_t> prompt = {9707, 11, 1879, 0, 3555, 374, 279};
+  constexpr int64_t kTokens = 9;
+  Status st;
+  const GenerationResult plain =
+      engine->new_session()->complete(prompt, greedy_spec(kTokens, SpecMode::kOff), nullptr, &st);
+  ASSERT_TRUE(st.ok()) << st.message;
+  auto session = engine->new_session();
+  auto gen = session->start_completion(prompt, greedy_spec(kTokens, SpecMode::kMtp), nullptr, &st);
+  ASSERT_TRUE(gen) << st.message;
+  int calls = 0;
+  impl_of(*gen).rewrite_mtp_draft = [&](const std::vector<int32_t>& history, std::vector<int32_t>& d) {
+    const size_t done = history.size() - prompt.size();
+    const int wrong_at = calls % 3 == 0 ? int(d.size()) : calls % 2;  // every third draft all right
+    for (size_t i = 0; i < d.size() && done + i < plain.tokens.size(); ++i)
+      d[i] = int(i) == wrong_at ? (plain.tokens[done + i] + 1) % 1000 : plain.tokens[done + i];
+    ++calls;
+  };
+  while (gen->step()) {
+  }
+  const GenerationResult& r = gen->result();
+  EXPECT_EQ(r.tokens, plain.tokens);
+  EXPECT_GT(r.mtp_accepted, 0);
+  EXPECT_LT(r.mtp_accepted, r.mtp_drafted);
+  EXPECT_EQ(backend->device().validation_errors(), 0);
+}
+
+TEST(VulkanEngine, MtpSpeculationGivesGreedyTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  expect_mtp_gives_greedy(test::tiny_model_dir());
+}
+
+TEST(VulkanEngine, MoeMtpSpeculationGivesGreedyTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  expect_mtp_gives_greedy(test::tiny_moe_model_dir());
+}
+
+// The head's drafts as they come (no rewriting), through a follow-up turn that reuses the first
+// turn's prefix from the prefix cache (a device snapshot with the head's rows on the host): the
+// tokens of a cold plain run.
+TEST(VulkanEngine, MtpWithAReusedPrefixGivesTheColdRunsTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  const std::unique_ptr<Engine> engine = load("vulkan");
+  ASSERT_TRUE(engine);
+  PrefixCache cache(size_t(64) << 20);
+  auto a = engine->new_session(&cache), b = engine->new_session(&cache);
+  const std::string system = "A long shared system prompt about many things.";
+  Status st;
+  a->chat(chat_of(system, "first question"), greedy_spec(3, SpecMode::kMtp), nullptr, &st);
+  ASSERT_TRUE(st.ok()) << st.message;
+  const ChatRequest next = chat_of(system, "a different question");
+  const GenerationResult y = b->chat(next, greedy_spec(4, SpecMode::kMtp), nullptr, &st);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_GT(y.cached_tokens, 0);
+  EXPECT_GT(y.mtp_drafted, 0);
+  const GenerationResult cold = engine->new_session()->chat(next, greedy_spec(4, SpecMode::kOff), nullptr, &st);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_EQ(y.tokens, cold.tokens);
+}
+
+
 // The prefix cache on the device: its snapshots are device copies, restored into a fresh
 // session's state (which then lives on the device from the copy) and into one already there; the
 // reused prefix gives the tokens of a cold run.
