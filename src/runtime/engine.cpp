@@ -78,8 +78,7 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     e.compute = kernels::Compute{&kernels::active_table(), e.pool.get()};
     progress("weights", 0.1);
     std::string device_why;
-    const int device_index = choose_decoder_device(options.device, device_why);
-    if (options.on_notice) options.on_notice("text decoder on " + device_why);
+    int device_index = choose_decoder_device(options.device, device_why);
     ModelLoadOptions load;
     load.prepare = device_index < 0;  // a device reads the weights in their stored formats
     load.mmproj = options.mmproj_path;
@@ -92,6 +91,22 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     load.weights_cache_dir = options.weights_cache_dir;
     load.on_notice = options.on_notice;
     e.model = Model::load(options.model_dir, load);
+    if (device_index >= 0) {
+      // The device holds the decoder's weights and a sequence's caches; a model that does not fit
+      // runs on the CPU (its weights loaded again, prepared for the CPU's kernels).
+      const int64_t max_pos = e.model->config().text.max_position_embeddings;
+      const int64_t context = options.context_size > 0 ? options.context_size : std::min<int64_t>(max_pos, 32768);
+      const std::string misfit =
+          decoder_device_misfit(device_index, *e.model, context, options.kv_type == "f32" ? DType::F32 : DType::F16);
+      if (!misfit.empty()) {
+        device_index = -1;
+        device_why = misfit;
+        load.prepare = true;
+        e.model.reset();
+        e.model = Model::load(options.model_dir, load);
+      }
+    }
+    if (options.on_notice) options.on_notice("text decoder on " + device_why);
     progress("tokenizer", 0.6);
     if (e.model->is_gguf()) {
       e.tokenizer = std::make_unique<Tokenizer>(tokenizer_spec_from_gguf(*e.model->gguf()));

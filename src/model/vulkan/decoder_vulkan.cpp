@@ -214,6 +214,20 @@ void VulkanDecoderBackend::upload_all(const TextWeights& w) {
                          [&](const std::vector<float>& v) { upload(v); });
 }
 
+uint64_t VulkanDecoderBackend::device_bytes(const TextConfig& cfg, const TextWeights& w, int64_t context, DType kv) {
+  uint64_t n = 0;
+  for_each_device_weight(w, [&](const kernels::WeightMatrix& m) { n += m.bytes(); },
+                         [&](const std::vector<float>& v) { n += v.size() * sizeof(float); });
+  // One sequence's states, and its KV caches grown to the whole context.
+  const uint64_t conv = uint64_t(cfg.conv_dim()) * uint64_t(cfg.conv_kernel);
+  const uint64_t rec = uint64_t(cfg.linear_value_heads) * uint64_t(cfg.linear_key_dim) * uint64_t(cfg.linear_value_dim);
+  n += uint64_t(cfg.num_deltanet_layers()) * (conv + rec) * sizeof(float);
+  n += uint64_t(cfg.num_attention_layers()) * 2 *
+       dtype_bytes(kv, size_t(context) * size_t(cfg.num_kv_heads) * size_t(cfg.head_dim));
+  n += uint64_t(cfg.vocab_size) * sizeof(float);  // a row of logits
+  return n;
+}
+
 VulkanDecoderBackend::~VulkanDecoderBackend() = default;
 
 void VulkanDecoderBackend::upload(const kernels::WeightMatrix& w) {

@@ -42,6 +42,10 @@ class VulkanDecoderBackend final : public DecoderBackend {
 
   vk::Device& device() const { return dev_; }
 
+  // What the backend holds on the device for these weights and one sequence of `context` tokens
+  // with KV elements of `kv` (the fit check at load; scratch rows for a block come on top).
+  static uint64_t device_bytes(const TextConfig& cfg, const TextWeights& w, int64_t context, DType kv);
+
   void begin(const float* inputs, const int32_t* positions, std::span<const DecoderSegment> segments,
              int64_t T) override;
   bool enter_layer(int i) override { return true; }

@@ -389,6 +389,48 @@ TEST(VulkanEngine, AutoLeavesASoftwareRasterizerToTheCpu) {
   EXPECT_EQ(impl_of(*engine).device != nullptr, gpu);
 }
 
+// A model that does not fit the device's usable memory (forced small by QWEN35_VULKAN_MEMORY_MIB):
+// the start-up notice says what it needs against what the device has, and the engine runs on the
+// CPU (the golden tokens there); under a cap it fits it stays on the device; a malformed cap is a
+// clear error.
+TEST(VulkanEngine, AModelThatDoesNotFitRunsOnTheCpu) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  auto load_capped = [](const char* mib, std::string& notices, Status& st) {
+    setenv("QWEN35_VULKAN_MEMORY_MIB", mib, 1);
+    EngineOptions o;
+    o.model_dir = test::tiny_model_dir();
+    o.threads = 2;
+    o.context_size = 256;
+    o.device = "vulkan";
+    o.on_notice = [&](const std::string& line) { notices += line + "\n"; };
+    std::unique_ptr<Engine> e = Engine::load(o, &st);
+    unsetenv("QWEN35_VULKAN_MEMORY_MIB");
+    return e;
+  };
+  std::string notices;
+  Status st;
+  const std::unique_ptr<Engine> small = load_capped("16", notices, st);
+  ASSERT_TRUE(small) << st.message;
+  EXPECT_EQ(impl_of(*small).device, nullptr);
+  EXPECT_EQ(small->info().device, "cpu");
+  EXPECT_NE(notices.find("text decoder on the CPU: the text decoder needs "), std::string::npos) << notices;
+  EXPECT_NE(notices.find("has 16 MiB usable (QWEN35_VULKAN_MEMORY_MIB)"), std::string::npos) << notices;
+  const test::Golden g("tiny-qwen35/golden/greedy.safetensors");
+  const auto prompt = g.i64("p0.prompt_ids"), want = g.i64("p0.generated_ids");
+  const GenerationResult r =
+      small->new_session()->complete(std::vector<int32_t>(prompt.begin(), prompt.end()), greedy(3), nullptr, &st);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_EQ(std::vector<int64_t>(r.tokens.begin(), r.tokens.end()), std::vector<int64_t>(want.begin(), want.begin() + 3));
+
+  notices.clear();
+  const std::unique_ptr<Engine> roomy = load_capped("4096", notices, st);
+  ASSERT_TRUE(roomy) << st.message;
+  EXPECT_NE(impl_of(*roomy).device, nullptr) << notices;
+
+  EXPECT_FALSE(load_capped("lots", notices, st));
+  EXPECT_NE(st.message.find("QWEN35_VULKAN_MEMORY_MIB=lots"), std::string::npos) << st.message;
+}
+
 TEST(VulkanEngine, MalformedDeviceIsAClearError) {
   for (const char* bad : {"gpu", "vulkan:x", "vulkan:99"}) {
     EngineOptions o;
