@@ -18,9 +18,20 @@ int choose_decoder_device(const std::string& spec, std::string& why) {
 }
 
 std::unique_ptr<DecoderBackend> open_decoder_device(int index, const Model& model) {
-  if (model.config().text.is_moe())
-    fail("--device vulkan: the mixture-of-experts FFN does not run on the device yet (use --device cpu)");
   return VulkanDecoderBackend::open(index, model.config().text, model.text_weights());
+}
+
+std::string decoder_device_misfit(int index, const Model& model, int64_t context, DType kv) {
+  const std::vector<vk::DeviceInfo> devices = vk::list_devices();
+  if (index < 0 || index >= int(devices.size())) fail("vulkan: no device ", index);
+  const vk::DeviceInfo& d = devices[size_t(index)];
+  const uint64_t need = VulkanDecoderBackend::device_bytes(model.config().text, model.text_weights(), context, kv);
+  const uint64_t have = vk::usable_device_bytes(d);
+  if (need <= have) return {};
+  constexpr uint64_t MiB = uint64_t(1) << 20;
+  return str("the CPU: the text decoder needs ", (need + MiB - 1) / MiB, " MiB on the device (its weights and one ",
+             context, "-token sequence), and ", d.name, " has ", have / MiB, " MiB usable",
+             have < d.device_local_bytes ? " (QWEN35_VULKAN_MEMORY_MIB)" : "");
 }
 
 #else
@@ -38,6 +49,8 @@ int choose_decoder_device(const std::string& spec, std::string& why) {
 std::unique_ptr<DecoderBackend> open_decoder_device(int, const Model&) {
   fail("this build has no Vulkan backend");
 }
+
+std::string decoder_device_misfit(int, const Model&, int64_t, DType) { fail("this build has no Vulkan backend"); }
 
 #endif
 

@@ -1,9 +1,11 @@
 // --device: which backend the text decoder runs on (EngineOptions::device).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
+#include "core/dtype.h"
 #include "model/decoder_backend.h"
 #include "model/model.h"
 
@@ -14,5 +16,9 @@ namespace qwen35 {
 int choose_decoder_device(const std::string& spec, std::string& why);
 // The decoder's backend on Vulkan device `index` (a model loaded with prepare = false).
 std::unique_ptr<DecoderBackend> open_decoder_device(int index, const Model& model);
+// Empty when the decoder's weights and one sequence of `context` tokens (KV elements `kv`) fit in
+// the usable memory of device `index` (vk::usable_device_bytes); else a line saying what the model
+// needs against what the device has, for the start-up notice (the engine then runs on the CPU).
+std::string decoder_device_misfit(int index, const Model& model, int64_t context, DType kv);
 
 }  // namespace qwen35

@@ -78,8 +78,7 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     e.compute = kernels::Compute{&kernels::active_table(), e.pool.get()};
     progress("weights", 0.1);
     std::string device_why;
-    const int device_index = choose_decoder_device(options.device, device_why);
-    if (options.on_notice) options.on_notice("text decoder on " + device_why);
+    int device_index = choose_decoder_device(options.device, device_why);
     ModelLoadOptions load;
     load.prepare = device_index < 0;  // a device reads the weights in their stored formats
     load.mmproj = options.mmproj_path;
@@ -92,6 +91,22 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     load.weights_cache_dir = options.weights_cache_dir;
     load.on_notice = options.on_notice;
     e.model = Model::load(options.model_dir, load);
+    if (device_index >= 0) {
+      // The device holds the decoder's weights and a sequence's caches; a model that does not fit
+      // runs on the CPU (its weights loaded again, prepared for the CPU's kernels).
+      const int64_t max_pos = e.model->config().text.max_position_embeddings;
+      const int64_t context = options.context_size > 0 ? options.context_size : std::min<int64_t>(max_pos, 32768);
+      const std::string misfit =
+          decoder_device_misfit(device_index, *e.model, context, options.kv_type == "f32" ? DType::F32 : DType::F16);
+      if (!misfit.empty()) {
+        device_index = -1;
+        device_why = misfit;
+        load.prepare = true;
+        e.model.reset();
+        e.model = Model::load(options.model_dir, load);
+      }
+    }
+    if (options.on_notice) options.on_notice("text decoder on " + device_why);
     progress("tokenizer", 0.6);
     if (e.model->is_gguf()) {
       e.tokenizer = std::make_unique<Tokenizer>(tokenizer_spec_from_gguf(*e.model->gguf()));
@@ -150,14 +165,10 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, Status* statu
     if (spec.mode == SpecMode::kMtp && !e.model->mtp())
       fail("speculative mode 'mtp' needs a multi-token-prediction head, and this model has none (no mtp.* tensors, no GGUF MTP block or --mtp sidecar)");
     e.defaults.speculative = spec;
-    if (device_index >= 0) {
-      // Prompt lookup runs there (saves and rewinds are device copies); the MTP head reads the
-      // decoder's hidden rows on the host.
-      if (spec.mode == SpecMode::kMtp) fail("speculative mode 'mtp' does not run on a Vulkan device yet");
-      e.device = open_decoder_device(device_index, *e.model);
-    } else if (spec.mode == SpecMode::kAuto || spec.mode == SpecMode::kMtp) {
-      e.mtp = e.model->mtp();
-    }
+    // On a device, prompt lookup's saves and rewinds are device copies; the MTP head runs on the
+    // host over the decoder's final-normed rows, which then come back with the logits.
+    if (device_index >= 0) e.device = open_decoder_device(device_index, *e.model);
+    if (spec.mode == SpecMode::kAuto || spec.mode == SpecMode::kMtp) e.mtp = e.model->mtp();
     for (int64_t id : cfg.eos_token_ids) e.eos_ids.push_back(int32_t(id));
     for (const char* name : {"<|im_end|>", "<|endoftext|>"})
       if (auto id = e.tokenizer->token_to_id(name)) e.eos_ids.push_back(*id);

@@ -87,8 +87,8 @@ bool Sequence::advance_block(int layers, int64_t n_logits, float* logits, BatchG
                         hidden, traces, first, end};
       gate->forward(f);
     } else if (engine_.device) {
-      // One pass on the device, from the rows to the logits; the hidden rows come back only for
-      // the MTP head (which does not run on a device yet).
+      // One pass on the device, from the rows to the logits; the final-normed rows come back only
+      // for the MTP head, which runs on the host.
       const DecoderSegment seg{&state_, n, block_.mode, traces, first, end};
       std::lock_guard<std::mutex> lock(engine_.device_mutex);
       dec.forward_on(*engine_.device, block_.rows.data(), block_.positions.data(),
@@ -300,7 +300,8 @@ std::unique_ptr<SnapshotData> Sequence::snapshot() const {
   s->tokens = tokens_;
   s->keys = keys_;
   s->rope_delta = rope_delta_;
-  if (state_.device) {  // (no MTP head on a device)
+  snapshot_mtp(*s);
+  if (state_.device) {
     std::lock_guard<std::mutex> lock(engine_.device_mutex);
     s->device = state_.device->copy(true);
     return s;
@@ -313,23 +314,44 @@ std::unique_ptr<SnapshotData> Sequence::snapshot() const {
     s->keys_rows.emplace_back(k, k + n);
     s->value_rows.emplace_back(v, v + n);
   }
-  if (has_mtp()) {
-    const size_t n = size_t(mtp_kv_.length()) * mtp_kv_.row_bytes();
-    const uint8_t* k = static_cast<const uint8_t*>(mtp_kv_.key_row(0));
-    const uint8_t* v = static_cast<const uint8_t*>(mtp_kv_.value_row(0));
-    s->mtp_key_rows.assign(k, k + n);
-    s->mtp_value_rows.assign(v, v + n);
-    s->mtp_hidden = mtp_hidden_;
-    s->mtp_embedding = mtp_embedding_;
-    s->mtp_position = mtp_position_;
-  }
   return s;
+}
+
+void Sequence::snapshot_mtp(SnapshotData& s) const {
+  if (!has_mtp()) return;
+  const size_t n = size_t(mtp_kv_.length()) * mtp_kv_.row_bytes();
+  const uint8_t* k = static_cast<const uint8_t*>(mtp_kv_.key_row(0));
+  const uint8_t* v = static_cast<const uint8_t*>(mtp_kv_.value_row(0));
+  s.mtp_key_rows.assign(k, k + n);
+  s.mtp_value_rows.assign(v, v + n);
+  s.mtp_hidden = mtp_hidden_;
+  s.mtp_embedding = mtp_embedding_;
+  s.mtp_position = mtp_position_;
+}
+
+bool Sequence::mtp_fits(const SnapshotData& s, int64_t n) const {
+  if (!has_mtp()) return s.mtp_key_rows.empty() && s.mtp_hidden.empty();
+  const int64_t H = engine_.text_config().hidden_size;
+  const int64_t pending = int64_t(s.mtp_hidden.size()) / H;
+  const int64_t pairs = int64_t(s.mtp_key_rows.size() / mtp_kv_.row_bytes());
+  return pairs + pending == n && s.mtp_key_rows.size() == size_t(pairs) * mtp_kv_.row_bytes() &&
+         s.mtp_value_rows.size() == s.mtp_key_rows.size() && int64_t(s.mtp_hidden.size()) == pending * H &&
+         s.mtp_embedding.size() == s.mtp_hidden.size() && int64_t(s.mtp_position.size()) == 3 * pending;
+}
+
+void Sequence::restore_mtp(const SnapshotData& s) {
+  if (!has_mtp()) return;
+  mtp_kv_.truncate(0);
+  mtp_kv_.append_raw(s.mtp_key_rows.data(), s.mtp_value_rows.data(), int64_t(s.mtp_key_rows.size() / mtp_kv_.row_bytes()));
+  mtp_hidden_ = s.mtp_hidden;
+  mtp_embedding_ = s.mtp_embedding;
+  mtp_position_ = s.mtp_position;
 }
 
 void Sequence::restore(const SnapshotData& s) {
   const int64_t n = int64_t(s.tokens.size());
   if (s.device) {
-    if (has_mtp() || s.device->kv_length() != n || s.keys.size() != s.tokens.size())
+    if (!mtp_fits(s, n) || s.device->kv_length() != n || s.keys.size() != s.tokens.size())
       fail("snapshot does not belong to this model");
     if (n > engine_.context_size) fail("snapshot of ", n, " tokens exceeds the context of ", engine_.context_size);
     {
@@ -337,6 +359,7 @@ void Sequence::restore(const SnapshotData& s) {
       if (state_.device) state_.device->assign(*s.device, true);
       else state_.device = s.device->copy(true);
     }
+    restore_mtp(s);
     tokens_ = s.tokens;
     keys_ = s.keys;
     rope_delta_ = s.rope_delta;
@@ -353,15 +376,7 @@ void Sequence::restore(const SnapshotData& s) {
                  s.deltanet[i].recurrent.size() == state_.deltanet[i].recurrent.size();
   for (size_t i = 0; same_shape && i < s.keys_rows.size(); ++i)
     same_shape = s.keys_rows[i].size() == size_t(n) * state_.kv[i].row_bytes();
-  const int64_t H = engine_.text_config().hidden_size;
-  const int64_t mtp_pending = int64_t(s.mtp_hidden.size()) / H;
-  const int64_t mtp_pairs = has_mtp() ? int64_t(s.mtp_key_rows.size() / mtp_kv_.row_bytes()) : 0;
-  if (has_mtp())
-    same_shape = same_shape && mtp_pairs + mtp_pending == n && s.mtp_key_rows.size() == size_t(mtp_pairs) * mtp_kv_.row_bytes() &&
-                 s.mtp_value_rows.size() == s.mtp_key_rows.size() && int64_t(s.mtp_hidden.size()) == mtp_pending * H &&
-                 s.mtp_embedding.size() == s.mtp_hidden.size() && int64_t(s.mtp_position.size()) == 3 * mtp_pending;
-  else
-    same_shape = same_shape && s.mtp_key_rows.empty() && s.mtp_hidden.empty();
+  same_shape = same_shape && mtp_fits(s, n);
   if (!same_shape) fail("snapshot does not belong to this model");
   if (n > engine_.context_size) fail("snapshot of ", n, " tokens exceeds the context of ", engine_.context_size);
   for (size_t i = 0; i < state_.deltanet.size(); ++i) {
@@ -372,13 +387,7 @@ void Sequence::restore(const SnapshotData& s) {
     state_.kv[i].truncate(0);
     state_.kv[i].append_raw(s.keys_rows[i].data(), s.value_rows[i].data(), n);
   }
-  if (has_mtp()) {
-    mtp_kv_.truncate(0);
-    mtp_kv_.append_raw(s.mtp_key_rows.data(), s.mtp_value_rows.data(), mtp_pairs);
-    mtp_hidden_ = s.mtp_hidden;
-    mtp_embedding_ = s.mtp_embedding;
-    mtp_position_ = s.mtp_position;
-  }
+  restore_mtp(s);
   tokens_ = s.tokens;
   keys_ = s.keys;
   rope_delta_ = s.rope_delta;

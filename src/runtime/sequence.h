@@ -143,6 +143,11 @@ class Sequence {
   // Runs the head on the first n pending pairs, plus, with `next_embedding`, the pair of the last
   // fed token and that embedding (its post-norm output lands in mtp_out_ row n). Commits the n.
   void run_mtp(int64_t n, const float* next_embedding);
+  // A snapshot's part of the MTP head (its cache rows and pending pairs), host-side on every
+  // backend: taken, checked against a snapshot of n tokens, put back.
+  void snapshot_mtp(SnapshotData& s) const;
+  bool mtp_fits(const SnapshotData& s, int64_t n) const;
+  void restore_mtp(const SnapshotData& s);
   const MtpHead* mtp_ = nullptr;
   KvCache mtp_kv_;
   std::vector<float> mtp_hidden_, mtp_embedding_;  // pending rows [length - mtp_pairs, H]

@@ -161,6 +161,15 @@ bool validation_from_env() {
   return v && std::strcmp(v, "1") == 0;
 }
 
+uint64_t usable_device_bytes(const DeviceInfo& d) {
+  const char* v = std::getenv("QWEN35_VULKAN_MEMORY_MIB");
+  if (!v || !*v) return d.device_local_bytes;
+  const std::string s(v);
+  if (s.size() > 9 || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    fail("QWEN35_VULKAN_MEMORY_MIB=", s, ": expected a number of MiB");
+  return std::min<uint64_t>(d.device_local_bytes, uint64_t(std::stoull(s)) << 20);
+}
+
 std::vector<DeviceInfo> list_devices() {
   VkInstance inst = create_instance(false);
   if (!inst) return {};

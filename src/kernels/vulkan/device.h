@@ -70,6 +70,10 @@ struct DeviceChoice {
 DeviceChoice choose_device(const std::string& spec, const std::vector<DeviceInfo>& devices);
 // QWEN35_VULKAN_VALIDATION=1: the Khronos validation layer is enabled and its errors counted.
 bool validation_from_env();
+// The device-local bytes the backend may use on `d`: its largest heap, or less where
+// QWEN35_VULKAN_MEMORY_MIB caps it (what the fit check at load reads; tests force a model that
+// does not fit with it). A malformed cap is an error.
+uint64_t usable_device_bytes(const DeviceInfo& d);
 
 struct DeviceOptions {
   int index = -1;  // -1: best_device

@@ -4,7 +4,9 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "kernels/moe_route.h"
 #include "kernels/quant/act_format.h"
+#include "model/moe.h"
 
 namespace qwen35 {
 
@@ -172,25 +174,58 @@ std::unique_ptr<VulkanDecoderBackend> VulkanDecoderBackend::open(int index, cons
   return std::unique_ptr<VulkanDecoderBackend>(new VulkanDecoderBackend(vk::Device::open(o), cfg, w));
 }
 
-void VulkanDecoderBackend::upload_all(const TextWeights& w) {
-  upload(w.lm_head);  // (the embedding rows are looked up on the host: TextDecoder::embed)
-  upload(w.final_norm);
+namespace {
+
+// Every weight the device holds, once each: all of the decoder's but the embedding (looked up on
+// the host), every expert included (any row may route to any).
+template <typename M, typename V>
+void for_each_device_weight(const TextWeights& w, M&& matrix, V&& vector) {
+  matrix(w.lm_head);
+  vector(w.final_norm);
   for (const LayerWeights& L : w.layers) {
-    upload(L.input_norm);
-    upload(L.post_norm);
+    vector(L.input_norm);
+    vector(L.post_norm);
     if (L.kind == LayerKind::kDeltaNet) {
       const DeltaNetWeights& n = L.deltanet;
-      for (const kernels::WeightMatrix* m : {&n.in_qkv, &n.in_z, &n.in_b, &n.in_a, &n.out}) upload(*m);
-      for (const std::vector<float>* v : {&n.conv_t, &n.neg_a, &n.dt_bias, &n.norm}) upload(*v);
+      for (const kernels::WeightMatrix* m : {&n.in_qkv, &n.in_z, &n.in_b, &n.in_a, &n.out}) matrix(*m);
+      for (const std::vector<float>* v : {&n.conv_t, &n.neg_a, &n.dt_bias, &n.norm}) vector(*v);
     } else {
       const AttentionWeights& a = L.attention;
-      for (const kernels::WeightMatrix* m : {&a.q, &a.k, &a.v, &a.o}) upload(*m);
-      upload(a.q_norm);
-      upload(a.k_norm);
+      for (const kernels::WeightMatrix* m : {&a.q, &a.k, &a.v, &a.o}) matrix(*m);
+      vector(a.q_norm);
+      vector(a.k_norm);
     }
-    if (!L.is_moe())
-      for (const kernels::WeightMatrix* m : {&L.mlp.gate, &L.mlp.up, &L.mlp.down}) upload(*m);
+    if (!L.is_moe()) {
+      for (const kernels::WeightMatrix* m : {&L.mlp.gate, &L.mlp.up, &L.mlp.down}) matrix(*m);
+      continue;
+    }
+    const MoeWeights& e = L.moe;
+    for (const kernels::WeightMatrix* m : {&e.router, &e.shared_gate, &e.shared.gate, &e.shared.up, &e.shared.down})
+      matrix(*m);
+    for (int j = 0; j < e.num_experts(); ++j)
+      for (const kernels::WeightMatrix* m : {&e.gate[size_t(j)], &e.up[size_t(j)], &e.down[size_t(j)]}) matrix(*m);
   }
+}
+
+}  // namespace
+
+void VulkanDecoderBackend::upload_all(const TextWeights& w) {
+  for_each_device_weight(w, [&](const kernels::WeightMatrix& m) { upload(m); },
+                         [&](const std::vector<float>& v) { upload(v); });
+}
+
+uint64_t VulkanDecoderBackend::device_bytes(const TextConfig& cfg, const TextWeights& w, int64_t context, DType kv) {
+  uint64_t n = 0;
+  for_each_device_weight(w, [&](const kernels::WeightMatrix& m) { n += m.bytes(); },
+                         [&](const std::vector<float>& v) { n += v.size() * sizeof(float); });
+  // One sequence's states, and its KV caches grown to the whole context.
+  const uint64_t conv = uint64_t(cfg.conv_dim()) * uint64_t(cfg.conv_kernel);
+  const uint64_t rec = uint64_t(cfg.linear_value_heads) * uint64_t(cfg.linear_key_dim) * uint64_t(cfg.linear_value_dim);
+  n += uint64_t(cfg.num_deltanet_layers()) * (conv + rec) * sizeof(float);
+  n += uint64_t(cfg.num_attention_layers()) * 2 *
+       dtype_bytes(kv, size_t(context) * size_t(cfg.num_kv_heads) * size_t(cfg.head_dim));
+  n += uint64_t(cfg.vocab_size) * sizeof(float);  // a row of logits
+  return n;
 }
 
 VulkanDecoderBackend::~VulkanDecoderBackend() = default;
@@ -262,6 +297,19 @@ void VulkanDecoderBackend::reserve(int64_t T) {
   attn_ = rows(QD);
   gate_ = rows(I);
   up_ = rows(I);
+  if (cfg_.is_moe()) {
+    const int64_t E = cfg_.num_experts, k = cfg_.num_experts_per_tok, Ie = cfg_.moe_intermediate_size;
+    const int64_t Is = cfg_.shared_expert_intermediate_size;
+    router_ = rows(E);
+    shared_gate_ = rows(1);
+    sg_ = rows(Is);
+    su_ = rows(Is);
+    shared_out_ = rows(H);
+    xg_ = rows(k * H);
+    eg_ = rows(k * Ie);
+    eu_ = rows(k * Ie);
+    ey_ = rows(k * H);
+  }
   if (!delta_work_) {  // the chunked delta rule's matrices, a slice per value head (segments run in turn)
     const size_t floats = size_t(Hv) * vk::delta_chunk_work_floats(cfg_.linear_key_dim, cfg_.linear_value_dim);
     delta_work_ = std::make_unique<Buffer>(dev_, std::max<size_t>(floats, 1) * 4);
@@ -495,12 +543,85 @@ void VulkanDecoderBackend::swiglu() {
   vk::swiglu(*pass_, gate_->address(), up_->address(), gate_->address(), T_ * gate_width_);
 }
 
-void VulkanDecoderBackend::moe(const MoeWeights&, int, DecoderObserver*) {
-  fail("vulkan: the mixture-of-experts FFN does not run on the device yet (use --device cpu)");
+// The router, the shared gate and the shared expert's gate/up run on the device; the pass stops
+// there and the router logits come back, so kernels::moe_route, the CPU's function, picks each
+// row's experts from them (a device top-k could order equal or near-equal probabilities otherwise,
+// and a wrong expert is a wrong answer; E floats a row is a small download). A new pass then
+// gathers each expert's rows (tokens in order), runs its gate/up, SwiGLU and down over them, and
+// sums each row's experts in its own top-k order, then the gated shared expert: every row as
+// alone, whatever the call's other rows.
+void VulkanDecoderBackend::moe(const MoeWeights& w, int layer, DecoderObserver* observer) {
+  const int64_t T = T_, H = cfg_.hidden_size, E = w.num_experts(), I = w.gate[0].rows, Is = w.shared.gate.rows;
+  const int k = w.top_k;
+  if (E != cfg_.num_experts || k != cfg_.num_experts_per_tok || I != cfg_.moe_intermediate_size ||
+      Is != cfg_.shared_expert_intermediate_size)
+    fail("vulkan: mixture-of-experts weights of another shape than the config's");
+  const Addr in = normed_->address();
+  linear(w.router, in, T, H, router_->address(), E);
+  linear(w.shared_gate, in, T, H, shared_gate_->address(), 1);
+  vk::sigmoid(*pass_, shared_gate_->address(), shared_gate_->address(), T);
+  linear(w.shared.gate, in, T, H, sg_->address(), Is);
+  linear(w.shared.up, in, T, H, su_->address(), Is);
+  vk::swiglu(*pass_, sg_->address(), su_->address(), sg_->address(), T * Is);
+  linear(w.shared.down, sg_->address(), T, Is, shared_out_->address(), H);
+  flush();
+  route_logits_.resize(size_t(T * E));
+  route_probs_.resize(size_t(T * E));
+  route_shared_.resize(size_t(T));
+  route_ids_.resize(size_t(T * k));
+  route_weights_.resize(size_t(T * k));
+  route_row_.resize(size_t(T * k));
+  dev_.download(*router_, 0, route_logits_.data(), route_logits_.size() * sizeof(float));
+  dev_.download(*shared_gate_, 0, route_shared_.data(), route_shared_.size() * sizeof(float));
+  for (int64_t t = 0; t < T; ++t)
+    kernels::moe_route(route_logits_.data() + t * E, E, k, route_probs_.data() + t * E, route_ids_.data() + t * k,
+                       route_weights_.data() + t * k);
+  if (observer)
+    observer->on_moe_routing(layer, MoeRouting{T, int(E), k, route_logits_.data(), route_ids_.data(),
+                                               route_weights_.data(), route_shared_.data()});
+
+  // Each expert's (token, slot) rows together, tokens in order (an expert is chosen once a token).
+  std::vector<int64_t> start(size_t(E + 1), 0);
+  for (int32_t id : route_ids_) ++start[size_t(id) + 1];
+  for (int64_t e = 0; e < E; ++e) start[size_t(e + 1)] += start[size_t(e)];
+  std::vector<int64_t> fill(start.begin(), start.end() - 1);
+  for (int64_t r = 0; r < T * k; ++r) route_row_[size_t(r)] = int32_t(fill[size_t(route_ids_[size_t(r)])]++);
+
+  pass_ = std::make_unique<vk::Pass>(dev_);
+  vk::Pass& p = *pass_;
+  for (int64_t r = 0; r < T * k; ++r)
+    p.copy(*normed_, size_t((r / k) * H) * 4, *xg_, size_t(route_row_[size_t(r)] * H) * 4, size_t(H) * 4);
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t r0 = start[size_t(e)], n = start[size_t(e + 1)] - r0;
+    if (n == 0) continue;
+    const Addr x = xg_->address(size_t(r0 * H) * 4);
+    linear(w.gate[size_t(e)], x, n, H, eg_->address(size_t(r0 * I) * 4), I);
+    linear(w.up[size_t(e)], x, n, H, eu_->address(size_t(r0 * I) * 4), I);
+  }
+  vk::swiglu(p, eg_->address(), eu_->address(), eg_->address(), T * k * I);
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t r0 = start[size_t(e)], n = start[size_t(e + 1)] - r0;
+    if (n == 0) continue;
+    linear(w.down[size_t(e)], eg_->address(size_t(r0 * I) * 4), n, I, ey_->address(size_t(r0 * H) * 4), H);
+  }
+  p.fill_zero(*mixed_, 0, size_t(T * H) * 4);
+  for (int64_t t = 0; t < T; ++t) {
+    const Addr o = mixed_->address(size_t(t * H) * 4);
+    for (int64_t j = 0; j < k; ++j) {
+      const size_t r = size_t(t * k + j);
+      vk::axpy(p, route_weights_[r], ey_->address(size_t(route_row_[r] * H) * 4), o, H);
+    }
+    vk::axpy(p, route_shared_[size_t(t)], shared_out_->address(size_t(t * H) * 4), o, H);
+  }
 }
 
-void VulkanDecoderBackend::observe(int, DecoderObserver&) {
-  fail("vulkan: observers read the host's rows (run the CPU backend)");
+// The residual stream comes back (the pass stops here and goes on in a new one).
+void VulkanDecoderBackend::observe(int layer, DecoderObserver& observer) {
+  flush();
+  observed_.resize(size_t(T_ * cfg_.hidden_size));
+  dev_.download(*x_, 0, observed_.data(), observed_.size() * sizeof(float));
+  observer.on_layer_output(layer, observed_.data(), T_);
+  pass_ = std::make_unique<vk::Pass>(dev_);
 }
 
 void VulkanDecoderBackend::finish(const std::vector<float>& final_norm, float* out) {

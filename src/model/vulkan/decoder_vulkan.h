@@ -5,15 +5,20 @@
 // buffer, from the inputs to the LM head, and only the logits (or the hidden rows, when asked
 // for) come back.
 //
-// Not on the device yet (each a clear error): the mixture-of-experts FFN, observers, traced blocks
-// (a rewind on the device feeds the kept tokens again instead), segments that stop part-way
-// through the layers.
+// The mixture-of-experts FFN runs on the device but for its routing: the router logits of a layer
+// come back and the host's kernels::moe_route (the function the CPU runs) picks the experts, so a
+// row's experts are the CPU's for the same logits; the pass then goes on with the chosen experts'
+// matrices over their rows (moe()). Observers get the residual stream and the routing brought back.
+//
+// Not on the device yet (each a clear error): traced blocks (a rewind on the device feeds the kept
+// tokens again instead), segments that stop part-way through the layers.
 //
 // Thread contract: one call at a time, as its Device.
 #pragma once
 
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 #include "kernels/vulkan/buffer.h"
 #include "kernels/vulkan/device.h"
@@ -28,14 +33,18 @@ namespace qwen35 {
 
 class VulkanDecoderBackend final : public DecoderBackend {
  public:
-  // Uploads every decoder weight but the embedding (looked up on the host) and the experts (throws
-  // DeviceError when the device is short of memory).
+  // Uploads every decoder weight, every expert included, but the embedding (looked up on the
+  // host); throws DeviceError when the device is short of memory.
   VulkanDecoderBackend(vk::Device& dev, const TextConfig& cfg, const TextWeights& w);
   // The same on device `index` of vk::list_devices(), opened for this backend alone.
   static std::unique_ptr<VulkanDecoderBackend> open(int index, const TextConfig& cfg, const TextWeights& w);
   ~VulkanDecoderBackend() override;
 
   vk::Device& device() const { return dev_; }
+
+  // What the backend holds on the device for these weights and one sequence of `context` tokens
+  // with KV elements of `kv` (the fit check at load; scratch rows for a block come on top).
+  static uint64_t device_bytes(const TextConfig& cfg, const TextWeights& w, int64_t context, DType kv);
 
   void begin(const float* inputs, const int32_t* positions, std::span<const DecoderSegment> segments,
              int64_t T) override;
@@ -105,6 +114,14 @@ class VulkanDecoderBackend final : public DecoderBackend {
   BufferPtr qg_, kr_, vr_, attn_;                          // attention
   BufferPtr gate_, up_;                                    // MLP
   int64_t gate_width_ = 0;                                 // I, of the last projection into gate_
+  // Mixture of experts: router logits [T, E], shared gate [T], the shared expert's gate/up [T, Is]
+  // and output [T, H]; the (token, slot) rows grouped by expert: inputs [T k, H], gate/up
+  // [T k, I], outputs [T k, H].
+  BufferPtr router_, shared_gate_, sg_, su_, shared_out_, xg_, eg_, eu_, ey_;
+  // The routing of the current MoE layer, on the host (moe()).
+  std::vector<float> route_logits_, route_probs_, route_weights_, route_shared_;
+  std::vector<int32_t> route_ids_, route_row_;
+  std::vector<float> observed_;  // the residual stream brought back for an observer
   BufferPtr logits_;
   int64_t logits_rows_ = 0;
 };

@@ -23,10 +23,33 @@ namespace {
 
 using vk::Device;  // QWEN35_NEED_VULKAN names it
 
-std::unique_ptr<Model> load_tiny() {
+std::unique_ptr<Model> load_tiny(const std::string& folder = "tiny-qwen35") {
   ModelLoadOptions opt;
   opt.prepare = false;  // the matrices as stored (bf16 rows), which the device reads
-  return Model::load(test::data_path("tiny-qwen35"), opt);
+  return Model::load(test::data_path(folder), opt);
+}
+
+// Each MoE layer's routing decisions of every row fed, in order, and how often the residual
+// stream was observed.
+struct RouteRecorder final : DecoderObserver {
+  std::vector<std::vector<int32_t>> ids;  // per layer [rows, k]
+  std::vector<std::vector<float>> weights, logits, shared;
+  int outputs = 0;
+  void on_layer_output(int, const float*, int64_t) override { ++outputs; }
+  void on_moe_routing(int layer, const MoeRouting& r) override {
+    const size_t L = size_t(layer) + 1;
+    if (ids.size() < L) ids.resize(L), weights.resize(L), logits.resize(L), shared.resize(L);
+    ids[L - 1].insert(ids[L - 1].end(), r.ids, r.ids + r.T * r.top_k);
+    weights[L - 1].insert(weights[L - 1].end(), r.weights, r.weights + r.T * r.top_k);
+    logits[L - 1].insert(logits[L - 1].end(), r.logits, r.logits + r.T * r.num_experts);
+    shared[L - 1].insert(shared[L - 1].end(), r.shared_gate, r.shared_gate + r.T);
+  }
+};
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, double(std::fabs(a[i] - b[i])));
+  return d;
 }
 
 // Text positions: the same on all three MRoPE axes.
@@ -38,14 +61,15 @@ std::vector<int32_t> text_positions(int64_t first, int64_t T) {
 }
 
 // One sequence fed through the decoder on `b`; returns the logits of the block's last row.
-std::vector<float> feed(const TextDecoder& dec, DecoderBackend& b, DecoderState& state, const std::vector<int32_t>& ids) {
+std::vector<float> feed(const TextDecoder& dec, DecoderBackend& b, DecoderState& state, const std::vector<int32_t>& ids,
+                        DecoderObserver* observer = nullptr) {
   const TextConfig& cfg = dec.config();
   const int64_t T = int64_t(ids.size());
   std::vector<float> emb(size_t(T * cfg.hidden_size));
   dec.embed(ids.data(), T, emb.data());
   const std::vector<int32_t> pos = text_positions(state.n_past, T);
   const DecoderSegment seg{&state, T};
-  dec.forward_on(b, emb.data(), pos.data(), std::span<const DecoderSegment>(&seg, 1), nullptr);
+  dec.forward_on(b, emb.data(), pos.data(), std::span<const DecoderSegment>(&seg, 1), nullptr, observer);
   std::vector<float> logits(size_t(cfg.vocab_size));
   const int64_t last = T - 1;
   dec.logits_on(b, std::span<const int64_t>(&last, 1), logits.data());
@@ -72,6 +96,51 @@ TEST(VulkanDecoder, TinyModelMatchesTheGreedyGoldenLogits) {
       logits = feed(dec, b, state, {int32_t(gen[size_t(s)])});
     }
     EXPECT_EQ(state.n_past, int64_t(prompt.size()) + kSteps);
+  }
+}
+
+// The tiny mixture-of-experts model on the device (router logits brought back, experts chosen by
+// the host's moe_route, the experts' matrices on the device): each step's logits at 1e-3 and every
+// layer's routing of every row fed (the prompt as a block, then token by token) against the
+// official model's, with its f32 cache: the same experts in the same order (the goldens have no
+// near tie), weights and shared gates at 1e-5, router logits at 1e-4 (the CPU golden tests'
+// tolerances). The observer also sees every layer's output.
+TEST(VulkanDecoder, TinyMoeModelMatchesTheGreedyGoldenLogitsAndRoutes) {
+  QWEN35_NEED_VULKAN();
+  const std::unique_ptr<Model> m = load_tiny("tiny-qwen35-moe");
+  const TextDecoder& dec = m->decoder();
+  const TextConfig& cfg = m->config().text;
+  ASSERT_TRUE(cfg.is_moe());
+  VulkanDecoderBackend b(*dev, cfg, m->text_weights());
+  const test::Golden g("tiny-qwen35-moe/golden/greedy.safetensors");
+  for (const std::string p : {"p0.", "p1."}) {
+    SCOPED_TRACE(p);
+    const auto prompt = g.i64(p + "prompt_ids");
+    const auto gen = g.i64(p + "generated_ids");
+    constexpr int64_t kSteps = 4;
+    DecoderState state = DecoderState::create(cfg, DType::F32);  // the official model's f32 cache
+    RouteRecorder routes;
+    std::vector<float> logits = feed(dec, b, state, std::vector<int32_t>(prompt.begin(), prompt.end()), &routes);
+    for (int64_t s = 0; s < kSteps; ++s) {
+      const double err = test::expect_step_logits_match(g, p, s, logits.data(), cfg.vocab_size);
+      EXPECT_LE(err, test::kLogitTol) << "step " << s;
+      logits = feed(dec, b, state, {int32_t(gen[size_t(s)])}, &routes);
+    }
+    const int64_t rows = int64_t(prompt.size()) + kSteps, k = cfg.num_experts_per_tok, E = cfg.num_experts;
+    EXPECT_EQ(routes.outputs, (1 + kSteps) * cfg.num_layers);
+    ASSERT_EQ(int(routes.ids.size()), cfg.num_layers);
+    for (int L = 0; L < cfg.num_layers; ++L) {
+      SCOPED_TRACE("layer " + std::to_string(L));
+      const std::string r = p + "route." + std::to_string(L) + ".";
+      const auto want_ids = g.i64(r + "topk_ids");
+      ASSERT_EQ(int64_t(routes.ids[size_t(L)].size()), rows * k);
+      EXPECT_EQ(routes.ids[size_t(L)], std::vector<int32_t>(want_ids.begin(), want_ids.begin() + rows * k));
+      const auto want_w = g.f32(r + "topk_weights"), want_logits = g.f32(r + "router_logits");
+      const auto want_shared = g.f32(r + "shared_gate");
+      EXPECT_LE(max_abs_diff(routes.weights[size_t(L)], {want_w.begin(), want_w.begin() + rows * k}), 1e-5);
+      EXPECT_LE(max_abs_diff(routes.logits[size_t(L)], {want_logits.begin(), want_logits.begin() + rows * E}), 1e-4);
+      EXPECT_LE(max_abs_diff(routes.shared[size_t(L)], {want_shared.begin(), want_shared.begin() + rows}), 1e-5);
+    }
   }
 }
 
@@ -120,14 +189,14 @@ TEST(VulkanDecoder, ChunkedPrefillMatchesTheCpuPath) {
   }
 }
 
-// Two sequences in one call give each the bits it gets alone (the device's batch invariance).
-TEST(VulkanDecoder, BatchedSequencesGiveTheBitsOfSoloRuns) {
-  QWEN35_NEED_VULKAN();
-  const std::unique_ptr<Model> m = load_tiny();
+// Two sequences in one call give each the bits it gets alone (the device's batch invariance): each
+// row's experts too, grouped with the other sequence's rows that chose them.
+void expect_batched_equals_solo(Device& dev, const std::string& folder) {
+  const std::unique_ptr<Model> m = load_tiny(folder);
   const TextDecoder& dec = m->decoder();
   const TextConfig& cfg = m->config().text;
   const int64_t H = cfg.hidden_size;
-  VulkanDecoderBackend b(*dev, cfg, m->text_weights());
+  VulkanDecoderBackend b(dev, cfg, m->text_weights());
   const std::vector<int32_t> a_ids = {9707, 11, 1879, 0, 3555}, b_ids = {3838, 374};
   auto run_solo = [&](const std::vector<int32_t>& ids) {
     DecoderState st = DecoderState::create(cfg, DType::F16);
@@ -163,6 +232,16 @@ TEST(VulkanDecoder, BatchedSequencesGiveTheBitsOfSoloRuns) {
   dec.logits_on(b, rows, logits.data());
   EXPECT_EQ(std::vector<float>(logits.begin(), logits.begin() + V), logits_a);
   EXPECT_EQ(std::vector<float>(logits.begin() + V, logits.end()), logits_b);
+}
+
+TEST(VulkanDecoder, BatchedSequencesGiveTheBitsOfSoloRuns) {
+  QWEN35_NEED_VULKAN();
+  expect_batched_equals_solo(*dev, "tiny-qwen35");
+}
+
+TEST(VulkanDecoder, BatchedMoeSequencesGiveTheBitsOfSoloRuns) {
+  QWEN35_NEED_VULKAN();
+  expect_batched_equals_solo(*dev, "tiny-qwen35-moe");
 }
 
 }  // namespace

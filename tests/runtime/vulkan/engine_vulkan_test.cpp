@@ -6,7 +6,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
+#include <string>
 
 #include "kernels/vulkan/device.h"
 #include "model/vulkan/decoder_vulkan.h"
@@ -28,9 +30,9 @@ bool have_vulkan() {
   return false;
 }
 
-std::unique_ptr<Engine> load(const std::string& device) {
+std::unique_ptr<Engine> load(const std::string& device, const std::string& model_dir = test::tiny_model_dir()) {
   EngineOptions o;
-  o.model_dir = test::tiny_model_dir();
+  o.model_dir = model_dir;
   o.threads = 2;
   o.context_size = 256;
   o.device = device;
@@ -41,9 +43,9 @@ std::unique_ptr<Engine> load(const std::string& device) {
 }
 
 // The tiny model on the device with the validation layer on (its errors counted by the device).
-std::unique_ptr<Engine> load_validated() {
+std::unique_ptr<Engine> load_validated(const std::string& model_dir = test::tiny_model_dir()) {
   setenv("QWEN35_VULKAN_VALIDATION", "1", 1);
-  std::unique_ptr<Engine> e = load("vulkan");
+  std::unique_ptr<Engine> e = load("vulkan", model_dir);
   unsetenv("QWEN35_VULKAN_VALIDATION");
   return e;
 }
@@ -60,18 +62,19 @@ SamplingParams greedy(int64_t n) {
   return p;
 }
 
-TEST(VulkanEngine, GreedyCompletionsGiveTheGoldenTokens) {
-  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
-  const std::unique_ptr<Engine> engine = load_validated();
+// Greedy completions of the golden prompts of `golden` (a near tie: either of the two best, then
+// no more comparing) on a validated device.
+void expect_golden_completions(const std::string& model_dir, const std::string& golden,
+                               std::initializer_list<const char*> prompts, int64_t steps) {
+  const std::unique_ptr<Engine> engine = load_validated(model_dir);
   ASSERT_TRUE(engine);
   EXPECT_EQ(engine->info().device.rfind("Vulkan on ", 0), 0u) << engine->info().device;
   VulkanDecoderBackend* backend = vulkan_backend(*engine);
   ASSERT_NE(backend, nullptr);
   ASSERT_TRUE(backend->device().validation());
 
-  const test::Golden g("tiny-qwen35/golden/greedy.safetensors");
-  constexpr int64_t kSteps = 6;  // lavapipe runs the 248320-row LM head once per token
-  for (const std::string p : {"p0.", "p2."}) {
+  const test::Golden g(golden);
+  for (const std::string p : prompts) {
     SCOPED_TRACE(p);
     const auto prompt64 = g.i64(p + "prompt_ids");
     const auto want = g.i64(p + "generated_ids");
@@ -80,11 +83,11 @@ TEST(VulkanEngine, GreedyCompletionsGiveTheGoldenTokens) {
     const int64_t K = g.shape(p + "step_top_ids")[1];
     Status st;
     const GenerationResult r =
-        engine->new_session()->complete(std::vector<int32_t>(prompt64.begin(), prompt64.end()), greedy(kSteps), nullptr,
+        engine->new_session()->complete(std::vector<int32_t>(prompt64.begin(), prompt64.end()), greedy(steps), nullptr,
                                         &st);
     ASSERT_TRUE(st.ok()) << st.message;
-    ASSERT_EQ(int64_t(r.tokens.size()), kSteps);
-    for (int64_t s = 0; s < kSteps; ++s) {
+    ASSERT_EQ(int64_t(r.tokens.size()), steps);
+    for (int64_t s = 0; s < steps; ++s) {
       if (gaps[size_t(s)] < test::kLogitTol) {  // a near tie: either of the two best, then stop comparing
         EXPECT_TRUE(r.tokens[size_t(s)] == top[size_t(s * K)] || r.tokens[size_t(s)] == top[size_t(s * K + 1)]);
         if (r.tokens[size_t(s)] != want[size_t(s)]) break;
@@ -96,11 +99,22 @@ TEST(VulkanEngine, GreedyCompletionsGiveTheGoldenTokens) {
   EXPECT_EQ(backend->device().validation_errors(), 0);
 }
 
+// lavapipe runs the 248320-row LM head once per token: a few steps each.
+TEST(VulkanEngine, GreedyCompletionsGiveTheGoldenTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  expect_golden_completions(test::tiny_model_dir(), "tiny-qwen35/golden/greedy.safetensors", {"p0.", "p2."}, 6);
+}
+
+TEST(VulkanEngine, MoeGreedyCompletionsGiveTheGoldenTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  expect_golden_completions(test::tiny_moe_model_dir(), "tiny-qwen35-moe/golden/greedy.safetensors", {"p0.", "p1."},
+                            5);
+}
+
 // Two generations stepped together (their passes batched into one device pass per round) give
 // the tokens each gives alone on the device.
-TEST(VulkanEngine, BatchedGenerationsGiveTheirSoloTokens) {
-  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
-  const std::unique_ptr<Engine> engine = load("vulkan");
+void expect_batched_gives_solo(const std::string& model_dir) {
+  const std::unique_ptr<Engine> engine = load("vulkan", model_dir);
   ASSERT_TRUE(engine);
   const std::vector<std::vector<int32_t>> prompts = {{9707, 11, 1879, 0, 3555, 374, 279}, {3838, 374, 220, 17}};
   constexpr int64_t kTokens = 4;
@@ -137,6 +151,16 @@ TEST(VulkanEngine, BatchedGenerationsGiveTheirSoloTokens) {
   EXPECT_GT(batch.batched_rows(), batch.batches());  // the passes really were shared
 }
 
+TEST(VulkanEngine, BatchedGenerationsGiveTheirSoloTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  expect_batched_gives_solo(test::tiny_model_dir());
+}
+
+TEST(VulkanEngine, BatchedMoeGenerationsGiveTheirSoloTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  expect_batched_gives_solo(test::tiny_moe_model_dir());
+}
+
 SamplingParams greedy_spec(int64_t n, SpecMode mode) {
   SamplingParams p = greedy(n);
   p.speculative.mode = mode;
@@ -147,9 +171,8 @@ SamplingParams greedy_spec(int64_t n, SpecMode mode) {
 // Prompt lookup on the device: saves and rewinds are device copies, a partly accepted draft feeds
 // its kept tokens again there. A drafter that knows the plain greedy answer proposes it with
 // mistakes (whole drafts right, partial matches, misses): the output is plain greedy decoding's.
-TEST(VulkanEngine, PromptLookupGivesGreedyTokens) {
-  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
-  const std::unique_ptr<Engine> engine = load_validated();
+void expect_prompt_lookup_gives_greedy(const std::string& model_dir) {
+  const std::unique_ptr<Engine> engine = load_validated(model_dir);
   ASSERT_TRUE(engine);
   VulkanDecoderBackend* backend = vulkan_backend(*engine);
   ASSERT_NE(backend, nullptr);
@@ -179,6 +202,17 @@ TEST(VulkanEngine, PromptLookupGivesGreedyTokens) {
   EXPECT_GT(r.pld_accepted, 0);
   EXPECT_LT(r.pld_accepted, r.pld_drafted);  // some drafts were partly wrong: rewinds that keep a part
   EXPECT_EQ(backend->device().validation_errors(), 0);
+}
+
+TEST(VulkanEngine, PromptLookupGivesGreedyTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  expect_prompt_lookup_gives_greedy(test::tiny_model_dir());
+}
+
+// The mixture of experts in verify blocks: each row's experts as when decoded alone.
+TEST(VulkanEngine, MoePromptLookupGivesGreedyTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  expect_prompt_lookup_gives_greedy(test::tiny_moe_model_dir());
 }
 
 // The same with two generations stepped together: their verify blocks share one device pass per
@@ -242,6 +276,76 @@ ChatRequest chat_of(const std::string& system, const std::string& user) {
   return r;
 }
 
+// MTP speculation with the decoder on the device (the head on the host over the final-normed rows
+// that come back): the head's drafts, rewritten to plain greedy's tokens with mistakes (whole
+// drafts right, partly right, wrong) so that rewinds keep parts of verify blocks, give plain
+// greedy decoding's tokens on the device, for the dense and the MoE model.
+void expect_mtp_gives_greedy(const std::string& model_dir) {
+  const std::unique_ptr<Engine> engine = load_validated(model_dir);
+  ASSERT_TRUE(engine);
+  ASSERT_TRUE(engine->info().has_mtp);
+  VulkanDecoderBackend* backend = vulkan_backend(*engine);
+  ASSERT_NE(backend, nullptr);
+  const std::vector<int32_t> prompt = {9707, 11, 1879, 0, 3555, 374, 279};
+  constexpr int64_t kTokens = 9;
+  Status st;
+  const GenerationResult plain =
+      engine->new_session()->complete(prompt, greedy_spec(kTokens, SpecMode::kOff), nullptr, &st);
+  ASSERT_TRUE(st.ok()) << st.message;
+  auto session = engine->new_session();
+  auto gen = session->start_completion(prompt, greedy_spec(kTokens, SpecMode::kMtp), nullptr, &st);
+  ASSERT_TRUE(gen) << st.message;
+  int calls = 0;
+  impl_of(*gen).rewrite_mtp_draft = [&](const std::vector<int32_t>& history, std::vector<int32_t>& d) {
+    const size_t done = history.size() - prompt.size();
+    const int wrong_at = calls % 3 == 0 ? int(d.size()) : calls % 2;  // every third draft all right
+    for (size_t i = 0; i < d.size() && done + i < plain.tokens.size(); ++i)
+      d[i] = int(i) == wrong_at ? (plain.tokens[done + i] + 1) % 1000 : plain.tokens[done + i];
+    ++calls;
+  };
+  while (gen->step()) {
+  }
+  const GenerationResult& r = gen->result();
+  EXPECT_EQ(r.tokens, plain.tokens);
+  EXPECT_GT(r.mtp_accepted, 0);
+  EXPECT_LT(r.mtp_accepted, r.mtp_drafted);
+  EXPECT_EQ(backend->device().validation_errors(), 0);
+}
+
+TEST(VulkanEngine, MtpSpeculationGivesGreedyTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  expect_mtp_gives_greedy(test::tiny_model_dir());
+}
+
+TEST(VulkanEngine, MoeMtpSpeculationGivesGreedyTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  expect_mtp_gives_greedy(test::tiny_moe_model_dir());
+}
+
+// The head's drafts as they come (no rewriting), through a follow-up turn that reuses the first
+// turn's prefix from the prefix cache (a device snapshot with the head's rows on the host): the
+// tokens of a cold plain run.
+TEST(VulkanEngine, MtpWithAReusedPrefixGivesTheColdRunsTokens) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  const std::unique_ptr<Engine> engine = load("vulkan");
+  ASSERT_TRUE(engine);
+  PrefixCache cache(size_t(64) << 20);
+  auto a = engine->new_session(&cache), b = engine->new_session(&cache);
+  const std::string system = "A long shared system prompt about many things.";
+  Status st;
+  a->chat(chat_of(system, "first question"), greedy_spec(3, SpecMode::kMtp), nullptr, &st);
+  ASSERT_TRUE(st.ok()) << st.message;
+  const ChatRequest next = chat_of(system, "a different question");
+  const GenerationResult y = b->chat(next, greedy_spec(4, SpecMode::kMtp), nullptr, &st);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_GT(y.cached_tokens, 0);
+  EXPECT_GT(y.mtp_drafted, 0);
+  const GenerationResult cold = engine->new_session()->chat(next, greedy_spec(4, SpecMode::kOff), nullptr, &st);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_EQ(y.tokens, cold.tokens);
+}
+
+
 // The prefix cache on the device: its snapshots are device copies, restored into a fresh
 // session's state (which then lives on the device from the copy) and into one already there; the
 // reused prefix gives the tokens of a cold run.
@@ -283,6 +387,48 @@ TEST(VulkanEngine, AutoLeavesASoftwareRasterizerToTheCpu) {
   const bool gpu = best >= 0 && devices[size_t(best)].type != "cpu";
   EXPECT_EQ(engine->info().device == "cpu", !gpu) << engine->info().device;
   EXPECT_EQ(impl_of(*engine).device != nullptr, gpu);
+}
+
+// A model that does not fit the device's usable memory (forced small by QWEN35_VULKAN_MEMORY_MIB):
+// the start-up notice says what it needs against what the device has, and the engine runs on the
+// CPU (the golden tokens there); under a cap it fits it stays on the device; a malformed cap is a
+// clear error.
+TEST(VulkanEngine, AModelThatDoesNotFitRunsOnTheCpu) {
+  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan driver on this machine";
+  auto load_capped = [](const char* mib, std::string& notices, Status& st) {
+    setenv("QWEN35_VULKAN_MEMORY_MIB", mib, 1);
+    EngineOptions o;
+    o.model_dir = test::tiny_model_dir();
+    o.threads = 2;
+    o.context_size = 256;
+    o.device = "vulkan";
+    o.on_notice = [&](const std::string& line) { notices += line + "\n"; };
+    std::unique_ptr<Engine> e = Engine::load(o, &st);
+    unsetenv("QWEN35_VULKAN_MEMORY_MIB");
+    return e;
+  };
+  std::string notices;
+  Status st;
+  const std::unique_ptr<Engine> small = load_capped("16", notices, st);
+  ASSERT_TRUE(small) << st.message;
+  EXPECT_EQ(impl_of(*small).device, nullptr);
+  EXPECT_EQ(small->info().device, "cpu");
+  EXPECT_NE(notices.find("text decoder on the CPU: the text decoder needs "), std::string::npos) << notices;
+  EXPECT_NE(notices.find("has 16 MiB usable (QWEN35_VULKAN_MEMORY_MIB)"), std::string::npos) << notices;
+  const test::Golden g("tiny-qwen35/golden/greedy.safetensors");
+  const auto prompt = g.i64("p0.prompt_ids"), want = g.i64("p0.generated_ids");
+  const GenerationResult r =
+      small->new_session()->complete(std::vector<int32_t>(prompt.begin(), prompt.end()), greedy(3), nullptr, &st);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_EQ(std::vector<int64_t>(r.tokens.begin(), r.tokens.end()), std::vector<int64_t>(want.begin(), want.begin() + 3));
+
+  notices.clear();
+  const std::unique_ptr<Engine> roomy = load_capped("4096", notices, st);
+  ASSERT_TRUE(roomy) << st.message;
+  EXPECT_NE(impl_of(*roomy).device, nullptr) << notices;
+
+  EXPECT_FALSE(load_capped("lots", notices, st));
+  EXPECT_NE(st.message.find("QWEN35_VULKAN_MEMORY_MIB=lots"), std::string::npos) << st.message;
 }
 
 TEST(VulkanEngine, MalformedDeviceIsAClearError) {
