@@ -19,6 +19,7 @@
 
 #include <bit>
 #include <cstring>
+#include <vector>
 
 #include "kernels/kernels.h"
 #include "kernels/pack/interleave16.h"
@@ -90,6 +91,15 @@ inline void prefetch_part(const uint8_t* block, size_t bytes, int part, int part
   const size_t l0 = lines * size_t(part) / size_t(parts), l1 = lines * size_t(part + 1) / size_t(parts);
   const uint8_t* ahead = block + kPrefetchAhead(bytes);
   for (size_t l = l0; l < l1; ++l) _mm_prefetch(reinterpret_cast<const char*>(ahead + 64 * l), _MM_HINT_T0);
+}
+
+// prefetch_part pinned where it stands: in fully unrolled loops GCC hoisted every part's prefetches
+// to the top of the block, one burst for the whole block, which on Zen 4 (qmatmul_bench avx2 from
+// memory, T = 1, one thread) took IQ4_XS from 18-20 GB/s to 9-12. A volatile asm is a scheduling
+// barrier.
+inline void prefetch_part_here(const uint8_t* block, size_t bytes, int part, int parts) {
+  prefetch_part(block, bytes, part, parts);
+  asm volatile("" ::: "memory");
 }
 
 // Token tiles: up to kTokenTile tokens share one unpacking of a block's weights; where the
@@ -425,6 +435,15 @@ inline void k4_scales_both_halves(const uint8_t* p, __m256i sc[8], __m256i mn_pa
   mn_pairs[3] = _mm256_shuffle_epi8(m_hi, p23);
 }
 
+// Q5_K's fifth bits of sub-block s (bit s of each qh byte, interleave16.h) as 16 or 0 per byte: one
+// 16-bit shift takes bit s of either byte of a word to bit 4 of the same byte (the bits that
+// cross from the neighbour byte land elsewhere and are masked off), where the compare of bits_to
+// took three instructions (the shift counts need the loops unrolled: k4_token).
+inline __m256i k5_fifth_bit(__m256i qh, int s) {
+  const __m256i v = s < 4 ? _mm256_slli_epi16(qh, 4 - s) : s > 4 ? _mm256_srli_epi16(qh, s - 4) : qh;
+  return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
+}
+
 // The scale operand of k4_sub for the scales sc: as is for vpmulld (VNNI), else in both int16 halves.
 template <bool kVnni>
 inline __m256i k4_scale(__m256i sc) {
@@ -552,20 +571,50 @@ void k4_token(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int
       __m256i I1[TT];
       for (int t = 0; t < TT; ++t) I1[t] = _mm256_setzero_si256();
       // One sub-block's 8 weight vectors at a time (sixteen would not fit the 16 registers).
-      for (int c = 0; c < 4; ++c) {
-        prefetch_part(rows.group + size_t(b) * Lay::kBlock, Lay::kBlock, 4 * hi + c, 4 * NH);
-        for (int part = 0; part < 2; ++part) {
-          __m256i W[8];
-          for (int m = 0; m < 8; ++m) {
-            const __m256i p = vload(g.vec(Lay::kBlock, b, Lay::kQs + 64 * size_t(8 * c + m)));
-            W[m] = part ? hi_nib(p) : lo_nib(p);
-            if constexpr (kFive) {
-              const __m256i qh = vload(g.vec(Lay::kBlock, b, Lay::kQh + 64 * size_t(m)));
-              W[m] = _mm256_or_si256(W[m], bits_to(qh, 1 << (2 * c + part), 16));
-            }
+      [[maybe_unused]] const auto sub = [&](int c, int part) __attribute__((always_inline)) {
+        __m256i W[8];
+        for (int m = 0; m < 8; ++m) {
+          const __m256i p = vload(g.vec(Lay::kBlock, b, Lay::kQs + 64 * size_t(8 * c + m)));
+          W[m] = part ? hi_nib(p) : lo_nib(p);
+          if constexpr (kFive) {
+            const __m256i qh = vload(g.vec(Lay::kBlock, b, Lay::kQh + 64 * size_t(m)));
+            W[m] = _mm256_or_si256(W[m], k5_fifth_bit(qh, 2 * c + part));
           }
-          for (int t = 0; t < TT; ++t)
-            I1[t] = k4_sub<kVnni, kFive>(I1[t], W, tk.q[t] + 256 * b + 64 * c + 32 * part, sc[2 * c + part]);
+        }
+        for (int t = 0; t < TT; ++t)
+          I1[t] = k4_sub<kVnni, kFive>(I1[t], W, tk.q[t] + 256 * b + 64 * c + 32 * part, sc[2 * c + part]);
+      };
+      if constexpr (kFive && !kVnni) {
+        // Sub-blocks 2c and 2c + 1 from one load of each qs and qh vector (low and high nibbles,
+        // fifth bits 2c and 2c + 1), a run of 4 quads at a time: a qs and a qh load a weight
+        // vector rather than two each. Unrolled, so that k5_fifth_bit's shifts are immediates.
+        // Zen 4 VM, qmatmul_bench qhot avx2 T = 1, one thread, 3 pairs alternating: 23.6-24.8 ->
+        // 29.4-30.2 GB/s with prefetch_part_here (Q4_K, 33 GB/s, measured 13% slower with its loops
+        // unrolled, so it keeps them).
+        const int8_t* q = tk.q[0] + 256 * b;
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+          prefetch_part_here(rows.group + size_t(b) * Lay::kBlock, Lay::kBlock, 4 * hi + c, 4 * NH);
+#pragma GCC unroll 2
+          for (int m0 = 0; m0 < 8; m0 += 4) {
+            __m256i lo16 = _mm256_setzero_si256(), hi16 = _mm256_setzero_si256();
+#pragma GCC unroll 4
+            for (int m = m0; m < m0 + 4; ++m) {  // 4 pair sums <= 4 * 2 * 31 * 127 = 31496 in int16
+              const __m256i p = vload(g.vec(Lay::kBlock, b, Lay::kQs + 64 * size_t(8 * c + m)));
+              const __m256i qh = vload(g.vec(Lay::kBlock, b, Lay::kQh + 64 * size_t(m)));
+              const __m256i wl = _mm256_or_si256(lo_nib(p), k5_fifth_bit(qh, 2 * c));
+              const __m256i wh = _mm256_or_si256(hi_nib(p), k5_fifth_bit(qh, 2 * c + 1));
+              lo16 = _mm256_add_epi16(lo16, pairs16(wl, bcast32(q + 64 * c + 4 * m)));
+              hi16 = _mm256_add_epi16(hi16, pairs16(wh, bcast32(q + 64 * c + 32 + 4 * m)));
+            }
+            I1[0] = _mm256_add_epi32(I1[0], _mm256_madd_epi16(lo16, sc[2 * c]));
+            I1[0] = _mm256_add_epi32(I1[0], _mm256_madd_epi16(hi16, sc[2 * c + 1]));
+          }
+        }
+      } else {
+        for (int c = 0; c < 4; ++c) {
+          prefetch_part(rows.group + size_t(b) * Lay::kBlock, Lay::kBlock, 4 * hi + c, 4 * NH);
+          for (int part = 0; part < 2; ++part) sub(c, part);
         }
       }
       for (int t = 0; t < TT; ++t) acc.v[hi][t] = k4_finish<kVnni, kFive>(tk, t, b, g, I1[t], mnp, acc.v[hi][t]);
@@ -783,6 +832,90 @@ void k2_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int6
 
 constexpr size_t kXsScalesH = 32, kXsScalesL = 64, kXsQs = 128, kXsBlock = 2176;
 
+// A half's 8 signed 6-bit scales as bytes, worked out once a block: byte j of lane r of E / O is
+// row r's scale of sub-block 2j / 2j + 1 (sh: the half's 8 scales_h, sl: its scales_l vector).
+// Byte j of the spread high bits holds bits 4j..4j+3 of the row's scales_h: those of sub-blocks
+// 2j (bits 0-1) and 2j + 1 (bits 2-3).
+inline void iq4xs_scale_bytes(const uint8_t* sh, const uint8_t* sl, __m256i& E, __m256i& O) {
+  const __m256i h = _mm256_shuffle_epi8(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sh))),
+                                        lane_bytes(0, 0, 1, 1));
+  const __m256i hn = _mm256_or_si256(_mm256_and_si256(h, _mm256_set1_epi16(0x000f)),
+                                     _mm256_and_si256(_mm256_srli_epi16(h, 4), _mm256_set1_epi16(0x0f00)));
+  const __m256i l = vload(sl);
+  const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30), off = _mm256_set1_epi8(32);
+  E = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l, m4), _mm256_and_si256(_mm256_slli_epi16(hn, 4), m30)), off);
+  O = _mm256_sub_epi8(
+      _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l, 4), m4), _mm256_and_si256(_mm256_slli_epi16(hn, 2), m30)), off);
+}
+// Sub-block s's scale from iq4xs_scale_bytes, sign-extended into both 16-bit halves of its lane.
+inline __m256i iq4xs_scale16(__m256i E, __m256i O, int s) {
+  const int j = s / 2;
+  return _mm256_srai_epi16(_mm256_shuffle_epi8(s % 2 ? O : E, lane_bytes(j, j, j, j)), 8);
+}
+
+// |q| of one token's activations (n a multiple of 32), kept per thread for iq4xs_token.
+inline const int8_t* abs_acts(const int8_t* q, int64_t n) {
+  thread_local std::vector<int8_t> buf;
+  if (buf.size() < size_t(n)) buf.resize(size_t(n));
+  for (int64_t i = 0; i < n; i += 32)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(buf.data() + i), _mm256_abs_epi8(vload(reinterpret_cast<const uint8_t*>(q + i))));
+  return buf.data();
+}
+
+// One token without VNNI, the NH halves of a group block by block together. The code book's
+// values lie in [-127, 113], so the sign trick runs the other way round: vpmaddubsw takes |a| as
+// its unsigned operand and the weights with a's sign (vpsignb: w * sign(a), |w| <= 127), which
+// spares the vpabsb of the weights (|a| comes from a per-token copy; the broadcasts are loads):
+// pair sums |a0| * w0' + |a1| * w1' = a0 * w0 + a1 * w1, |.| <= 2 * 127 * 127, widened by vpmaddwd
+// with the sub-block's scale in both halves. The scales come once a block as bytes
+// (iq4xs_scale_bytes), two instructions a sub-block from there. The integer sums are those of
+// iq4xs_rows, so are the float steps. Zen 4 (2 vCPUs of an EPYC VM) running this table,
+// qmatmul_bench qhot T = 1, one thread, 3 pairs alternating: 17.1-17.7 -> 23.8-24.6 GB/s (the
+// kernel before took 8 weight vectors' lookups and vpabsb at once and spilled them).
+template <int NH>
+void iq4xs_token(const ActRows& a, const int8_t* qabs, Rows rows, int64_t nb, float* y, int64_t o, int64_t o_end) {
+  const int8_t* qa0 = a.q(0);
+  const float* da = a.d(0);
+  TileSums<1, NH> acc;
+  const __m256i book = iq4_book(), m4 = _mm256_set1_epi8(0x0f);
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i E[NH], O[NH], I1[NH];
+    for (int hi = 0; hi < NH; ++hi) {
+      const Half g{rows.group, rows.h0 + hi};
+      iq4xs_scale_bytes(g.group + size_t(b) * kXsBlock + kXsScalesH + 16 * size_t(g.h), g.vec(kXsBlock, b, kXsScalesL),
+                        E[hi], O[hi]);
+      I1[hi] = _mm256_setzero_si256();
+    }
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; ++s) {  // unrolled: the scale shuffles' controls are constants
+      prefetch_part_here(rows.group + size_t(b) * kXsBlock, kXsBlock, s, 8);
+      const int8_t* qa = qa0 + 256 * b + 32 * s;
+      const int8_t* qb = qabs + 256 * b + 32 * s;
+      __m256i sc[NH];
+      for (int hi = 0; hi < NH; ++hi) sc[hi] = iq4xs_scale16(E[hi], O[hi], s);
+      for (int v = 0; v < 4; ++v) {
+        const __m256i a_lo = bcast32(qa + 4 * v), a_hi = bcast32(qa + 16 + 4 * v);
+        const __m256i b_lo = bcast32(qb + 4 * v), b_hi = bcast32(qb + 16 + 4 * v);
+        for (int hi = 0; hi < NH; ++hi) {
+          const Half g{rows.group, rows.h0 + hi};
+          const __m256i p = vload(g.vec(kXsBlock, b, kXsQs + 64 * size_t(4 * s + v)));
+          const __m256i wl = _mm256_shuffle_epi8(book, _mm256_and_si256(p, m4));
+          const __m256i wh = _mm256_shuffle_epi8(book, _mm256_and_si256(_mm256_srli_epi16(p, 4), m4));
+          I1[hi] = _mm256_add_epi32(I1[hi], _mm256_madd_epi16(_mm256_maddubs_epi16(b_lo, _mm256_sign_epi8(wl, a_lo)), sc[hi]));
+          I1[hi] = _mm256_add_epi32(I1[hi], _mm256_madd_epi16(_mm256_maddubs_epi16(b_hi, _mm256_sign_epi8(wh, a_hi)), sc[hi]));
+          asm("" : "+x"(I1[hi]));  // keeps GCC from reassociating the sums into a tree and spilling (see legacy_tile)
+        }
+      }
+    }
+    for (int hi = 0; hi < NH; ++hi) {
+      const Half g{rows.group, rows.h0 + hi};
+      acc.v[hi][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I1[hi]), _mm256_mul_ps(g.f16(kXsBlock, b, 0), _mm256_set1_ps(da[b])),
+                                     acc.v[hi][0]);
+    }
+  }
+  acc.store(y, 0, 0, o, o_end);
+}
+
 template <bool kVnni, int TT, int NH>
 void iq4xs_rows(const ActRows& a, int64_t t0, Rows rows, int64_t nb, float* y, int64_t ys, int64_t o, int64_t o_end) {
   const TokenTile<TT> tk(a, t0);
@@ -909,6 +1042,14 @@ void qmatmul_k2(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_
 }
 template <bool V>
 void qmatmul_iq4xs(const ActRows& a, const WeightMatrix& w, int64_t o_begin, int64_t o_end, float* y, int64_t ys) {
+  if constexpr (!V) {
+    if (a.T == 1) {
+      const int8_t* qabs = abs_acts(a.q(0), a.n);
+      return run_halves(a, w, 256, o_begin, o_end, [&]<int TT, int NH>(int64_t, Rows g, int64_t nb, int64_t o, int64_t oe) {
+        iq4xs_token<NH>(a, qabs, g, nb, y, o, oe);
+      });
+    }
+  }
   run_halves(a, w, 256, o_begin, o_end, [&]<int TT, int NH>(int64_t t0, Rows g, int64_t nb, int64_t o, int64_t oe) {
     iq4xs_rows<V, TT, NH>(a, t0, g, nb, y, ys, o, oe);
   });
