@@ -11,7 +11,9 @@
 // stack). A mask is then the OR of those sets over the state's nodes, plus the undecided tokens
 // checked against the full stack, walked as a trie in sorted order (GrammarMatcher::probe_*): a
 // prefix shared by many tokens is stepped once, and a dead one skips every token under it. Masks are also
-// cached by state (a matcher's serial and its sorted node ids are an exact key). This is the
+// cached by state (a matcher's serial and its sorted node ids are an exact key). A state that
+// keeps every token of a slice alive (TokenVocab::Slice: JSON string text, digits) takes the
+// slice as one precomputed bit set and walks only the other tokens. This is the
 // split llguidance and XGrammar publish (context-independent tokens precomputed,
 // context-dependent ones checked at run time).
 //
