@@ -18,7 +18,86 @@ constexpr size_t kMaxStateMasks = 64;
 // token byte at most: past this, each state keeps an entry of its own (as exact, only slower).
 constexpr size_t kMaxClassWork = size_t(64) << 20;
 
+// The UTF-8 automaton of a slice: 0 at a code point boundary, 1 one continuation byte to go, 2
+// two, 3 two after E0 (the next one A0..BF), 4 two after ED (80..9F, no surrogates); -1: the byte
+// is not in the slice's text.
+int slice_step(const TokenVocab::Slice& s, int u, uint8_t b) {
+  switch (u) {
+    case 0:
+      if (b < 0x80) return s.ascii[b] ? 0 : -1;
+      if (!s.bmp) return -1;
+      if (b >= 0xC2 && b <= 0xDF) return 1;
+      if (b == 0xE0) return 3;
+      if (b == 0xED) return 4;
+      if (b >= 0xE1 && b <= 0xEF) return 2;
+      return -1;
+    case 1: return b >= 0x80 && b <= 0xBF ? 0 : -1;
+    case 2: return b >= 0x80 && b <= 0xBF ? 1 : -1;
+    case 3: return b >= 0xA0 && b <= 0xBF ? 1 : -1;
+    case 4: return b >= 0x80 && b <= 0x9F ? 1 : -1;
+    default: return -1;
+  }
+}
+
+bool in_slice(const TokenVocab::Slice& s, std::string_view bytes) {
+  int u = 0;
+  for (char c : bytes)
+    if ((u = slice_step(s, u, uint8_t(c))) < 0) return false;
+  return true;
+}
+
+// Whether every text of the slice of up to s.max_bytes bytes keeps `lx` alive from `dstate`: a
+// breadth-first search over (DFA state, UTF-8 state) pairs, each reached first at its least depth,
+// failing on the first byte of the slice that kills the lexeme within the depth.
+bool keeps_alive(const Lexeme& lx, int32_t dstate, const TokenVocab::Slice& s) {
+  if (s.max_bytes == 0) return true;
+  std::vector<std::pair<int64_t, uint32_t>> queue{{int64_t(dstate) * 8, 0}};  // (pair, depth)
+  std::unordered_map<int64_t, uint32_t> seen{{int64_t(dstate) * 8, 0}};
+  for (size_t q = 0; q < queue.size(); ++q) {
+    const auto [pair, depth] = queue[q];
+    const int32_t d = int32_t(pair / 8);
+    const int u = int(pair % 8);
+    for (int b = 0; b < 256; ++b) {
+      const int nu = slice_step(s, u, uint8_t(b));
+      if (nu < 0) continue;
+      const int32_t nd = lx.step(d, uint8_t(b));
+      if (nd == Lexeme::kDead) return false;
+      const int64_t np = int64_t(nd) * 8 + nu;
+      if (seen.emplace(np, depth + 1).second && depth + 1 < s.max_bytes) queue.emplace_back(np, depth + 1);
+    }
+  }
+  return true;
+}
+
 }  // namespace
+
+TokenVocab::Trie TokenVocab::make_trie(std::vector<int32_t> pos) const {
+  Trie t;
+  t.pos = std::move(pos);
+  t.lcp.resize(t.pos.size());
+  t.first_end.resize(t.pos.size() + 1);
+  std::vector<size_t> open;  // ends[] slots of the nodes on the current path, shallowest first
+  std::string_view prev;
+  for (size_t i = 0; i < t.pos.size(); ++i) {
+    const std::string_view b = bytes(size_t(t.pos[i]));
+    size_t l = 0;
+    while (l < prev.size() && l < b.size() && prev[l] == b[l]) ++l;
+    t.lcp[i] = uint16_t(l);
+    while (open.size() > l) {  // the nodes deeper than the common prefix end here
+      t.ends[open.back()] = int32_t(i);
+      open.pop_back();
+    }
+    t.first_end[i] = uint32_t(t.ends.size());
+    for (size_t d = l + 1; d <= b.size(); ++d) {
+      open.push_back(t.ends.size());
+      t.ends.push_back(-1);
+    }
+    prev = b;
+  }
+  for (size_t slot : open) t.ends[slot] = int32_t(t.pos.size());
+  t.first_end[t.pos.size()] = uint32_t(t.ends.size());
+  return t;
+}
 
 TokenVocab::TokenVocab(int32_t vocab_size, const std::vector<std::pair<int32_t, std::string>>& tokens)
     : vocab_size_(vocab_size), sorted_index_(size_t(std::max(vocab_size, 0)), -1) {
@@ -46,6 +125,32 @@ TokenVocab::TokenVocab(int32_t vocab_size, const std::vector<std::pair<int32_t, 
     offsets_.push_back(uint32_t(bytes_.size()));
     prev = b;
   }
+  std::vector<int32_t> all(ids_.size());
+  std::iota(all.begin(), all.end(), 0);
+  trie_ = make_trie(std::move(all));
+  // What a JSON string holds unescaped (below U+10000, as length-bounded strings allow), and
+  // digits (numbers); a slice holding another comes first.
+  slices_.resize(2);
+  Slice& text = slices_[0];
+  text.ascii.assign(128, 0);
+  for (int c = 0x20; c < 0x7F; ++c) text.ascii[size_t(c)] = c != '"' && c != '\\';
+  text.bmp = true;
+  Slice& digits = slices_[1];
+  digits.ascii.assign(128, 0);
+  for (int c = '0'; c <= '9'; ++c) digits.ascii[size_t(c)] = 1;
+  for (Slice& s : slices_) {
+    s.bits.assign(words(), 0);
+    std::vector<int32_t> rest;
+    for (size_t i = 0; i < ids_.size(); ++i) {
+      if (in_slice(s, bytes(i))) {
+        s.bits[size_t(ids_[i]) >> 6] |= uint64_t(1) << (ids_[i] & 63);
+        s.max_bytes = std::max(s.max_bytes, bytes(i).size());
+      } else {
+        rest.push_back(int32_t(i));
+      }
+    }
+    s.rest = make_trie(std::move(rest));
+  }
 }
 
 std::shared_ptr<const TokenVocab> TokenVocab::from_tokenizer(const Tokenizer& tok, const std::vector<int32_t>& exclude) {
@@ -69,15 +174,23 @@ TokenMasker::TokenMasker(std::shared_ptr<const Grammar> g, std::shared_ptr<const
 TokenMasker::Entry TokenMasker::build(const Lexeme& lx, int32_t dstate) const {
   const TokenVocab& v = *vocab_;
   Entry e;
+  const TokenVocab::Slice* slice = nullptr;
+  for (const TokenVocab::Slice& s : v.slices())
+    if (keeps_alive(lx, dstate, s)) {
+      slice = &s;
+      break;
+    }
+  const TokenVocab::Trie& trie = slice ? slice->rest : v.trie();
   // st[k]: DFA state after k bytes of the current token; end[k]: the lexeme may end after some
   // j in 1..k bytes (the rest of the token would then belong to the stack below).
   std::vector<int32_t> st(1, dstate);
   std::vector<uint8_t> end(1, 0);
   size_t valid = 0;  // st[0..valid] hold for the current token's prefix
-  const size_t n = v.size();
+  const size_t n = trie.size();
   for (size_t i = 0; i < n;) {
-    const std::string_view b = v.bytes(i);
-    valid = std::min<size_t>(valid, v.lcp(i));
+    const size_t pos = size_t(trie.pos[i]);
+    const std::string_view b = v.bytes(pos);
+    valid = std::min<size_t>(valid, trie.lcp[i]);
     if (st.size() < b.size() + 1) {
       st.resize(b.size() + 1);
       end.resize(b.size() + 1);
@@ -90,43 +203,30 @@ TokenMasker::Entry TokenMasker::build(const Lexeme& lx, int32_t dstate) const {
       ++k;
     }
     if (st[k] != Lexeme::kDead) {  // the whole token fits the lexeme
-      e.accepted.push_back(v.id(i));
+      e.accepted.push_back(v.id(pos));
       valid = k;
       ++i;
       continue;
     }
-    // The first k bytes are dead: so is every following token that shares them.
+    // The first k bytes are dead (k > lcp[i]: entry i entered that node), and so is every
+    // entry under it.
     const bool undecided = end[k - 1];
     valid = k - 1;
-    if (!undecided) {  // skip the dead subtree in log time: its tokens are the ones after i with b's first k bytes
-      const std::string_view prefix = b.substr(0, k);
-      size_t lo = i + 1, hi = n;
-      while (lo < hi) {
-        const size_t mid = lo + (hi - lo) / 2;
-        if (v.bytes(mid).substr(0, k) == prefix)
-          lo = mid + 1;
-        else
-          hi = mid;
-      }
-      i = lo;
-      continue;
-    }
-    size_t j = i;
-    do {
-      if (undecided) {
+    const size_t j = trie.end(i, k);
+    if (undecided) {
+      for (size_t u = i; u < j; ++u) {
         const std::string_view a = e.undecided.empty() ? std::string_view() : v.bytes(size_t(e.undecided.back()));
-        const std::string_view c = v.bytes(j);
+        const std::string_view c = v.bytes(size_t(trie.pos[u]));
         size_t l = 0;
         while (l < a.size() && l < c.size() && a[l] == c[l]) ++l;
         e.undecided_lcp.push_back(uint16_t(l));
-        e.undecided.push_back(int32_t(j));
+        e.undecided.push_back(trie.pos[u]);
       }
-      ++j;
-    } while (j < n && v.lcp(j) >= k);
+    }
     i = j;
   }
-  if (e.accepted.size() * 32 > size_t(v.vocab_size())) {
-    e.bits.assign(v.words(), 0);
+  if (slice || e.accepted.size() * 32 > size_t(v.vocab_size())) {
+    e.bits = slice ? slice->bits : std::vector<uint64_t>(v.words(), 0);
     for (int32_t t : e.accepted) e.bits[size_t(t) >> 6] |= uint64_t(1) << (t & 63);
     e.accepted.clear();
     e.accepted.shrink_to_fit();

@@ -11,7 +11,9 @@
 // stack). A mask is then the OR of those sets over the state's nodes, plus the undecided tokens
 // checked against the full stack, walked as a trie in sorted order (GrammarMatcher::probe_*): a
 // prefix shared by many tokens is stepped once, and a dead one skips every token under it. Masks are also
-// cached by state (a matcher's serial and its sorted node ids are an exact key). This is the
+// cached by state (a matcher's serial and its sorted node ids are an exact key). A state that
+// keeps every token of a slice alive (TokenVocab::Slice: JSON string text, digits) takes the
+// slice as one precomputed bit set and walks only the other tokens. This is the
 // split llguidance and XGrammar publish (context-independent tokens precomputed,
 // context-dependent ones checked at run time).
 //
@@ -39,6 +41,29 @@ namespace qwen35::grammar {
 
 class TokenVocab {
  public:
+  // Sorted token positions walked as a trie: entry i's common prefix with entry i - 1, and for
+  // each trie node first entered at entry i (its depths lcp + 1 .. length) the entry its subtree
+  // ends before, so that a dead prefix skips its whole subtree in one step.
+  struct Trie {
+    std::vector<int32_t> pos;          // sorted positions in the vocabulary
+    std::vector<uint16_t> lcp;
+    std::vector<uint32_t> first_end;   // [size() + 1]: entry i's nodes are ends[first_end[i] ..]
+    std::vector<int32_t> ends;
+    size_t size() const { return pos.size(); }
+    // The first entry past the subtree of entry i's first `depth` bytes (lcp[i] < depth <= its length).
+    size_t end(size_t i, size_t depth) const { return size_t(ends[first_end[i] + depth - lcp[i] - 1]); }
+  };
+  // The tokens whose bytes begin UTF-8 text over one set of code points (what a JSON string holds
+  // unescaped; digits): a lexeme state that every such text of up to max_bytes keeps alive
+  // accepts all of them at once, and only `rest` is walked (llguidance's slices).
+  struct Slice {
+    std::vector<uint8_t> ascii;   // [128]: the ASCII bytes allowed
+    bool bmp = false;             // code points U+0080..U+FFFF allowed too
+    std::vector<uint64_t> bits;   // its tokens
+    size_t max_bytes = 0;         // its longest token
+    Trie rest;                    // every other token
+  };
+
   // `tokens`: (id, bytes) for every token a grammar may produce; ids < vocab_size; empty byte
   // strings are left out.
   TokenVocab(int32_t vocab_size, const std::vector<std::pair<int32_t, std::string>>& tokens);
@@ -55,6 +80,8 @@ class TokenVocab {
   std::string_view bytes(size_t i) const { return {bytes_.data() + offsets_[i], offsets_[i + 1] - offsets_[i]}; }
   // Bytes of token `id` ("" when it is not in the vocabulary).
   std::string_view token_bytes(int32_t id) const;
+  const Trie& trie() const { return trie_; }          // every token
+  const std::vector<Slice>& slices() const { return slices_; }  // largest first
 
  private:
   int32_t vocab_size_ = 0;
@@ -64,6 +91,10 @@ class TokenVocab {
   std::string bytes_;
   std::vector<int32_t> sorted_index_;  // id -> sorted position, -1 when absent
   size_t max_bytes_ = 0;
+  Trie trie_;
+  std::vector<Slice> slices_;
+
+  Trie make_trie(std::vector<int32_t> pos) const;
 };
 
 class TokenMasker {

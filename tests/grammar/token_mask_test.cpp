@@ -183,6 +183,64 @@ TEST(TokenMask, SlowMaskBenchShapesMatchBruteForce) {
   }
 }
 
+// The slices (tokens of JSON string text, of digits) taken whole when a lexeme state keeps every
+// such text alive: strings bounded near the token length (states near the bound must walk the
+// slice), multi-byte characters split across tokens, characters past U+FFFF (outside the text
+// slice, and outside length-bounded strings), patterns, integer bounds over digit runs, and
+// the trie's subtree skips. Random walks; every mask equals the oracle's.
+TEST(TokenMask, SlicesMatchBruteForce) {
+  const char* schemas[] = {
+      R"({"type": "object", "properties": {"a": {"type": "string", "maxLength": 6}, "b": {"type": "string"},
+          "c": {"type": "string", "minLength": 2, "maxLength": 3}}, "required": ["a", "b", "c"], "additionalProperties": false})",
+      R"({"type": "array", "items": {"anyOf": [{"type": "integer", "minimum": -5, "maximum": 12345},
+          {"type": "string", "pattern": "^[a-z0-9]{2,9}$"}, {"type": "number"}]}, "maxItems": 4})",
+      R"({"type": "object", "properties": {"s": {"type": "string", "format": "date"}, "t": {"enum": ["ab", "a\u00e9", 7]}},
+          "additionalProperties": {"type": "string", "maxLength": 2}})",
+  };
+  std::mt19937 rng(5);
+  const std::vector<std::string> atoms = {"a", "b", "z", "0", "1", "7", " ", "-", ".", "e", "\\", "\"", ":", ",", "{", "}", "[",
+                                          "]", "\xc3\xa9", "\xe6\x9d\xb1", "\xf0\x9f\x98\x80", "\xc3", "\xa9", "\xe6\x9d", "\x7f", "\n"};
+  std::vector<std::pair<int32_t, std::string>> tokens;
+  std::set<std::string> seen;
+  for (const std::string& a : atoms) {
+    seen.insert(a);
+    tokens.emplace_back(int32_t(tokens.size()), a);
+  }
+  while (tokens.size() < 5000) {
+    std::string t;
+    const int len = 1 + int(rng() % 6);
+    const bool digits = rng() % 4 == 0, text = rng() % 2 == 0;
+    for (int k = 0; k < len; ++k) {
+      const std::string& a = atoms[rng() % atoms.size()];
+      t += digits ? std::string(1, char('0' + rng() % 10)) : text && (a == "\"" || a == "\\" || a == "\n") ? "x" : a;
+    }
+    if (seen.insert(t).second) tokens.emplace_back(int32_t(tokens.size()), t);
+  }
+  auto vocab = std::make_shared<const TokenVocab>(int32_t(tokens.size()), tokens);
+  ASSERT_EQ(vocab->slices().size(), 2u);
+  for (const auto& sl : vocab->slices()) {
+    ASSERT_GT(sl.rest.size(), 100u);
+    ASSERT_LT(sl.rest.size(), vocab->size() - 100);
+  }
+  for (const char* text : schemas) {
+    auto g = compile_grammar(json_schema_text_to_grammar(text));
+    TokenMasker masker(g, vocab);
+    for (int walk = 0; walk < 12; ++walk) {
+      GrammarMatcher m(g);
+      std::vector<uint64_t> bits(vocab->words());
+      for (int step = 0; step < 25; ++step) {
+        masker.fill(m, bits.data());
+        ASSERT_EQ(bits, brute_force(m, *vocab)) << "walk " << walk << " step " << step << " in " << text;
+        std::vector<int32_t> ok;
+        for (int32_t t = 0; t < vocab->vocab_size(); ++t)
+          if (allowed(bits, t)) ok.push_back(t);
+        if (ok.empty()) break;
+        ASSERT_TRUE(m.advance(vocab->token_bytes(ok[rng() % ok.size()])));
+      }
+    }
+  }
+}
+
 // One mask's work is bounded: past the bound fill() throws a clear error (the request ends) and
 // leaves the matcher as it was; a larger bound gives the oracle's mask.
 TEST(TokenMask, WorkPastTheBoundIsAnError) {
