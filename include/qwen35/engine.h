@@ -254,6 +254,11 @@ class Generation {
   std::unique_ptr<Impl> impl_;
 };
 
+// The Status of what a generation's step() threw: kInvalidArgument where the request asked for
+// what the engine bounds (an output format whose token masks cost past the masker's bound: the
+// grammar's fault, a 400), kInternal for anything else.
+Status failure_status(const std::exception& e);
+
 // Continuous batching: steps the generations of several sessions together. One step() of each
 // runs on a thread of its own, and the model passes they make in that round run as one batched
 // forward, every weight streamed once for all of them. A generation's tokens, logprobs and state
@@ -265,7 +270,7 @@ class GenerationBatch {
 
   struct Outcome {
     bool more = false;          // what step() returned
-    std::exception_ptr error;   // what it threw, if it did
+    std::exception_ptr error;   // what it threw, if it did (failure_status says whose fault)
   };
   // One step() of each generation (of distinct sessions); outcomes[i] belongs to gens[i].
   void step(const std::vector<Generation*>& gens, std::vector<Outcome>& outcomes);

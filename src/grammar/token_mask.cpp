@@ -360,8 +360,8 @@ void TokenMasker::fill(GrammarMatcher& m, uint64_t* bits) {
       while (k < b.size() && m.probe_step(k, uint8_t(b[k]))) ++k;
       if (m.work() - work0 > max_mask_work_) {
         m.probe_end();
-        fail("grammar: the token mask needs more than ", max_mask_work_,
-             " matcher steps here (the grammar is too ambiguous where a lexeme may end inside a token)");
+        throw MaskWorkExceeded(str("grammar: the token mask needs more than ", max_mask_work_,
+                                   " matcher steps here (the grammar is too ambiguous where a lexeme may end inside a token)"));
       }
       if (k == b.size()) {
         w |= bit;

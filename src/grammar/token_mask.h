@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/error.h"
 #include "grammar/grammar.h"
 #include "grammar/matcher.h"
 
@@ -97,6 +98,13 @@ class TokenVocab {
   Trie make_trie(std::vector<int32_t> pos) const;
 };
 
+// A mask that would cost more than the masker's bound: the grammar, not the engine, is at fault,
+// so the request that gave it gets a 400 (runtime/output_constraint.h: failure_status).
+class MaskWorkExceeded : public Error {
+ public:
+  using Error::Error;
+};
+
 class TokenMasker {
  public:
   // One mask's check of undecided tokens against the stack visits at most this many matcher
@@ -107,7 +115,7 @@ class TokenMasker {
               uint64_t max_mask_work = kMaxMaskWork);
 
   // bits[vocab.words()]: bit t set when token t may come next in `m`'s state. Does not set
-  // stop tokens. Throws qwen35::Error past max_mask_work.
+  // stop tokens. Throws MaskWorkExceeded past max_mask_work.
   void fill(GrammarMatcher& m, uint64_t* bits);
 
   const TokenVocab& vocab() const { return *vocab_; }

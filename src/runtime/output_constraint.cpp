@@ -1,12 +1,15 @@
 #include "runtime/output_constraint.h"
 
+#include <cstdlib>
 #include <limits>
+#include <string>
 
 #include "core/error.h"
 #include "core/json_parse.h"
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
 #include "grammar/tool_call_grammar.h"
+#include "qwen35/engine.h"
 #include "runtime/engine_impl.h"
 
 namespace qwen35 {
@@ -47,12 +50,32 @@ Status compile_output_format(OutputFormat* format) {
   }
 }
 
+Status failure_status(const std::exception& e) {
+  if (dynamic_cast<const grammar::MaskWorkExceeded*>(&e))
+    return Status::Error(StatusCode::kInvalidArgument, std::string("the requested output format cannot be enforced: ") + e.what());
+  return Status::Error(StatusCode::kInternal, e.what());
+}
+
+namespace {
+
+// TokenMasker's bound, or QWEN35_MAX_MASK_WORK's (a diagnostic: tests make a grammar cross it).
+uint64_t mask_work_bound() {
+  const char* v = std::getenv("QWEN35_MAX_MASK_WORK");
+  if (!v || !*v) return grammar::TokenMasker::kMaxMaskWork;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (*end || n == 0) fail("QWEN35_MAX_MASK_WORK=", v, ": expected a positive number of matcher steps");
+  return n;
+}
+
+}  // namespace
+
 OutputConstraint::OutputConstraint(const EngineImpl& engine, const OutputFormat& format, bool starts_in_thought,
                                    bool split_reasoning)
     : engine_(engine), compiled_(format.kind == OutputFormat::Kind::kNone ? nullptr : format.compiled) {
   if (!compiled_) return;
   matcher_ = std::make_unique<grammar::GrammarMatcher>(compiled_->grammar);
-  masker_ = std::make_unique<grammar::TokenMasker>(compiled_->grammar, engine.grammar_vocab());
+  masker_ = std::make_unique<grammar::TokenMasker>(compiled_->grammar, engine.grammar_vocab(), mask_work_bound());
   bits_.resize(masker_->vocab().words());
   if (split_reasoning) {
     in_thought_ = starts_in_thought;

@@ -130,7 +130,7 @@ GenerationResult run_to_end(std::unique_ptr<Generation> g, Status* status) {
     while (g->step()) {
     }
   } catch (const std::exception& e) {
-    *status = Status::Error(StatusCode::kInternal, e.what());
+    *status = failure_status(e);
     return g->result();
   }
   return g->result();

@@ -4,6 +4,8 @@
 // model's random weights write gibberish unless constrained.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <nlohmann/json.hpp>
 
 #include "raw_http.h"
@@ -109,6 +111,33 @@ TEST(StructuredOutput, RequiredAndNamedToolCalls) {
       EXPECT_EQ(fn["name"], "ping");
     }
   }
+}
+
+// A mask past the masker's work bound (QWEN35_MAX_MASK_WORK makes any grammar cross it) ends that
+// request with a 400 naming the bound, or an error event where the answer streams; the server
+// keeps serving.
+TEST(StructuredOutput, AMaskPastItsWorkBoundIs400) {
+  struct Bound {
+    Bound() { setenv("QWEN35_MAX_MASK_WORK", "1", 1); }
+    ~Bound() { unsetenv("QWEN35_MAX_MASK_WORK"); }
+  };
+  ServedTiny s;
+  const json format = {{"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "t"}, {"schema", kSchema}}}}}};
+  {
+    Bound bound;
+    RawResponse r = post(s.port(), "/v1/chat/completions", chat_body(format));
+    ASSERT_EQ(r.status, 400) << r.body;
+    const std::string m = json::parse(r.body)["error"]["message"].get<std::string>();
+    EXPECT_NE(m.find("cannot be enforced"), std::string::npos) << m;
+    EXPECT_NE(m.find("more than 1 matcher steps"), std::string::npos) << m;
+    json streamed = chat_body(format);
+    streamed["stream"] = true;
+    r = post(s.port(), "/v1/chat/completions", streamed);
+    EXPECT_NE(r.body.find("cannot be enforced"), std::string::npos) << r.body;
+  }
+  const RawResponse ok = post(s.port(), "/v1/chat/completions", chat_body(format));
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  expect_valid(json::parse(ok.body)["choices"][0]["message"]["content"].get<std::string>());
 }
 
 TEST(StructuredOutput, WhatCannotBeEnforcedIs400) {

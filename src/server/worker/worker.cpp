@@ -280,7 +280,7 @@ void Worker::run() {
           try {
             std::rethrow_exception(o.error);
           } catch (const std::exception& e) {
-            st = Status::Error(StatusCode::kInternal, e.what());
+            st = failure_status(e);
           } catch (...) {
             st = Status::Error(StatusCode::kInternal, "the generation failed");
           }
