@@ -141,8 +141,9 @@ struct SetHash {
   }
 };
 
-void closure(const Nfa& nfa, std::vector<int>& set, std::vector<uint8_t>& seen) {
-  std::vector<int> stack(set);
+// `stack`: scratch space, passed in so the subset construction does not allocate per closure.
+void closure(const Nfa& nfa, std::vector<int>& set, std::vector<uint8_t>& seen, std::vector<int>& stack) {
+  stack.assign(set.begin(), set.end());
   for (int s : set) seen[size_t(s)] = 1;
   while (!stack.empty()) {
     const int s = stack.back();
@@ -176,13 +177,15 @@ Lexeme build_lexeme(const std::vector<const Expr*>& parts, const LexemeLimits& l
   std::unordered_map<std::vector<int>, int32_t, SetHash> ids;
   std::vector<std::vector<int>> sets;
   Lexeme lx;
-  std::vector<int> first{start};
-  closure(nfa, first, seen);
+  std::vector<int> first{start}, scratch;
+  closure(nfa, first, seen, scratch);
   ids.emplace(first, 0);
   sets.push_back(first);
   // The bytes split into runs on which every NFA edge of the set is on or off (a class is a few
   // byte ranges): each run is one target set, one closure and one lookup.
-  std::vector<int> cuts, t;
+  std::vector<int> cuts;
+  std::vector<std::vector<int>> targets(256);  // per run of bytes: the NFA states it leads to
+  std::vector<uint16_t> run_of(256);           // byte -> its run
   for (size_t d = 0; d < sets.size(); ++d) {
     bool acc = false;
     cuts.assign({0, 256});
@@ -198,23 +201,30 @@ Lexeme build_lexeme(const std::vector<const Expr*>& parts, const LexemeLimits& l
     lx.accepting.push_back(acc);
     const size_t row = lx.next.size();
     lx.next.resize(row + 256, Lexeme::kDead);
-    for (size_t i = 0; i + 1 < cuts.size(); ++i) {
-      const int lo = cuts[i];
-      t.clear();
-      for (int s : sets[d])
-        for (const Nfa::Edge& ed : nfa.edges[size_t(s)])
-          if (ed.lo <= lo && lo <= ed.hi) t.push_back(ed.to);
+    // Each edge drops its target into the runs it covers (a run lies inside or outside every
+    // edge), so the work is the edges' total width in runs, not runs times edges.
+    const size_t runs = cuts.size() - 1;
+    for (size_t i = 0; i < runs; ++i) targets[i].clear();
+    for (size_t i = 0; i < runs; ++i)
+      for (int b = cuts[i]; b < cuts[i + 1]; ++b) run_of[size_t(b)] = uint16_t(i);
+    for (int s : sets[d])
+      for (const Nfa::Edge& ed : nfa.edges[size_t(s)])
+        for (size_t i = run_of[ed.lo]; i < runs && cuts[i] <= ed.hi; ++i) targets[i].push_back(ed.to);
+    for (size_t i = 0; i < runs; ++i) {
+      std::vector<int>& t = targets[i];
       if (t.empty()) continue;
       std::sort(t.begin(), t.end());
       t.erase(std::unique(t.begin(), t.end()), t.end());
-      closure(nfa, t, seen);
-      auto [it, fresh] = ids.emplace(t, int32_t(sets.size()));
-      if (fresh) {
+      closure(nfa, t, seen, scratch);
+      // Look up before inserting: a hit (most runs) must not copy the set into a new node.
+      auto it = ids.find(t);
+      if (it == ids.end()) {
         if (int(sets.size()) >= limits.max_dfa_states)
           fail("grammar: a lexeme needs more than ", limits.max_dfa_states, " automaton states (pattern or repetition too large)");
+        it = ids.emplace(t, int32_t(sets.size())).first;
         sets.push_back(t);
       }
-      std::fill(lx.next.begin() + std::ptrdiff_t(row) + lo, lx.next.begin() + std::ptrdiff_t(row) + cuts[i + 1], it->second);
+      std::fill(lx.next.begin() + std::ptrdiff_t(row) + cuts[i], lx.next.begin() + std::ptrdiff_t(row) + cuts[i + 1], it->second);
     }
   }
   lx.states = int(sets.size());
