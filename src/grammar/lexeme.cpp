@@ -185,7 +185,8 @@ Lexeme build_lexeme(const std::vector<const Expr*>& parts, const LexemeLimits& l
   // byte ranges): each run is one target set, one closure and one lookup.
   std::vector<int> cuts;
   std::vector<std::vector<int>> targets(256);  // per run of bytes: the NFA states it leads to
-  std::vector<uint16_t> run_of(256);           // byte -> its run
+  std::vector<uint16_t> run_of(256);           // first byte of a run -> the run
+  std::vector<std::vector<int32_t>> succ;      // DFA state -> its targets (for the liveness pass)
   for (size_t d = 0; d < sets.size(); ++d) {
     bool acc = false;
     cuts.assign({0, 256});
@@ -199,14 +200,14 @@ Lexeme build_lexeme(const std::vector<const Expr*>& parts, const LexemeLimits& l
     std::sort(cuts.begin(), cuts.end());
     cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
     lx.accepting.push_back(acc);
+    succ.emplace_back();
     const size_t row = lx.next.size();
     lx.next.resize(row + 256, Lexeme::kDead);
     // Each edge drops its target into the runs it covers (a run lies inside or outside every
     // edge), so the work is the edges' total width in runs, not runs times edges.
     const size_t runs = cuts.size() - 1;
     for (size_t i = 0; i < runs; ++i) targets[i].clear();
-    for (size_t i = 0; i < runs; ++i)
-      for (int b = cuts[i]; b < cuts[i + 1]; ++b) run_of[size_t(b)] = uint16_t(i);
+    for (size_t i = 0; i < runs; ++i) run_of[size_t(cuts[i])] = uint16_t(i);  // an edge starts at a cut
     for (int s : sets[d])
       for (const Nfa::Edge& ed : nfa.edges[size_t(s)])
         for (size_t i = run_of[ed.lo]; i < runs && cuts[i] <= ed.hi; ++i) targets[i].push_back(ed.to);
@@ -224,6 +225,7 @@ Lexeme build_lexeme(const std::vector<const Expr*>& parts, const LexemeLimits& l
         it = ids.emplace(t, int32_t(sets.size())).first;
         sets.push_back(t);
       }
+      if (succ[d].empty() || succ[d].back() != it->second) succ[d].push_back(it->second);
       std::fill(lx.next.begin() + std::ptrdiff_t(row) + cuts[i], lx.next.begin() + std::ptrdiff_t(row) + cuts[i + 1], it->second);
     }
   }
@@ -232,9 +234,7 @@ Lexeme build_lexeme(const std::vector<const Expr*>& parts, const LexemeLimits& l
   // States that cannot reach an accepting one are dead: transitions into them become kDead.
   std::vector<std::vector<int32_t>> rev(size_t(lx.states));
   for (int s = 0; s < lx.states; ++s)
-    for (int b = 0; b < 256; ++b)
-      if (int32_t to = lx.next[size_t(s) * 256 + b]; to >= 0 && (b == 0 || to != lx.next[size_t(s) * 256 + b - 1]))
-        rev[size_t(to)].push_back(s);
+    for (int32_t to : succ[size_t(s)]) rev[size_t(to)].push_back(s);
   std::vector<uint8_t> alive(size_t(lx.states), 0);
   std::vector<int32_t> stack;
   for (int s = 0; s < lx.states; ++s)
@@ -253,6 +253,10 @@ Lexeme build_lexeme(const std::vector<const Expr*>& parts, const LexemeLimits& l
   }
   if (!alive[0]) return Lexeme{};  // empty language
   lx.live.assign(size_t(lx.states), 0);
+  if (std::find(alive.begin(), alive.end(), 0) == alive.end()) {  // nothing to cut: the table stands
+    for (int s = 0; s < lx.states; ++s) lx.live[size_t(s)] = !succ[size_t(s)].empty();
+    return lx;
+  }
   for (int s = 0; s < lx.states; ++s)
     for (int b = 0; b < 256; ++b) {
       int32_t& t = lx.next[size_t(s) * 256 + b];
