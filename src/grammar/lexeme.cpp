@@ -10,21 +10,41 @@ namespace qwen35::grammar {
 namespace {
 
 struct Nfa {
+  // Out-edges are singly linked lists in two pools (head per state), not a vector per state:
+  // an NFA has thousands of states and is built per lexeme, so per-state allocations dominated.
   struct Edge {
     uint8_t lo, hi;
     int to;
+    int next;  // the state's next byte edge, -1 at the end
   };
-  std::vector<std::vector<int>> eps;
-  std::vector<std::vector<Edge>> edges;
+  struct Eps {
+    int to, next;
+  };
+  std::vector<int> eps_head, edge_head;  // per state: first link or -1
+  std::vector<Eps> eps_pool;
+  std::vector<Edge> edge_pool;
   int limit = 0;
 
+  size_t size() const { return eps_head.size(); }
   int add() {
-    if (int(eps.size()) >= limit) fail("grammar: a lexeme needs more than ", limit, " automaton states (pattern or repetition too large)");
-    eps.emplace_back();
-    edges.emplace_back();
-    return int(eps.size()) - 1;
+    if (int(eps_head.size()) >= limit) fail("grammar: a lexeme needs more than ", limit, " automaton states (pattern or repetition too large)");
+    eps_head.push_back(-1);
+    edge_head.push_back(-1);
+    return int(eps_head.size()) - 1;
   }
-  void edge(int from, uint8_t lo, uint8_t hi, int to) { edges[size_t(from)].push_back({lo, hi, to}); }
+  void edge(int from, uint8_t lo, uint8_t hi, int to) {
+    edge_pool.push_back({lo, hi, to, edge_head[size_t(from)]});
+    edge_head[size_t(from)] = int(edge_pool.size()) - 1;
+  }
+  void eps(int from, int to) {
+    eps_pool.push_back({to, eps_head[size_t(from)]});
+    eps_head[size_t(from)] = int(eps_pool.size()) - 1;
+  }
+  // Calls f(edge) for every byte edge out of `s`.
+  template <class F>
+  void for_edges(int s, F&& f) const {
+    for (int l = edge_head[size_t(s)]; l >= 0; l = edge_pool[size_t(l)].next) f(edge_pool[size_t(l)]);
+  }
 
   // A path s -> e for every code point in [lo, hi] (same UTF-8 length classes split first).
   void utf8_range(uint32_t lo, uint32_t hi, int s, int e) {
@@ -86,7 +106,7 @@ struct Nfa {
         int cur = s;
         for (const Expr& k : x.kids) {
           auto [ks, ke] = build(k);
-          eps[size_t(cur)].push_back(ks);
+          eps(cur, ks);
           cur = ke;
         }
         e = cur;
@@ -96,8 +116,8 @@ struct Nfa {
         e = add();
         for (const Expr& k : x.kids) {
           auto [ks, ke] = build(k);
-          eps[size_t(s)].push_back(ks);
-          eps[size_t(ke)].push_back(e);
+          eps(s, ks);
+          eps(ke, e);
         }
         break;
       case Expr::Kind::kRepeat: {
@@ -105,24 +125,24 @@ struct Nfa {
         int cur = s;
         for (int i = 0; i < x.min; ++i) {
           auto [ks, ke] = build(k);
-          eps[size_t(cur)].push_back(ks);
+          eps(cur, ks);
           cur = ke;
         }
         e = add();
         if (x.max == kUnbounded) {
           auto [ks, ke] = build(k);
-          eps[size_t(cur)].push_back(ks);
-          eps[size_t(cur)].push_back(e);
-          eps[size_t(ke)].push_back(ks);
-          eps[size_t(ke)].push_back(e);
+          eps(cur, ks);
+          eps(cur, e);
+          eps(ke, ks);
+          eps(ke, e);
         } else {
           for (int i = x.min; i < x.max; ++i) {
-            eps[size_t(cur)].push_back(e);
+            eps(cur, e);
             auto [ks, ke] = build(k);
-            eps[size_t(cur)].push_back(ks);
+            eps(cur, ks);
             cur = ke;
           }
-          eps[size_t(cur)].push_back(e);
+          eps(cur, e);
         }
         break;
       }
@@ -148,8 +168,8 @@ void closure(const Nfa& nfa, std::vector<int>& set, std::vector<uint8_t>& seen, 
   while (!stack.empty()) {
     const int s = stack.back();
     stack.pop_back();
-    for (int t : nfa.eps[size_t(s)])
-      if (!seen[size_t(t)]) {
+    for (int l = nfa.eps_head[size_t(s)]; l >= 0; l = nfa.eps_pool[size_t(l)].next)
+      if (const int t = nfa.eps_pool[size_t(l)].to; !seen[size_t(t)]) {
         seen[size_t(t)] = 1;
         set.push_back(t);
         stack.push_back(t);
@@ -168,12 +188,12 @@ Lexeme build_lexeme(const std::vector<const Expr*>& parts, const LexemeLimits& l
   int cur = start;
   for (const Expr* p : parts) {
     auto [s, e] = nfa.build(*p);
-    nfa.eps[size_t(cur)].push_back(s);
+    nfa.eps(cur, s);
     cur = e;
   }
   const int final_state = cur;
 
-  std::vector<uint8_t> seen(nfa.eps.size(), 0);
+  std::vector<uint8_t> seen(nfa.size(), 0);
   std::unordered_map<std::vector<int>, int32_t, SetHash> ids;
   std::vector<std::vector<int>> sets;
   Lexeme lx;
@@ -192,10 +212,10 @@ Lexeme build_lexeme(const std::vector<const Expr*>& parts, const LexemeLimits& l
     cuts.assign({0, 256});
     for (int s : sets[d]) {
       if (s == final_state) acc = true;
-      for (const Nfa::Edge& ed : nfa.edges[size_t(s)]) {
+      nfa.for_edges(s, [&](const Nfa::Edge& ed) {
         cuts.push_back(ed.lo);
         cuts.push_back(ed.hi + 1);
-      }
+      });
     }
     std::sort(cuts.begin(), cuts.end());
     cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
@@ -209,8 +229,9 @@ Lexeme build_lexeme(const std::vector<const Expr*>& parts, const LexemeLimits& l
     for (size_t i = 0; i < runs; ++i) targets[i].clear();
     for (size_t i = 0; i < runs; ++i) run_of[size_t(cuts[i])] = uint16_t(i);  // an edge starts at a cut
     for (int s : sets[d])
-      for (const Nfa::Edge& ed : nfa.edges[size_t(s)])
+      nfa.for_edges(s, [&](const Nfa::Edge& ed) {
         for (size_t i = run_of[ed.lo]; i < runs && cuts[i] <= ed.hi; ++i) targets[i].push_back(ed.to);
+      });
     for (size_t i = 0; i < runs; ++i) {
       std::vector<int>& t = targets[i];
       if (t.empty()) continue;
