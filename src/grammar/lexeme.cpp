@@ -1,7 +1,6 @@
 #include "grammar/lexeme.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 #include "core/error.h"
 #include "text/utf8.h"
@@ -153,12 +152,55 @@ struct Nfa {
   }
 };
 
-struct SetHash {
-  size_t operator()(const std::vector<int>& v) const {
-    uint64_t h = v.size();
-    for (int x : v) h = (h ^ uint64_t(uint32_t(x))) * 0x100000001B3ull;
-    return size_t(h ^ (h >> 29));
+uint64_t set_hash(const std::vector<int>& v) {
+  uint64_t h = v.size();
+  for (int x : v) h = (h ^ uint64_t(uint32_t(x))) * 0x100000001B3ull;
+  return h ^ (h >> 29);
+}
+
+// The DFA states' NFA state sets, in one pool with an open-addressing index: the subset
+// construction looks a set up once per byte run, and a node-based map keyed by vectors spent
+// most of that in allocations and copies.
+class SetStore {
+ public:
+  SetStore() : table_(64, -1) {}
+  size_t size() const { return hashes_.size(); }
+  const int* begin(size_t i) const { return pool_.data() + off_[i]; }
+  const int* end(size_t i) const { return pool_.data() + off_[i + 1]; }
+  // The id of `t`, or -1 when absent.
+  int32_t find(const std::vector<int>& t, uint64_t h) const {
+    for (size_t k = h & (table_.size() - 1);; k = (k + 1) & (table_.size() - 1)) {
+      const int32_t id = table_[k];
+      if (id < 0) return -1;
+      if (hashes_[size_t(id)] == h && size_t(end(size_t(id)) - begin(size_t(id))) == t.size() &&
+          std::equal(t.begin(), t.end(), begin(size_t(id))))
+        return id;
+    }
   }
+  int32_t add(const std::vector<int>& t, uint64_t h) {
+    const int32_t id = int32_t(hashes_.size());
+    pool_.insert(pool_.end(), t.begin(), t.end());
+    off_.push_back(uint32_t(pool_.size()));
+    hashes_.push_back(h);
+    if (hashes_.size() * 2 > table_.size()) {
+      table_.assign(table_.size() * 2, -1);
+      for (size_t i = 0; i < hashes_.size(); ++i) place(int32_t(i));
+    } else {
+      place(id);
+    }
+    return id;
+  }
+
+ private:
+  void place(int32_t id) {
+    size_t k = hashes_[size_t(id)] & (table_.size() - 1);
+    while (table_[k] >= 0) k = (k + 1) & (table_.size() - 1);
+    table_[k] = id;
+  }
+  std::vector<int> pool_;
+  std::vector<uint32_t> off_{0};
+  std::vector<uint64_t> hashes_;
+  std::vector<int32_t> table_;  // power of two, at most half full; -1 empty
 };
 
 // `stack`: scratch space, passed in so the subset construction does not allocate per closure.
@@ -194,13 +236,11 @@ Lexeme build_lexeme(const std::vector<const Expr*>& parts, const LexemeLimits& l
   const int final_state = cur;
 
   std::vector<uint8_t> seen(nfa.size(), 0);
-  std::unordered_map<std::vector<int>, int32_t, SetHash> ids;
-  std::vector<std::vector<int>> sets;
+  SetStore sets;
   Lexeme lx;
   std::vector<int> first{start}, scratch;
   closure(nfa, first, seen, scratch);
-  ids.emplace(first, 0);
-  sets.push_back(first);
+  sets.add(first, set_hash(first));
   // The bytes split into runs on which every NFA edge of the set is on or off (a class is a few
   // byte ranges): each run is one target set, one closure and one lookup.
   std::vector<int> cuts;
@@ -210,7 +250,8 @@ Lexeme build_lexeme(const std::vector<const Expr*>& parts, const LexemeLimits& l
   for (size_t d = 0; d < sets.size(); ++d) {
     bool acc = false;
     cuts.assign({0, 256});
-    for (int s : sets[d]) {
+    for (const int* p = sets.begin(d); p != sets.end(d); ++p) {
+      const int s = *p;
       if (s == final_state) acc = true;
       nfa.for_edges(s, [&](const Nfa::Edge& ed) {
         cuts.push_back(ed.lo);
@@ -228,8 +269,8 @@ Lexeme build_lexeme(const std::vector<const Expr*>& parts, const LexemeLimits& l
     const size_t runs = cuts.size() - 1;
     for (size_t i = 0; i < runs; ++i) targets[i].clear();
     for (size_t i = 0; i < runs; ++i) run_of[size_t(cuts[i])] = uint16_t(i);  // an edge starts at a cut
-    for (int s : sets[d])
-      nfa.for_edges(s, [&](const Nfa::Edge& ed) {
+    for (const int* p = sets.begin(d); p != sets.end(d); ++p)
+      nfa.for_edges(*p, [&](const Nfa::Edge& ed) {
         for (size_t i = run_of[ed.lo]; i < runs && cuts[i] <= ed.hi; ++i) targets[i].push_back(ed.to);
       });
     for (size_t i = 0; i < runs; ++i) {
@@ -238,16 +279,15 @@ Lexeme build_lexeme(const std::vector<const Expr*>& parts, const LexemeLimits& l
       std::sort(t.begin(), t.end());
       t.erase(std::unique(t.begin(), t.end()), t.end());
       closure(nfa, t, seen, scratch);
-      // Look up before inserting: a hit (most runs) must not copy the set into a new node.
-      auto it = ids.find(t);
-      if (it == ids.end()) {
+      const uint64_t h = set_hash(t);
+      int32_t to = sets.find(t, h);
+      if (to < 0) {
         if (int(sets.size()) >= limits.max_dfa_states)
           fail("grammar: a lexeme needs more than ", limits.max_dfa_states, " automaton states (pattern or repetition too large)");
-        it = ids.emplace(t, int32_t(sets.size())).first;
-        sets.push_back(t);
+        to = sets.add(t, h);
       }
-      if (succ[d].empty() || succ[d].back() != it->second) succ[d].push_back(it->second);
-      std::fill(lx.next.begin() + std::ptrdiff_t(row) + cuts[i], lx.next.begin() + std::ptrdiff_t(row) + cuts[i + 1], it->second);
+      if (succ[d].empty() || succ[d].back() != to) succ[d].push_back(to);
+      std::fill(lx.next.begin() + std::ptrdiff_t(row) + cuts[i], lx.next.begin() + std::ptrdiff_t(row) + cuts[i + 1], to);
     }
   }
   lx.states = int(sets.size());
