@@ -247,6 +247,8 @@ Lexeme build_lexeme(const std::vector<const Expr*>& parts, const LexemeLimits& l
   std::vector<std::vector<int>> targets(256);  // per run of bytes: the NFA states it leads to
   std::vector<uint16_t> run_of(256);           // first byte of a run -> the run
   std::vector<std::vector<int32_t>> succ;      // DFA state -> its targets (for the liveness pass)
+  std::vector<std::pair<uint16_t, int32_t>> row_runs;  // per DFA state, in order: (first byte, target) of each run
+  std::vector<uint32_t> row_end;                       // DFA state -> the end of its runs in row_runs
   for (size_t d = 0; d < sets.size(); ++d) {
     bool acc = false;
     cuts.assign({0, 256});
@@ -262,8 +264,6 @@ Lexeme build_lexeme(const std::vector<const Expr*>& parts, const LexemeLimits& l
     cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
     lx.accepting.push_back(acc);
     succ.emplace_back();
-    const size_t row = lx.next.size();
-    lx.next.resize(row + 256, Lexeme::kDead);
     // Each edge drops its target into the runs it covers (a run lies inside or outside every
     // edge), so the work is the edges' total width in runs, not runs times edges.
     const size_t runs = cuts.size() - 1;
@@ -275,7 +275,10 @@ Lexeme build_lexeme(const std::vector<const Expr*>& parts, const LexemeLimits& l
       });
     for (size_t i = 0; i < runs; ++i) {
       std::vector<int>& t = targets[i];
-      if (t.empty()) continue;
+      if (t.empty()) {
+        row_runs.push_back({uint16_t(cuts[i]), Lexeme::kDead});
+        continue;
+      }
       std::sort(t.begin(), t.end());
       t.erase(std::unique(t.begin(), t.end()), t.end());
       closure(nfa, t, seen, scratch);
@@ -287,10 +290,20 @@ Lexeme build_lexeme(const std::vector<const Expr*>& parts, const LexemeLimits& l
         to = sets.add(t, h);
       }
       if (succ[d].empty() || succ[d].back() != to) succ[d].push_back(to);
-      std::fill(lx.next.begin() + std::ptrdiff_t(row) + cuts[i], lx.next.begin() + std::ptrdiff_t(row) + cuts[i + 1], to);
+      row_runs.push_back({uint16_t(cuts[i]), to});
     }
+    row_end.push_back(uint32_t(row_runs.size()));
   }
   lx.states = int(sets.size());
+  // The table is written once, at its final size: growing it row by row cost more in copies
+  // and page faults than the construction itself.
+  lx.next.resize(size_t(lx.states) * 256);
+  for (size_t d = 0, r = 0; d < size_t(lx.states); ++d)
+    for (; r < row_end[d]; ++r) {
+      const int end = r + 1 < row_end[d] ? row_runs[r + 1].first : 256;
+      std::fill(lx.next.begin() + std::ptrdiff_t(d * 256 + row_runs[r].first), lx.next.begin() + std::ptrdiff_t(d * 256) + end,
+                row_runs[r].second);
+    }
 
   // States that cannot reach an accepting one are dead: transitions into them become kDead.
   std::vector<std::vector<int32_t>> rev(size_t(lx.states));
