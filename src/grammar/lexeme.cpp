@@ -297,12 +297,11 @@ Lexeme build_lexeme(const std::vector<const Expr*>& parts, const LexemeLimits& l
   lx.states = int(sets.size());
   // The table is written once, at its final size: growing it row by row cost more in copies
   // and page faults than the construction itself.
-  lx.next.resize(size_t(lx.states) * 256);
+  lx.next.reserve(size_t(lx.states) * 256);
   for (size_t d = 0, r = 0; d < size_t(lx.states); ++d)
-    for (; r < row_end[d]; ++r) {
+    for (; r < row_end[d]; ++r) {  // a state's runs cover its 256 bytes in order
       const int end = r + 1 < row_end[d] ? row_runs[r + 1].first : 256;
-      std::fill(lx.next.begin() + std::ptrdiff_t(d * 256 + row_runs[r].first), lx.next.begin() + std::ptrdiff_t(d * 256) + end,
-                row_runs[r].second);
+      lx.next.insert(lx.next.end(), size_t(end - row_runs[r].first), row_runs[r].second);
     }
 
   // States that cannot reach an accepting one are dead: transitions into them become kDead.
