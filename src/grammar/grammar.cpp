@@ -19,6 +19,39 @@ struct Lowering {
   int total_states = 0;
   size_t total_elems = 0;
   std::unordered_multimap<size_t, int32_t> by_hash;  // lexeme table hash -> lexeme id
+  // The canonical text of a run of parts -> what flush() made of it (a lexeme id, or kDeadRun /
+  // kEmptyRun): a schema spells the same runs many times (the same key and value shape in many
+  // objects), and building the automaton is the bulk of a compile.
+  static constexpr int32_t kDeadRun = -1, kEmptyRun = -2;
+  std::unordered_map<std::string, int32_t> by_text;
+  std::string key;
+
+  static void append_int(std::string& k, int64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); }
+  static void canonical(const Expr& x, std::string& k) {
+    k += char('0' + int(x.kind));
+    switch (x.kind) {
+      case Expr::Kind::kLiteral:
+        append_int(k, int64_t(x.bytes.size()));
+        k += x.bytes;
+        break;
+      case Expr::Kind::kClass:
+        append_int(k, int64_t(x.ranges.size()));
+        for (auto [lo, hi] : x.ranges) append_int(k, int64_t(lo) << 32 | hi);
+        break;
+      case Expr::Kind::kRepeat:
+        append_int(k, x.min);
+        append_int(k, x.max);
+        [[fallthrough]];
+      case Expr::Kind::kSeq:
+      case Expr::Kind::kAlt:
+        append_int(k, int64_t(x.kids.size()));
+        for (const Expr& kid : x.kids) canonical(kid, k);
+        break;
+      case Expr::Kind::kRef:
+        append_int(k, x.rule);
+        break;
+    }
+  }
 
   int new_rule(const std::string& name) {
     if (int(rules.size()) >= limits.max_rules) fail("grammar: more than ", limits.max_rules, " rules");
@@ -50,28 +83,41 @@ struct Lowering {
   // False when the run matches nothing at all (the alternative is dead).
   bool flush(std::vector<const Expr*>& pending, std::vector<Elem>& out) {
     if (pending.empty()) return true;
+    key.clear();
+    append_int(key, int64_t(pending.size()));
+    for (const Expr* p : pending) canonical(*p, key);
+    if (auto it = by_text.find(key); it != by_text.end()) {
+      pending.clear();
+      if (it->second == kDeadRun) return false;
+      if (it->second != kEmptyRun) out.push_back({Elem::kLexeme, it->second});
+      return true;
+    }
     Lexeme lx = build_lexeme(pending, limits.lexeme);
     pending.clear();
-    if (!lx.nonempty()) return false;
-    if (!lx.live[0]) return true;  // matches only "": nothing to keep
+    const int32_t id = !lx.nonempty() ? kDeadRun : !lx.live[0] ? kEmptyRun : dedup(std::move(lx));
+    by_text.emplace(key, id);
+    if (id == kDeadRun) return false;
+    if (id != kEmptyRun) out.push_back({Elem::kLexeme, id});  // kEmptyRun matches only "": nothing to keep
+    return true;
+  }
+
+  // The id of `lx`, a new one unless an equal automaton is already stored.
+  int32_t dedup(Lexeme lx) {
     // Equal automata are one lexeme (a schema repeats the same value shapes many times): stored,
     // counted against the bound and given token-mask entries once.
     const size_t h = lexeme_hash(lx);
     auto [lo, hi] = by_hash.equal_range(h);
     for (auto it = lo; it != hi; ++it) {
       const Lexeme& o = g.lexemes[size_t(it->second)];
-      if (o.states == lx.states && o.next == lx.next && o.accepting == lx.accepting) {
-        out.push_back({Elem::kLexeme, it->second});
-        return true;
-      }
+      if (o.states == lx.states && o.next == lx.next && o.accepting == lx.accepting) return it->second;
     }
     total_states += lx.states;
     if (total_states > limits.max_total_dfa_states)
       fail("grammar: its lexemes need more than ", limits.max_total_dfa_states, " automaton states");
-    by_hash.emplace(h, int32_t(g.lexemes.size()));
-    out.push_back({Elem::kLexeme, int32_t(g.lexemes.size())});
+    const int32_t id = int32_t(g.lexemes.size());
+    by_hash.emplace(h, id);
     g.lexemes.push_back(std::move(lx));
-    return true;
+    return id;
   }
 
   static size_t lexeme_hash(const Lexeme& lx) {
@@ -155,7 +201,7 @@ struct Lowering {
 
 std::shared_ptr<const Grammar> compile_grammar(const GrammarIR& ir, const GrammarLimits& limits) {
   if (ir.root < 0 || size_t(ir.root) >= ir.names.size()) fail("grammar: no root rule");
-  Lowering L{ir, limits, {}, {}, {}, {}, 0, 0, {}};
+  Lowering L{ir, limits, {}, {}, {}, {}, 0, 0, {}, {}, {}};
   for (const std::string& n : ir.names) L.new_rule(n);
   for (size_t i = 0; i < ir.names.size(); ++i) {
     if (!ir.defined[i]) fail("grammar: rule '", ir.names[i], "' is used but never defined");

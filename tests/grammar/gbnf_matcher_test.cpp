@@ -182,6 +182,30 @@ TEST(Gbnf, EqualLexemesAreStoredOnce) {
   EXPECT_FALSE(accepts(many, ok.substr(1)));
 }
 
+// The compiler builds a repeated run of ref-free parts once and reuses what it made of it: a
+// lexeme, "matches nothing" (the alternative is dropped) or "matches only the empty string" (no
+// element). Each outcome must come out the same the second time as the first.
+TEST(Gbnf, RepeatedRunsKeepTheirOutcome) {
+  GrammarIR ir;
+  const int root = ir.rule("root"), r = ir.rule("r");
+  const Expr dead = Expr::cls({});            // no character at all
+  const Expr empty = Expr::opt(Expr::cls({}));  // only ""
+  const Expr key = Expr::seq({Expr::literal("k"), Expr::plus(Expr::cls({{'0', '9'}}))});
+  ir.define(root, Expr::alt({Expr::seq({dead, Expr::ref(r)}), Expr::seq({empty, Expr::ref(r), key}),
+                             Expr::seq({dead, Expr::ref(r)}), Expr::seq({empty, Expr::ref(r), key, Expr::ref(r)})}));
+  ir.define(r, Expr::literal("q"));
+  ir.root = root;
+  auto g = compile_grammar(ir);
+  ASSERT_EQ(g->alts[size_t(root)].size(), 2u);  // both dead alternatives dropped, both empty runs kept
+  for (int32_t first : g->alts[size_t(root)]) EXPECT_EQ(g->elems[size_t(first)].kind, Elem::kRef);  // no lexeme for ""
+  EXPECT_EQ(g->elems[size_t(g->alts[size_t(root)][0]) + 1].arg, g->elems[size_t(g->alts[size_t(root)][1]) + 1].arg);
+  EXPECT_EQ(g->lexemes.size(), 2u);  // "q" and the key
+  EXPECT_TRUE(accepts(g, "qk12"));
+  EXPECT_TRUE(accepts(g, "qk7q"));
+  EXPECT_FALSE(accepts(g, "q"));
+  EXPECT_FALSE(accepts(g, "qk"));
+}
+
 TEST(Gbnf, RefusesBrokenGrammars) {
   EXPECT_NE(error_of("root ::= a\na ::= a \"x\" | \"y\"").find("left-recursive"), std::string::npos);
   EXPECT_NE(error_of("root ::= b | \"z\"\nb ::= \"\"? root \"x\"").find("left-recursive"), std::string::npos);
