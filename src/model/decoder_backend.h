@@ -16,6 +16,8 @@
 #include <span>
 #include <vector>
 
+#include "core/error.h"
+#include "model/decoder_state.h"
 #include "model/layer_ops.h"
 #include "model/text_weights.h"
 
@@ -54,6 +56,17 @@ class DecoderBackend : public LayerOps {
   virtual void finish(const std::vector<float>& final_norm, float* out) = 0;
   // logits[rows.size(), vocab] = the call's output rows `rows` * lm_head^T.
   virtual void logits(const kernels::WeightMatrix& lm_head, std::span<const int64_t> rows, float* out) = 0;
+
+  // Advances `state`'s DeltaNet states, taken back to what they were before its last traced block
+  // (DecoderSegment::traces), over that block's first n tokens from the traces the backend kept:
+  // the conv steps, gates and recurrent delta rule only, no matmuls; the states the block in
+  // recurrent mode left after those n tokens, bit for bit. For a backend that keeps its traces
+  // where its states live (a device); the CPU's traces are the host's (TextDecoder::replay_deltanet).
+  virtual void replay_deltanet(DecoderState& state, int64_t n);
 };
+
+inline void DecoderBackend::replay_deltanet(DecoderState&, int64_t) {
+  fail("this decoder backend keeps no traces of its own (its traces are the host's)");
+}
 
 }  // namespace qwen35

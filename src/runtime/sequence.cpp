@@ -76,8 +76,8 @@ bool Sequence::advance_block(int layers, int64_t n_logits, float* logits, BatchG
   const int64_t H = engine_.text_config().hidden_size, n = block_.n;
   const int first = block_.next_layer, end = layers <= 0 ? L : std::min(L, first + layers);
   n_logits = end == L ? std::min(n_logits, n) : 0;
-  // A device keeps no traces: a rewind into a traced block feeds its kept tokens again there.
-  std::vector<DeltaNetTrace>* traces = ws_.trace && !engine_.device ? &ws_.traces : nullptr;
+  // (A device keeps a traced block's traces in the sequence's device state.)
+  std::vector<DeltaNetTrace>* traces = ws_.trace ? &ws_.traces : nullptr;
   try {
     if (gate) {
       // The gate's batched pass; the rows come back as the solo pass leaves them, and the traces
@@ -266,21 +266,29 @@ void Sequence::rewind(const DeltaNetSave& save, int64_t keep) {
   if (traced_from_ != save.length || keep < 0 || keep > traced_tokens_ || save.length + keep > length())
     fail("Sequence::rewind: ", keep, " tokens after the save were not fed in one traced block");
   const int64_t to = save.length + keep;
-  if (engine_.device) {
-    // No traces on a device: rewind to the save and feed the kept tokens again, recurrently as the
-    // verify block ran them (the same bits: rows do not depend on their block). Still traced, so
-    // that what is left of the block can be kept by a later rewind.
+  if (engine_.device && !(save.device && state_.device)) {
+    // A save from before the states moved to the device: rewind to it and feed the kept tokens
+    // again, recurrently as the verify block ran them (the same bits: rows do not depend on their
+    // block). Still traced, so that what is left of the block can be kept by a later rewind.
     refeed_.assign(tokens_.begin() + save.length, tokens_.begin() + to);
     rewind(save);
     feed_text(refeed_.data(), keep, DeltaRuleMode::kRecurrent, 0, nullptr, /*traced=*/true);
     return;
   }
-  for (size_t i = 0; i < state_.deltanet.size(); ++i) {
-    std::copy(save.states[i].conv.begin(), save.states[i].conv.end(), state_.deltanet[i].conv.begin());
-    std::copy(save.states[i].recurrent.begin(), save.states[i].recurrent.end(), state_.deltanet[i].recurrent.begin());
+  if (engine_.device) {  // the states back from the save's device copy, replayed from the device's traces
+    std::lock_guard<std::mutex> lock(engine_.device_mutex);
+    state_.device->assign(*save.device, false);
+    engine_.device->replay_deltanet(state_, keep);
+    state_.device->truncate_kv(to);
+  } else {
+    for (size_t i = 0; i < state_.deltanet.size(); ++i) {
+      std::copy(save.states[i].conv.begin(), save.states[i].conv.end(), state_.deltanet[i].conv.begin());
+      std::copy(save.states[i].recurrent.begin(), save.states[i].recurrent.end(),
+                state_.deltanet[i].recurrent.begin());
+    }
+    engine_.model->decoder().replay_deltanet(engine_.compute, ws_, keep, state_);
+    for (KvCache& kv : state_.kv) kv.truncate(to);
   }
-  engine_.model->decoder().replay_deltanet(engine_.compute, ws_, keep, state_);
-  for (KvCache& kv : state_.kv) kv.truncate(to);
   tokens_.resize(size_t(to));
   keys_.resize(size_t(to));
   state_.n_past = to;

@@ -137,7 +137,7 @@ class Sequence {
   std::vector<int32_t> pos_;
   std::vector<int64_t> logit_rows_;  // the rows whose logits a device pass returns
   std::vector<uint64_t> key_buf_;
-  std::vector<int32_t> refeed_;  // a rewind's kept tokens, fed again on a device
+  std::vector<int32_t> refeed_;  // a rewind's kept tokens, fed again (a host save, the states since on a device)
   int64_t traced_from_ = -1, traced_tokens_ = 0;  // the last fed block, when it was traced
 
   // Runs the head on the first n pending pairs, plus, with `next_embedding`, the pair of the last

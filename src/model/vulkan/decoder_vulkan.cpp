@@ -104,6 +104,8 @@ class VulkanDecoderBackend::State final : public BackendState {
     size_t n = 0;
     for (size_t i = 0; i < conv.size(); ++i) n += conv[i]->size() + recurrent[i]->size();
     for (const Kv& c : kv) n += 2 * size_t(c.length) * row_bytes;
+    for (size_t i = 0; i < trace_qkv.size(); ++i)
+      n += trace_qkv[i]->size() + trace_beta[i]->size() + trace_g[i]->size();
     return n;
   }
 
@@ -115,6 +117,7 @@ class VulkanDecoderBackend::State final : public BackendState {
     }
     p.run();
     for (Kv& c : kv) c.length = 0;
+    traced = 0;
   }
 
   // Room for `tokens` rows in every KV cache, keeping the rows it has (amortised growth).
@@ -142,7 +145,25 @@ class VulkanDecoderBackend::State final : public BackendState {
 
   size_t kv_count() const { return kv_layers; }
 
+  // Room for a traced block of `tokens` rows: per DeltaNet layer its pre-conv rows [T, C] and its
+  // beta and decay logits [T, Hv] (trace_qkv, trace_beta, trace_g).
+  void reserve_trace(int64_t tokens, int64_t C, int64_t Hv) {
+    if (tokens <= trace_capacity) return;
+    trace_qkv.clear();
+    trace_beta.clear();
+    trace_g.clear();
+    for (size_t i = 0; i < conv.size(); ++i) {
+      trace_qkv.push_back(std::make_unique<Buffer>(dev_, size_t(tokens * C) * 4));
+      trace_beta.push_back(std::make_unique<Buffer>(dev_, size_t(tokens * Hv) * 4));
+      trace_g.push_back(std::make_unique<Buffer>(dev_, size_t(tokens * Hv) * 4));
+    }
+    trace_capacity = tokens;
+  }
+
   std::vector<BufferPtr> conv, recurrent;
+  std::vector<BufferPtr> trace_qkv, trace_beta, trace_g;
+  int64_t trace_capacity = 0;
+  int64_t traced = 0;  // tokens of the last block, when it was traced
   std::vector<Kv> kv;
   size_t kv_layers = 0;
   int64_t capacity = 0;
@@ -159,12 +180,12 @@ class VulkanDecoderBackend::State final : public BackendState {
 };
 
 VulkanDecoderBackend::VulkanDecoderBackend(vk::Device& dev, const TextConfig& cfg, const TextWeights& w)
-    : dev_(dev), cfg_(cfg), rope_(cfg) {
+    : dev_(dev), cfg_(cfg), w_(w), rope_(cfg) {
   upload_all(w);
 }
 
 VulkanDecoderBackend::VulkanDecoderBackend(std::unique_ptr<vk::Device> dev, const TextConfig& cfg, const TextWeights& w)
-    : owned_(std::move(dev)), dev_(*owned_), cfg_(cfg), rope_(cfg) {
+    : owned_(std::move(dev)), dev_(*owned_), cfg_(cfg), w_(w), rope_(cfg) {
   upload_all(w);
 }
 
@@ -367,10 +388,11 @@ void VulkanDecoderBackend::begin(const float* inputs, const int32_t* positions,
     if (sg.first_layer != 0 || (sg.end_layer >= 0 && sg.end_layer != cfg_.num_layers))
       fail("vulkan: a segment through layers [", sg.first_layer, ", ", sg.end_layer,
            ") (only whole passes run on the device yet)");
-    if (sg.traces) fail("vulkan: traced blocks (speculative verification) do not run on the device yet");
     if (sg.T == 0) continue;
     State& st = state_of(*sg.state);
     st.reserve((st.kv.empty() ? 0 : st.kv[0].length) + sg.T);
+    st.traced = sg.traces ? sg.T : 0;
+    if (sg.traces) st.reserve_trace(sg.T, cfg_.conv_dim(), cfg_.linear_value_heads);
   }
   segments_ = segments;
   T_ = T;
@@ -404,11 +426,17 @@ void VulkanDecoderBackend::add_norm(const std::vector<float>& w) {
 void VulkanDecoderBackend::add() { vk::add(*pass_, mixed_->address(), x_->address(), T_ * cfg_.hidden_size); }
 
 void VulkanDecoderBackend::conv(const DeltaNetWeights& w, int index) {
-  const int64_t C = cfg_.conv_dim();
+  const int64_t C = cfg_.conv_dim(), Hv = cfg_.linear_value_heads;
   int64_t row = 0;
   for (const DecoderSegment& sg : segments_) {  // on each sequence's state
     if (sg.T == 0) continue;
     State& st = state_of(*sg.state);
+    if (sg.traces) {  // the block's inputs of this layer's conv and gates, for replay_deltanet
+      const size_t i = size_t(index);
+      pass_->copy(*qkv_, size_t(row * C) * 4, *st.trace_qkv[i], 0, size_t(sg.T * C) * 4);
+      pass_->copy(*beta_, size_t(row * Hv) * 4, *st.trace_beta[i], 0, size_t(sg.T * Hv) * 4);
+      pass_->copy(*g_, size_t(row * Hv) * 4, *st.trace_g[i], 0, size_t(sg.T * Hv) * 4);
+    }
     vk::causal_conv(*pass_, {qkv_->address(size_t(row * C) * 4), vec(w.conv_t), st.conv[size_t(index)]->address(),
                              conv_out_->address(size_t(row * C) * 4), sg.T, C, cfg_.conv_kernel});
     row += sg.T;
@@ -541,6 +569,38 @@ void VulkanDecoderBackend::output_gate() {
 
 void VulkanDecoderBackend::swiglu() {
   vk::swiglu(*pass_, gate_->address(), up_->address(), gate_->address(), T_ * gate_width_);
+}
+
+// The traced block's first n rows of each DeltaNet layer go through the same conv, gates and
+// recurrent delta rule steps the block ran (one sequence, recurrent mode): the same bits. The
+// core rows they write are scratch.
+void VulkanDecoderBackend::replay_deltanet(DecoderState& state, int64_t n) {
+  State& st = state_of(state);
+  if (n < 0 || n > st.traced) fail("vulkan: replay of ", n, " tokens of a traced block of ", st.traced);
+  if (n == 0) return;
+  flush();
+  have_rows_ = false;
+  reserve(n);
+  const int64_t C = cfg_.conv_dim(), Hv = cfg_.linear_value_heads;
+  const DecoderSegment seg{&state, n, DeltaRuleMode::kRecurrent};
+  segments_ = std::span<const DecoderSegment>(&seg, 1);
+  T_ = n;
+  pass_ = std::make_unique<vk::Pass>(dev_);
+  int index = 0;
+  for (const LayerWeights& L : w_.layers) {
+    if (L.kind != LayerKind::kDeltaNet) continue;
+    const size_t i = size_t(index);
+    pass_->copy(*st.trace_qkv[i], 0, *qkv_, 0, size_t(n * C) * 4);
+    pass_->copy(*st.trace_beta[i], 0, *beta_, 0, size_t(n * Hv) * 4);
+    pass_->copy(*st.trace_g[i], 0, *g_, 0, size_t(n * Hv) * 4);
+    conv(L.deltanet, index);
+    gates(L.deltanet);
+    delta(L.deltanet, index);
+    ++index;
+  }
+  flush();
+  segments_ = {};
+  st.traced = n;  // a later rewind to the same save may keep up to n of them again
 }
 
 // The router, the shared gate and the shared expert's gate/up run on the device; the pass stops

@@ -10,8 +10,12 @@
 // row's experts are the CPU's for the same logits; the pass then goes on with the chosen experts'
 // matrices over their rows (moe()). Observers get the residual stream and the routing brought back.
 //
-// Not on the device yet (each a clear error): traced blocks (a rewind on the device feeds the kept
-// tokens again instead), segments that stop part-way through the layers.
+// A traced block (DecoderSegment::traces, a verify block) keeps each DeltaNet layer's pre-conv
+// rows and gate logits in the sequence's device state, so that a partly accepted draft replays the
+// recurrences there (replay_deltanet) instead of being fed again. The host's trace vectors are
+// left as they are.
+//
+// Not on the device yet (a clear error): segments that stop part-way through the layers.
 //
 // Thread contract: one call at a time, as its Device.
 #pragma once
@@ -57,6 +61,7 @@ class VulkanDecoderBackend final : public DecoderBackend {
   // With out null the pass waits for logits() (or the next begin()) to be submitted.
   void finish(const std::vector<float>& final_norm, float* out) override;
   void logits(const kernels::WeightMatrix& lm_head, std::span<const int64_t> rows, float* out) override;
+  void replay_deltanet(DecoderState& state, int64_t n) override;
 
   // The layer primitives (layer_ops.h) as shaders on the rows below.
   void linear(Rows in, std::span<const LinearTo> outs) override;
@@ -95,6 +100,7 @@ class VulkanDecoderBackend final : public DecoderBackend {
   std::unique_ptr<vk::Device> owned_;  // when open() made the device
   vk::Device& dev_;
   const TextConfig& cfg_;
+  const TextWeights& w_;
   MRope rope_;
   std::unordered_map<const void*, Matrix> matrices_;  // by the host WeightMatrix
   std::unordered_map<const void*, BufferPtr> vectors_;  // by the host vector (norms, conv taps, gates)

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/error.h"
 #include "core/thread_pool.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
@@ -62,13 +63,14 @@ std::vector<int32_t> text_positions(int64_t first, int64_t T) {
 
 // One sequence fed through the decoder on `b`; returns the logits of the block's last row.
 std::vector<float> feed(const TextDecoder& dec, DecoderBackend& b, DecoderState& state, const std::vector<int32_t>& ids,
-                        DecoderObserver* observer = nullptr) {
+                        DecoderObserver* observer = nullptr, DeltaRuleMode mode = DeltaRuleMode::kAuto,
+                        std::vector<DeltaNetTrace>* traces = nullptr) {
   const TextConfig& cfg = dec.config();
   const int64_t T = int64_t(ids.size());
   std::vector<float> emb(size_t(T * cfg.hidden_size));
   dec.embed(ids.data(), T, emb.data());
   const std::vector<int32_t> pos = text_positions(state.n_past, T);
-  const DecoderSegment seg{&state, T};
+  const DecoderSegment seg{&state, T, mode, traces};
   dec.forward_on(b, emb.data(), pos.data(), std::span<const DecoderSegment>(&seg, 1), nullptr, observer);
   std::vector<float> logits(size_t(cfg.vocab_size));
   const int64_t last = T - 1;
@@ -186,6 +188,45 @@ TEST(VulkanDecoder, ChunkedPrefillMatchesTheCpuPath) {
     double lerr = 0;
     for (size_t i = 0; i < want.size(); ++i) lerr = std::max(lerr, double(std::fabs(got[i] - want[i])));
     EXPECT_LE(lerr, test::kLogitTol);
+  }
+}
+
+// A traced verify block (recurrent, as the engine feeds one), rewound to a device copy of the
+// states before it and replayed over its first n tokens from the device's traces, leaves the
+// states that feeding those n tokens again leaves: the next token's logits bit for bit. A second
+// rewind to the same save keeps fewer of them (what is left of the trace).
+TEST(VulkanDecoder, AReplayedTracedBlockEqualsFeedingItsPrefixAgain) {
+  QWEN35_NEED_VULKAN();
+  const std::unique_ptr<Model> m = load_tiny();
+  const TextDecoder& dec = m->decoder();
+  const TextConfig& cfg = m->config().text;
+  VulkanDecoderBackend b(*dev, cfg, m->text_weights());
+  const std::vector<int32_t> prompt = {9707, 11, 1879, 0, 3555}, block = {374, 279, 220, 17};
+  const int64_t P = int64_t(prompt.size());
+  const int32_t next = 3838;
+  auto fed_again = [&](int64_t n) {
+    DecoderState c = DecoderState::create(cfg, DType::F16);
+    feed(dec, b, c, prompt);
+    feed(dec, b, c, std::vector<int32_t>(block.begin(), block.begin() + n), nullptr, DeltaRuleMode::kRecurrent);
+    return feed(dec, b, c, {next});
+  };
+  for (int64_t n : {3, 1}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    DecoderState a = DecoderState::create(cfg, DType::F16);
+    feed(dec, b, a, prompt);
+    const std::unique_ptr<BackendState> save = a.device->copy(false);
+    std::vector<DeltaNetTrace> traces;  // the host's; the device keeps its own
+    feed(dec, b, a, block, nullptr, DeltaRuleMode::kRecurrent, &traces);
+    for (int64_t keep : {int64_t(3), n}) {  // n = 1: kept 3, then rewound again to keep 1
+      a.device->assign(*save, false);
+      b.replay_deltanet(a, keep);
+      a.device->truncate_kv(P + keep);
+      a.n_past = P + keep;
+    }
+    if (n == 1) {
+      EXPECT_THROW(b.replay_deltanet(a, 2), Error);  // past what is left of the trace
+    }
+    EXPECT_EQ(feed(dec, b, a, {next}), fed_again(n));
   }
 }
 
