@@ -362,38 +362,29 @@ void Sequence::restore(const SnapshotData& s) {
     if (!mtp_fits(s, n) || s.device->kv_length() != n || s.keys.size() != s.tokens.size())
       fail("snapshot does not belong to this model");
     if (n > engine_.context_size) fail("snapshot of ", n, " tokens exceeds the context of ", engine_.context_size);
-    {
-      std::lock_guard<std::mutex> lock(engine_.device_mutex);
-      if (state_.device) state_.device->assign(*s.device, true);
-      else state_.device = s.device->copy(true);
+    std::lock_guard<std::mutex> lock(engine_.device_mutex);
+    if (state_.device) state_.device->assign(*s.device, true);
+    else state_.device = s.device->copy(true);
+  } else {
+    leave_device();
+    // A snapshot of another model would overrun the state buffers.
+    bool same_shape = s.deltanet.size() == state_.deltanet.size() && s.keys_rows.size() == state_.kv.size();
+    for (size_t i = 0; same_shape && i < s.deltanet.size(); ++i)
+      same_shape = s.deltanet[i].conv.size() == state_.deltanet[i].conv.size() &&
+                   s.deltanet[i].recurrent.size() == state_.deltanet[i].recurrent.size();
+    for (size_t i = 0; same_shape && i < s.keys_rows.size(); ++i)
+      same_shape = s.keys_rows[i].size() == size_t(n) * state_.kv[i].row_bytes();
+    same_shape = same_shape && mtp_fits(s, n);
+    if (!same_shape) fail("snapshot does not belong to this model");
+    if (n > engine_.context_size) fail("snapshot of ", n, " tokens exceeds the context of ", engine_.context_size);
+    for (size_t i = 0; i < state_.deltanet.size(); ++i) {
+      std::copy(s.deltanet[i].conv.begin(), s.deltanet[i].conv.end(), state_.deltanet[i].conv.begin());
+      std::copy(s.deltanet[i].recurrent.begin(), s.deltanet[i].recurrent.end(), state_.deltanet[i].recurrent.begin());
     }
-    restore_mtp(s);
-    tokens_ = s.tokens;
-    keys_ = s.keys;
-    rope_delta_ = s.rope_delta;
-    state_.n_past = n;
-    traced_from_ = -1;
-    block_.n = 0;
-    return;
-  }
-  leave_device();
-  // A snapshot of another model would overrun the state buffers.
-  bool same_shape = s.deltanet.size() == state_.deltanet.size() && s.keys_rows.size() == state_.kv.size();
-  for (size_t i = 0; same_shape && i < s.deltanet.size(); ++i)
-    same_shape = s.deltanet[i].conv.size() == state_.deltanet[i].conv.size() &&
-                 s.deltanet[i].recurrent.size() == state_.deltanet[i].recurrent.size();
-  for (size_t i = 0; same_shape && i < s.keys_rows.size(); ++i)
-    same_shape = s.keys_rows[i].size() == size_t(n) * state_.kv[i].row_bytes();
-  same_shape = same_shape && mtp_fits(s, n);
-  if (!same_shape) fail("snapshot does not belong to this model");
-  if (n > engine_.context_size) fail("snapshot of ", n, " tokens exceeds the context of ", engine_.context_size);
-  for (size_t i = 0; i < state_.deltanet.size(); ++i) {
-    std::copy(s.deltanet[i].conv.begin(), s.deltanet[i].conv.end(), state_.deltanet[i].conv.begin());
-    std::copy(s.deltanet[i].recurrent.begin(), s.deltanet[i].recurrent.end(), state_.deltanet[i].recurrent.begin());
-  }
-  for (size_t i = 0; i < state_.kv.size(); ++i) {
-    state_.kv[i].truncate(0);
-    state_.kv[i].append_raw(s.keys_rows[i].data(), s.value_rows[i].data(), n);
+    for (size_t i = 0; i < state_.kv.size(); ++i) {
+      state_.kv[i].truncate(0);
+      state_.kv[i].append_raw(s.keys_rows[i].data(), s.value_rows[i].data(), n);
+    }
   }
   restore_mtp(s);
   tokens_ = s.tokens;
